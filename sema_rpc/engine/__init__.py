@@ -1,0 +1,1 @@
+"""The agent engine. It knows nothing of JSON-RPC: it emits typed events on an EventBus."""

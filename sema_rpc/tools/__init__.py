@@ -1,0 +1,1 @@
+"""Built-in tools, one per file. `registry.builtin_tools()` lists them."""

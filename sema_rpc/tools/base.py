@@ -1,0 +1,109 @@
+"""The contract every tool implements.
+
+A tool is a class with a pydantic `Input` model. The engine (engine/run_tools.py)
+validates the model's arguments against `Input`, calls `validate_input`, asks for
+permission when `needs_permission` says so, then awaits `call`. A tool reports
+failures by returning `ToolOutput(is_error=True, ...)` or raising `ToolError`; any
+other exception is caught by the engine and becomes an error result too, so a
+broken tool can never end a turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ToolInput(BaseModel):
+    # Models send what they send: unknown keys are ignored, wrong types are errors.
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+
+class ToolError(Exception):
+    """A failure to report to the model as an error tool result (not a bug)."""
+
+
+@dataclass(slots=True)
+class FileSnapshot:
+    """What a file looked like when the Read tool last returned it (Write/Edit precondition)."""
+
+    mtime_ns: int
+    size: int
+
+
+@dataclass
+class ToolContext:
+    working_dir: Path
+    session_id: str
+    agent_id: str = "main"
+    tool_call_id: str = ""
+    read_files: dict[str, FileSnapshot] = field(default_factory=dict)
+    """Keyed by resolved absolute path; shared by every tool of a session."""
+    emit_update: Callable[[str], None] = lambda _text: None
+    """Streams partial output (e.g. Bash stdout) to the client as tool:execution:update."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """Per-session scratch shared by tools (e.g. the todo list)."""
+    plan_mode: bool = False
+
+
+@dataclass(slots=True)
+class PermissionAsk:
+    """What the editor is shown when a call needs consent."""
+
+    title: str
+    content: str
+    content_kind: Literal["text", "diff"] = "text"
+    rule: str | None = None
+    """The rule an `allow_always` answer would store, e.g. `Bash(git commit:*)`."""
+
+
+@dataclass(slots=True)
+class ToolOutput:
+    content: str
+    """What the model receives as the tool result."""
+    summary: str = ""
+    """One line for the editor's tool card."""
+    is_error: bool = False
+    display: str | None = None
+    """Richer content for the editor (e.g. a unified diff), when it differs from `content`."""
+
+
+class Tool:
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Input: ClassVar[type[ToolInput]]
+    read_only: ClassVar[bool] = False
+
+    def is_read_only(self, args: Any) -> bool:
+        """Whether this call may run concurrently with other read-only calls."""
+        return self.read_only
+
+    def title(self, args: Any) -> str:
+        """A short human title for the call, e.g. `Read src/app.py`."""
+        return self.name
+
+    async def validate_input(self, args: Any, ctx: ToolContext) -> str | None:
+        """Return an error message to refuse the call before it runs, or None."""
+        return None
+
+    def permission(self, args: Any, ctx: ToolContext) -> PermissionAsk | None:
+        """What to ask the editor before running this call, or None if no consent is needed."""
+        return None
+
+    async def call(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        raise NotImplementedError
+
+    _schema_cache: ClassVar[dict[str, Any] | None] = None
+
+    @classmethod
+    def input_schema(cls) -> dict[str, Any]:
+        if cls.__dict__.get("_schema_cache") is None:
+            schema = cls.Input.model_json_schema()
+            schema.pop("title", None)
+            cls._schema_cache = schema
+        assert cls._schema_cache is not None
+        return cls._schema_cache
