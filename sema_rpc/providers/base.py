@@ -76,6 +76,10 @@ class ResponseDone:
     message: Message
     stop_reason: StopReason
     usage: Usage
+    raw_tool_inputs: dict[str, str] = field(default_factory=dict)
+    """tool_use id → the raw argument text, only for calls whose arguments were not valid
+    JSON (typically cut by max_tokens). Their `input` holds a best-effort partial parse
+    (possibly `{}`): the engine should not run them as if complete."""
 
 
 @dataclass(slots=True)

@@ -59,6 +59,8 @@ class PermissionAsk:
     content_kind: Literal["text", "diff"] = "text"
     rule: str | None = None
     """The rule an `allow_always` answer would store, e.g. `Bash(git commit:*)`."""
+    outside_workspace: bool = False
+    """The call touches a path outside the working dir: asked every time, never an always-rule."""
 
 
 @dataclass(slots=True)

@@ -1,0 +1,3 @@
+from sema_rpc.cli import main
+
+main()

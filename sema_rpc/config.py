@@ -1,0 +1,272 @@
+"""Configuration: the sema root, model profiles and how a model spec resolves to one.
+
+`$SEMA_ROOT/models.json` (default root `~/.sema`)::
+
+    {
+      "profiles": {
+        "sonnet": {"provider": "anthropic", "modelName": "claude-sonnet-4-5",
+                   "maxTokens": 8192, "contextLength": 200000, "thinking": true},
+        "local":  {"provider": "openai", "modelName": "qwen3", "baseURL": "http://localhost:8000/v1",
+                   "apiKey": "none"}
+      },
+      "pointers": {"main": "sonnet", "quick": "local"}
+    }
+
+A model spec is a profile name, `provider/model-id` (split on the first slash, so
+`openai/gpt-oss/120b` keeps `gpt-oss/120b`), or `replay/<cassette>` (`replay/demo` is the
+bundled demo cassette; anything else is a path). API keys and base URLs come from the
+profile, else from ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL or OPENAI_API_KEY /
+OPENAI_BASE_URL.
+
+Stdlib only: this module is imported at startup and must stay cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PROVIDERS",
+    "ConfigError",
+    "ModelProfile",
+    "ModelsConfig",
+    "bundled_cassette",
+    "load_models",
+    "max_retries",
+    "models_path",
+    "resolve_model",
+    "sema_root",
+]
+
+PROVIDERS = ("anthropic", "openai", "openai-responses", "replay")
+_PROVIDER_ALIASES = {"openai-chat": "openai", "claude": "anthropic"}
+
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
+DEFAULT_OPENAI_MODEL = "gpt-4.1"
+
+_DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+class ConfigError(Exception):
+    """The configuration is unusable; the message says what and where, for the user."""
+
+
+def sema_root() -> Path:
+    """`$SEMA_ROOT`, else `~/.sema`."""
+    env = os.environ.get("SEMA_ROOT")
+    return Path(env).expanduser() if env else Path.home() / ".sema"
+
+
+def models_path() -> Path:
+    return sema_root() / "models.json"
+
+
+def max_retries() -> int:
+    """SDK retries for 429 / 529 / 5xx / connection errors: `$SEMA_MAX_RETRIES`, default 2."""
+    try:
+        return max(0, int(os.environ.get("SEMA_MAX_RETRIES", "2")))
+    except ValueError:
+        return 2
+
+
+@dataclass(slots=True)
+class ModelProfile:
+    name: str
+    provider: str
+    """anthropic | openai | openai-responses | replay"""
+    model_name: str
+    """The provider's model id (for replay: the cassette path)."""
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    max_tokens: int = 8192
+    context_length: int = 128000
+    thinking: bool = False
+
+    def public(self) -> dict[str, Any]:
+        """A JSON-safe view without the API key (for model/list, logs, events)."""
+        return {
+            "name": self.name,
+            "provider": self.provider,
+            "modelName": self.model_name,
+            "baseURL": self.base_url,
+            "maxTokens": self.max_tokens,
+            "contextLength": self.context_length,
+            "thinking": self.thinking,
+        }
+
+
+@dataclass(slots=True)
+class ModelsConfig:
+    profiles: dict[str, ModelProfile] = field(default_factory=dict)
+    pointers: dict[str, str] = field(default_factory=dict)
+    path: Path | None = None
+
+
+def _normalise_provider(provider: str, where: str) -> str:
+    p = _PROVIDER_ALIASES.get(provider, provider)
+    if p not in PROVIDERS:
+        raise ConfigError(
+            f"{where}: unknown provider {provider!r} (expected one of: {', '.join(PROVIDERS)})"
+        )
+    return p
+
+
+def _int(value: Any, default: int, where: str) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{where}: expected a positive integer, got {value!r}")
+    return value
+
+
+def _profile_from_json(name: str, raw: Any, path: Path) -> ModelProfile:
+    where = f"{path}: profile {name!r}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected an object, got {type(raw).__name__}")
+    provider = raw.get("provider")
+    model = raw.get("modelName") or raw.get("model")
+    if not isinstance(provider, str) or not provider:
+        raise ConfigError(f"{where}: missing \"provider\"")
+    if not isinstance(model, str) or not model:
+        raise ConfigError(f"{where}: missing \"modelName\"")
+    base_url = raw.get("baseURL", raw.get("baseUrl"))
+    api_key = raw.get("apiKey")
+    for key, val in (("baseURL", base_url), ("apiKey", api_key)):
+        if val is not None and not isinstance(val, str):
+            raise ConfigError(f"{where}: \"{key}\" must be a string")
+    provider = _normalise_provider(provider, where)
+    return ModelProfile(
+        name=name,
+        provider=provider,
+        model_name=model,
+        base_url=base_url or None,
+        api_key=api_key or None,
+        max_tokens=_int(raw.get("maxTokens"), 8192, f"{where}: maxTokens"),
+        context_length=_int(raw.get("contextLength"), 128000, f"{where}: contextLength"),
+        thinking=bool(raw.get("thinking", False)),
+    )
+
+
+def load_models(path: Path | None = None) -> ModelsConfig:
+    """Read models.json. A missing file is an empty config; a broken one is a ConfigError."""
+    path = path or models_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ModelsConfig(path=path)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+    if not text.strip():
+        return ModelsConfig(path=path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object with \"profiles\" and \"pointers\"")
+    raw_profiles = data.get("profiles") or {}
+    raw_pointers = data.get("pointers") or {}
+    if not isinstance(raw_profiles, dict):
+        raise ConfigError(f"{path}: \"profiles\" must be an object of name → profile")
+    if not isinstance(raw_pointers, dict):
+        raise ConfigError(f"{path}: \"pointers\" must be an object like {{\"main\": \"<name>\"}}")
+    profiles = {
+        str(name): _profile_from_json(str(name), raw, path) for name, raw in raw_profiles.items()
+    }
+    pointers: dict[str, str] = {}
+    for ptr, target in raw_pointers.items():
+        if not isinstance(target, str) or target not in profiles:
+            raise ConfigError(
+                f"{path}: pointer {ptr!r} names {target!r}, which is not a profile"
+                f" (profiles: {', '.join(profiles) or 'none'})"
+            )
+        pointers[str(ptr)] = target
+    return ModelsConfig(profiles=profiles, pointers=pointers, path=path)
+
+
+def bundled_cassette(name: str) -> Path:
+    return _DATA_DIR / "cassettes" / f"{name}.jsonl"
+
+
+def _cassette_path(spec: str) -> Path:
+    """`demo` → the bundled cassette; anything else is a path (`~` expanded)."""
+    if spec and "/" not in spec and os.sep not in spec and not spec.endswith(".jsonl"):
+        bundled = bundled_cassette(spec)
+        if bundled.is_file():
+            return bundled
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"replay cassette not found: {spec!r}")
+    return path.resolve()
+
+
+def _with_env(profile: ModelProfile) -> ModelProfile:
+    """Fill the API key and base URL from the environment where the profile has none;
+    resolve a replay profile's cassette to an absolute path."""
+    if profile.provider == "replay":
+        return replace(profile, model_name=str(_cassette_path(profile.model_name)))
+    if profile.provider == "anthropic":
+        key_var, url_var = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
+    elif profile.provider in ("openai", "openai-responses"):
+        key_var, url_var = "OPENAI_API_KEY", "OPENAI_BASE_URL"
+    else:
+        return profile
+    return replace(
+        profile,
+        api_key=profile.api_key or os.environ.get(key_var) or None,
+        base_url=profile.base_url or os.environ.get(url_var) or None,
+    )
+
+
+def _infer_provider(model: str) -> str | None:
+    m = model.lower()
+    if m.startswith("claude"):
+        return "anthropic"
+    if m.startswith(("gpt-", "chatgpt", "o1", "o3", "o4")):
+        return "openai"
+    return None
+
+
+def resolve_model(spec: str | None, pointer: str = "main") -> ModelProfile | None:
+    """Turn a model spec into a profile; None when nothing is configured at all.
+
+    Order: a profile name from models.json; `provider/model-id`; `replay/<cassette>`;
+    a bare `claude-…` / `gpt-…` / `o3…` id. Without a spec: the pointer's profile (then the
+    `main` pointer), else ANTHROPIC_API_KEY → anthropic/claude-sonnet-4-5, else
+    OPENAI_API_KEY → openai/gpt-4.1, else None. Raises ConfigError for an unusable spec
+    or a broken models.json.
+    """
+    cfg = load_models()
+    if spec is not None:
+        spec = spec.strip()
+    if not spec:
+        target = cfg.pointers.get(pointer) or cfg.pointers.get("main")
+        if target:
+            return _with_env(cfg.profiles[target])
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            return resolve_model(f"anthropic/{DEFAULT_ANTHROPIC_MODEL}")
+        if os.environ.get("OPENAI_API_KEY"):
+            return resolve_model(f"openai/{DEFAULT_OPENAI_MODEL}")
+        return None
+    if spec in cfg.profiles:
+        return _with_env(cfg.profiles[spec])
+    if "/" in spec:
+        provider, model = spec.split("/", 1)
+        provider = _normalise_provider(provider, f"model {spec!r}")
+        if not model:
+            raise ConfigError(f"model {spec!r}: missing the model id after {provider!r}/")
+        return _with_env(ModelProfile(name=spec, provider=provider, model_name=model))
+    provider = _infer_provider(spec)
+    if provider is None:
+        known = ", ".join(cfg.profiles) or "none"
+        raise ConfigError(
+            f"unknown model {spec!r}: not a profile in {cfg.path} (profiles: {known})"
+            " and not of the form provider/model-id"
+        )
+    return _with_env(ModelProfile(name=spec, provider=provider, model_name=spec))

@@ -1,0 +1,209 @@
+"""Conversation: the agent loop (seed 000).
+
+    user message → stream the model → (tool calls? run the batch, feed results back, repeat)
+                                     → (no tool call: the turn ends)
+
+The loop knows nothing of JSON-RPC. It emits typed events on the session's EventBus and
+returns a `TurnOutcome`. Failures at its boundary are values: a provider failure ends
+the turn with stop reason `error` (and a `session:error` event), a tool failure is an
+error tool result. An exception escaping `query()` is a bug.
+
+Interrupt checkpoints (see control.py): 1 after the model response (or during its
+stream), 2 after the tool batch, 3 before each tool and 4 during a tool (in run_tools).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
+from sema_rpc.engine.events import EventBus
+from sema_rpc.engine.messages import (
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    Usage,
+)
+from sema_rpc.engine.run_tools import ToolRunner
+from sema_rpc.engine.tokens import estimate_message_tokens
+from sema_rpc.protocol import (
+    ConversationUsageParams,
+    MessageCompleteParams,
+    SessionErrorDetail,
+    SessionErrorParams,
+    SessionInterruptedParams,
+    TextChunkParams,
+    ThinkingChunkParams,
+    TokenUsage,
+    ToolCallSummary,
+)
+from sema_rpc.providers.base import (
+    ModelRequest,
+    Provider,
+    ProviderError,
+    ResponseDone,
+    ResponseFailed,
+    TextDelta,
+    ThinkingDelta,
+    ToolSpec,
+)
+
+
+@dataclass
+class TurnOutcome:
+    stop_reason: str  # end_turn | interrupted | max_turns | error
+    error: SessionErrorDetail | None = None
+
+
+@dataclass
+class LoopConfig:
+    model: str
+    system_prompt: str
+    tool_specs: list[ToolSpec]
+    max_tokens: int
+    context_length: int
+    thinking_budget: int | None = None
+    max_turns: int = 100
+    emits_usage: bool = True
+    """Only the main agent reports `conversation:usage`."""
+
+
+@dataclass
+class Conversation:
+    agent_id: str
+    history: list[Message]
+    provider: Provider
+    config: LoopConfig
+    bus: EventBus
+    runner: ToolRunner
+    control: TurnControl
+    on_message: Callable[[Message], None] = lambda _m: None
+    """Called once for each message as it completes (persistence hooks in here)."""
+    last_usage: TokenUsage = field(default_factory=TokenUsage)
+
+    async def query(self, user_content: list[ContentBlock]) -> TurnOutcome:
+        self._append(Message(role="user", content=user_content))
+        for _ in range(self.config.max_turns):
+            streamed = await self._stream_response()
+            if isinstance(streamed, ResponseFailed):
+                return self._fail(streamed.error)
+            if streamed is None:  # interrupted while streaming
+                return self._interrupted(1)
+            message = streamed.message
+            self._append(message)
+            tool_uses = message.tool_uses()
+            self._emit(
+                MessageCompleteParams(
+                    reasoning=message.thinking(),
+                    content=message.text(),
+                    has_tool_calls=bool(tool_uses),
+                    tool_calls=[ToolCallSummary(id=t.id, name=t.name, args=t.input) for t in tool_uses],
+                    stop_reason=streamed.stop_reason,
+                )
+            )
+            self._report_usage(streamed.usage)
+
+            if self.control.observe(1):
+                if tool_uses:
+                    self._append(
+                        Message(
+                            role="user",
+                            content=[
+                                ToolResultBlock(tool_use_id=t.id, content=CANCEL_MESSAGE, is_error=True)
+                                for t in tool_uses
+                            ],
+                        )
+                    )
+                return self._interrupted(1)
+            if not tool_uses:
+                return TurnOutcome("end_turn")
+
+            results = await self.runner.run_batch(tool_uses)
+            self._append(Message(role="user", content=list(results)))
+            if self.control.observe(2):
+                return self._interrupted(2)
+        return TurnOutcome("max_turns")
+
+    async def _stream_response(self) -> ResponseDone | ResponseFailed | None:
+        request = ModelRequest(
+            model=self.config.model,
+            system=self.config.system_prompt,
+            messages=self.history,
+            tools=self.config.tool_specs,
+            max_tokens=self.config.max_tokens,
+            thinking_budget=self.config.thinking_budget,
+        )
+        outcome: ResponseDone | ResponseFailed | None = None
+        with self.control.cancellable():
+            async with aclosing(self.provider.stream(request)) as events:
+                async for event in events:
+                    if isinstance(event, TextDelta):
+                        self._emit(TextChunkParams(delta=event.text))
+                    elif isinstance(event, ThinkingDelta):
+                        self._emit(ThinkingChunkParams(delta=event.text))
+                    elif isinstance(event, ResponseDone | ResponseFailed):
+                        outcome = event
+        if self.control.interrupted and not isinstance(outcome, ResponseDone):
+            return None
+        if outcome is None:
+            return ResponseFailed(ProviderError("stream_cut", "the model stream ended without a response"))
+        return outcome
+
+    def _append(self, message: Message) -> None:
+        # Consecutive user messages (a prompt after an error, an interrupt note) are merged
+        # so the history always alternates, as every provider requires.
+        if message.role == "user" and self.history and self.history[-1].role == "user":
+            last = self.history[-1]
+            merged = Message(role="user", content=[*last.content, *message.content])
+            self.history[-1] = merged
+            self.on_message(message)
+            return
+        self.history.append(message)
+        self.on_message(message)
+
+    def _interrupted(self, checkpoint: int) -> TurnOutcome:
+        self.control.observe(checkpoint)
+        if self.control.reason != "refuse":
+            self._append(Message(role="user", content=[TextBlock(text=INTERRUPT_MESSAGE)]))
+        self._emit(
+            SessionInterruptedParams(
+                content=INTERRUPT_MESSAGE if self.control.reason != "refuse" else "Tool use rejected",
+                checkpoint=self.control.checkpoint or checkpoint,
+            )
+        )
+        if self.config.emits_usage:
+            self._emit(ConversationUsageParams(usage=self.last_usage))
+        return TurnOutcome("interrupted")
+
+    def _fail(self, error: ProviderError) -> TurnOutcome:
+        kind = {
+            "context_length_exceeded": "context_length_exceeded",
+            "invalid_request": "model_error",
+            "not_found": "model_error",
+            "authentication": "model_error",
+        }.get(error.kind, "api_error")
+        detail = SessionErrorDetail(
+            code=error.kind,
+            message=error.message,
+            details={"status": error.status, "providerCode": error.code},
+        )
+        self._emit(SessionErrorParams(type=kind, error=detail))
+        return TurnOutcome("error", detail)
+
+    def _report_usage(self, usage: Usage) -> None:
+        prompt = usage.prompt_tokens
+        if prompt == 0:  # the provider reported nothing (e.g. Azure without include_usage)
+            prompt = sum(estimate_message_tokens(m) for m in self.history)
+        self.last_usage = TokenUsage(
+            use_tokens=prompt + usage.output_tokens,
+            max_tokens=self.config.context_length,
+            prompt_tokens=prompt,
+        )
+        if self.config.emits_usage:
+            self._emit(ConversationUsageParams(usage=self.last_usage))
+
+    def _emit(self, event) -> None:
+        self.bus.emit(event, agent_id=self.agent_id)

@@ -1,0 +1,63 @@
+"""The per-session event bus.
+
+Events are the protocol's `*Params` models (sema_rpc/protocol.py); the bus stamps the
+envelope (sessionId, agentId, seq) and hands each event to its sinks. The rpc layer is
+one sink (it forwards events 1:1 as notifications); the one-shot runner is another.
+
+Three events need an answer from the client (permission, question, plan exit). Those
+go through `ask()`, which returns None when no client can answer: the caller decides
+what that means (for permissions, the session's permission mode).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from sema_rpc.protocol import EventParams, WireModel
+
+
+class ClientBridge(Protocol):
+    """How the engine reaches the client. Implemented by the rpc layer and by `run`."""
+
+    def notify(self, event: EventParams) -> None: ...
+
+    async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
+        """Send a server→client request and await the validated answer.
+
+        Returns None when the client did not declare the capability for this request.
+        Cancelling the awaiting task cancels the request on the wire.
+        """
+        ...
+
+
+class EventBus:
+    __slots__ = ("_bridge", "_listeners", "seq", "session_id")
+
+    def __init__(self, session_id: str, bridge: ClientBridge):
+        self.session_id = session_id
+        self.seq = 0
+        self._bridge = bridge
+        self._listeners: list[Callable[[EventParams], None]] = []
+
+    def _stamp(self, event: EventParams, agent_id: str) -> None:
+        self.seq += 1
+        event.session_id = self.session_id
+        event.agent_id = agent_id
+        event.seq = self.seq
+
+    def emit(self, event: EventParams, agent_id: str = "main") -> None:
+        self._stamp(event, agent_id)
+        for listener in self._listeners:
+            listener(event)
+        self._bridge.notify(event)
+
+    def ask(
+        self, event: EventParams, result_type: type[WireModel], agent_id: str = "main"
+    ) -> Awaitable[Any]:
+        self._stamp(event, agent_id)
+        return self._bridge.ask(event, result_type)
+
+    def subscribe(self, listener: Callable[[EventParams], None]) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)

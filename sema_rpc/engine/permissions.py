@@ -1,0 +1,144 @@
+"""Who decides whether a tool call may run: the session's mode, stored rules, or the editor.
+
+Decision order for a call whose tool asked for consent (`Tool.permission()` returned a
+`PermissionAsk`):
+1. A path outside the working dir is asked every time; no mode or rule covers it, and
+   when the client cannot be asked it is refused.
+2. `bypass` allows; `acceptEdits` allows Write/Edit inside the workspace.
+3. A stored "allow always" rule that matches allows.
+4. Otherwise the editor is asked (`tool:permission:request`); a client without the
+   `permissions` capability gets nothing asked and the call is refused.
+
+Rules persist per project in `$SEMA_ROOT/projects/<project-key>/settings.json` as
+`{"permissions": {"allow": ["Bash(git commit:*)", "Edit", "mcp__srv__tool"]}}`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from sema_rpc.config import sema_root
+from sema_rpc.tools.base import PermissionAsk
+
+log = logging.getLogger(__name__)
+
+FILE_EDIT_TOOLS = frozenset({"Write", "Edit"})
+EDIT_RULE = "Edit"
+
+REJECT_MESSAGE = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected "
+    "(eg. if it was a file edit, the new_string was NOT written to the file). "
+    "STOP what you are doing and wait for the user to tell you how to proceed."
+)
+NO_CLIENT_MESSAGE = (
+    "Permission to run this tool is required, but no one can be asked: the client does not "
+    "answer permission requests and the session's permission mode does not allow it. "
+    "The call was not run."
+)
+
+
+def feedback_message(feedback: str) -> str:
+    return (
+        "The user doesn't want to proceed with this tool use. The call was not run. "
+        f"The user said: {feedback}"
+    )
+
+
+def project_key(working_dir: Path) -> str:
+    """A stable, filesystem-safe folder name for a project: readable tail + hash of the path."""
+    resolved = str(working_dir.resolve())
+    tail = re.sub(r"[^A-Za-z0-9._-]+", "-", resolved.strip("/"))[-48:] or "root"
+    digest = hashlib.sha256(resolved.encode()).hexdigest()[:12]
+    return f"{tail}-{digest}"
+
+
+class RuleStore:
+    """The project's persisted "allow always" rules."""
+
+    def __init__(self, working_dir: Path):
+        self.path = sema_root() / "projects" / project_key(working_dir) / "settings.json"
+        self._rules: list[str] | None = None
+
+    def rules(self) -> list[str]:
+        if self._rules is None:
+            self._rules = self._load()
+        return self._rules
+
+    def _load(self) -> list[str]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            allow = data.get("permissions", {}).get("allow", [])
+            return [r for r in allow if isinstance(r, str)]
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError, AttributeError) as exc:
+            log.warning("ignoring unreadable permission settings %s: %s", self.path, exc)
+            return []
+
+    def add(self, rule: str) -> None:
+        rules = self.rules()
+        if rule in rules:
+            return
+        rules.append(rule)
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                data = {}
+        except (OSError, ValueError):
+            data = {}
+        data.setdefault("permissions", {})["allow"] = rules
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+        os.replace(tmp, self.path)
+
+
+Verdict = Literal["allow", "ask", "refuse"]
+
+
+@dataclass
+class PermissionPolicy:
+    mode: str  # PermissionMode
+    store: RuleStore
+    client_can_answer: bool
+
+    def decide(self, tool_name: str, ask: PermissionAsk, command: str | None = None) -> Verdict:
+        if ask.outside_workspace:
+            return "ask" if self.client_can_answer else "refuse"
+        if self.mode == "bypass":
+            return "allow"
+        if self.mode == "acceptEdits" and tool_name in FILE_EDIT_TOOLS:
+            return "allow"
+        if self.matches_rule(tool_name, ask, command):
+            return "allow"
+        return "ask" if self.client_can_answer else "refuse"
+
+    def matches_rule(self, tool_name: str, ask: PermissionAsk, command: str | None) -> bool:
+        for rule in self.store.rules():
+            if tool_name in FILE_EDIT_TOOLS and rule == EDIT_RULE:
+                return True
+            if tool_name == "Bash" and command is not None and rule.startswith("Bash("):
+                from sema_rpc.tools.bash_safety import rule_matches
+
+                if rule_matches(rule, command):
+                    return True
+            if ask.rule is not None and rule == ask.rule and tool_name != "Bash":
+                return True
+        return False
+
+    def rule_for_always(self, tool_name: str, ask: PermissionAsk) -> str | None:
+        """The rule an `allow_always` answer stores; None when nothing may be stored."""
+        if ask.outside_workspace:
+            return None
+        if tool_name in FILE_EDIT_TOOLS:
+            return EDIT_RULE
+        return ask.rule

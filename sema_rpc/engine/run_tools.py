@@ -1,0 +1,230 @@
+"""RunTools: execute one batch of tool calls from a model response.
+
+A batch whose every call is read-only runs concurrently; any other batch runs serially
+in the model's order. Results always come back in the model's order, one per call.
+Every failure is a tool result, never an exception: unknown tool, invalid input, a
+refused validation, a rejected permission, a tool that raises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
+from sema_rpc.engine.events import EventBus
+from sema_rpc.engine.messages import ToolResultBlock, ToolUseBlock
+from sema_rpc.engine.permissions import (
+    NO_CLIENT_MESSAGE,
+    REJECT_MESSAGE,
+    PermissionPolicy,
+    feedback_message,
+)
+from sema_rpc.protocol import (
+    PermissionRequestParams,
+    PermissionResult,
+    ToolExecutionCompleteParams,
+    ToolExecutionErrorParams,
+    ToolExecutionStartParams,
+    ToolExecutionUpdateParams,
+)
+from sema_rpc.tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+log = logging.getLogger(__name__)
+
+PLAN_MODE_REFUSAL = (
+    "{name} is not available in Plan mode: only read-only tools may run until the plan "
+    "is approved."
+)
+
+
+@dataclass(slots=True)
+class _Prepared:
+    call: ToolUseBlock
+    tool: Tool | None
+    args: Any = None
+    error: str | None = None
+
+
+class ToolRunner:
+    def __init__(
+        self,
+        *,
+        tools: dict[str, Tool],
+        context: ToolContext,
+        policy: PermissionPolicy,
+        bus: EventBus,
+        control: TurnControl,
+        agent_id: str = "main",
+        plan_mode: bool = False,
+    ):
+        self.tools = tools
+        self.context = context
+        self.policy = policy
+        self.bus = bus
+        self.control = control
+        self.agent_id = agent_id
+        self.plan_mode = plan_mode
+
+    async def run_batch(self, calls: list[ToolUseBlock]) -> list[ToolResultBlock]:
+        prepared = [self._prepare(call) for call in calls]
+        results: list[ToolResultBlock | None] = [None] * len(prepared)
+
+        async def run_at(index: int) -> None:
+            results[index] = await self._run_one(prepared[index])
+
+        concurrent = len(prepared) > 1 and all(
+            p.tool is not None and p.error is None and p.tool.is_read_only(p.args)
+            for p in prepared
+        )
+        if concurrent:
+            async with anyio.create_task_group() as group:
+                for index in range(len(prepared)):
+                    group.start_soon(run_at, index)
+        else:
+            for index in range(len(prepared)):
+                await run_at(index)
+        return [r for r in results if r is not None]
+
+    def _prepare(self, call: ToolUseBlock) -> _Prepared:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self.tools))
+            return _Prepared(call, None, error=f"No such tool: {call.name}. Available: {known}")
+        try:
+            args = tool.Input.model_validate(call.input)
+        except ValidationError as exc:
+            details = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
+            )
+            return _Prepared(call, tool, error=f"Invalid input for {call.name}: {details}")
+        return _Prepared(call, tool, args)
+
+    async def _run_one(self, p: _Prepared) -> ToolResultBlock:
+        call, tool = p.call, p.tool
+        title = call.name
+        if tool is not None and p.args is not None:
+            try:
+                title = tool.title(p.args)
+            except Exception:
+                title = call.name
+        self._emit(
+            ToolExecutionStartParams(
+                tool_call_id=call.id, tool_name=call.name, title=title, input=call.input
+            )
+        )
+        if p.error is not None or tool is None:
+            return self._error(call, title, p.error or "unknown tool")
+        if self.control.observe(3):
+            return self._error(call, title, CANCEL_MESSAGE)
+
+        ctx = dataclasses.replace(
+            self.context,
+            tool_call_id=call.id,
+            agent_id=self.agent_id,
+            plan_mode=self.plan_mode,
+            emit_update=lambda text: self._emit(
+                ToolExecutionUpdateParams(tool_call_id=call.id, tool_name=call.name, delta=text)
+            ),
+        )
+        try:
+            refusal = await tool.validate_input(p.args, ctx)
+        except Exception as exc:
+            log.exception("validate_input of %s failed", call.name)
+            refusal = f"{call.name} could not validate its input: {exc}"
+        if refusal:
+            return self._error(call, title, refusal)
+
+        if self.plan_mode and not tool.is_read_only(p.args):
+            return self._error(call, title, PLAN_MODE_REFUSAL.format(name=call.name))
+
+        denial = await self._check_permission(tool, p.args, ctx, title)
+        if denial is not None:
+            return self._error(call, title, denial)
+
+        output: ToolOutput | None = None
+        with self.control.cancellable():
+            try:
+                output = await tool.call(p.args, ctx)
+            except ToolError as exc:
+                output = ToolOutput(content=str(exc), is_error=True)
+            except Exception as exc:
+                log.exception("tool %s raised", call.name)
+                output = ToolOutput(content=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        if output is None:  # cancelled by an interrupt while running
+            self.control.observe(4)
+            return self._error(call, title, CANCEL_MESSAGE)
+        if output.is_error:
+            return self._error(call, title, output.content)
+        self._emit(
+            ToolExecutionCompleteParams(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                title=title,
+                summary=output.summary,
+                content=output.display if output.display is not None else output.content,
+            )
+        )
+        return ToolResultBlock(tool_use_id=call.id, content=output.content)
+
+    async def _check_permission(
+        self, tool: Tool, args: Any, ctx: ToolContext, title: str
+    ) -> str | None:
+        """None when the call may run, else the message the model receives instead."""
+        ask = tool.permission(args, ctx)
+        if ask is None:
+            return None
+        command = getattr(args, "command", None) if tool.name == "Bash" else None
+        verdict = self.policy.decide(tool.name, ask, command)
+        if verdict == "allow":
+            return None
+        if verdict == "refuse":
+            return NO_CLIENT_MESSAGE
+        options = ["allow_once", "reject"]
+        always_rule = self.policy.rule_for_always(tool.name, ask)
+        if always_rule is not None:
+            options.insert(1, "allow_always")
+        request = PermissionRequestParams(
+            tool_call_id=ctx.tool_call_id,
+            tool_name=tool.name,
+            title=ask.title or title,
+            input=args.model_dump(mode="json", by_alias=True, exclude_none=True),
+            content=ask.content,
+            content_kind=ask.content_kind,
+            options=options,
+        )
+        answer: PermissionResult | None = None
+        with self.control.cancellable():
+            answer = await self.bus.ask(request, PermissionResult, agent_id=self.agent_id)
+        if answer is None:
+            if self.control.observe(4):
+                return CANCEL_MESSAGE
+            return NO_CLIENT_MESSAGE
+        if answer.decision == "allow_once":
+            return None
+        if answer.decision == "allow_always":
+            if always_rule is not None:
+                self.policy.store.add(always_rule)
+            return None
+        if answer.feedback:
+            return feedback_message(answer.feedback)
+        # A plain reject stops the turn; the reject message is this call's result.
+        self.control.interrupt(reason="refuse")
+        self.control.observe(4)
+        return REJECT_MESSAGE
+
+    def _emit(self, event: Any) -> None:
+        self.bus.emit(event, agent_id=self.agent_id)
+
+    def _error(self, call: ToolUseBlock, title: str, message: str) -> ToolResultBlock:
+        self._emit(
+            ToolExecutionErrorParams(
+                tool_call_id=call.id, tool_name=call.name, title=title, content=message
+            )
+        )
+        return ToolResultBlock(tool_use_id=call.id, content=message, is_error=True)

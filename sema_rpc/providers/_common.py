@@ -1,0 +1,98 @@
+"""Helpers shared by the SDK-backed providers (no SDK imports at module level)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+log = logging.getLogger("sema_rpc.providers")
+
+# Phrases providers use when the prompt does not fit the context window.
+_CONTEXT_PHRASES = (
+    "prompt is too long",
+    "context length",
+    "context_length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "input is too long",
+    "exceeds the context",
+    "reduce the length",
+)
+
+
+def looks_like_context_overflow(message: str) -> bool:
+    m = message.lower()
+    return any(p in m for p in _CONTEXT_PHRASES)
+
+
+def parse_tool_input(raw: str) -> tuple[dict[str, Any], bool]:
+    """Parse streamed tool arguments: (input, complete).
+
+    Empty text is `{}` (a no-argument call). Invalid JSON (cut by max_tokens) gets a
+    best-effort partial parse with unfinished strings dropped, as the SDK helpers do,
+    or `{}`; `complete` is then False and the caller keeps the raw text.
+    """
+    if not raw.strip():
+        return {}, True
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        pass
+    else:
+        if isinstance(value, dict):
+            return value, True
+        return {}, False
+    try:
+        from jiter import from_json  # a dependency of both SDKs
+
+        value = from_json(raw.encode(), partial_mode=True)
+    except Exception:
+        return {}, False
+    return (value if isinstance(value, dict) else {}), False
+
+
+class LoopBoundClient:
+    """Holds an SDK client per event loop: an httpx connection pool must not be shared
+    across loops (each pytest test has its own loop; production has one)."""
+
+    __slots__ = ("_client", "_loop")
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self, factory: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            if self._client is not None:
+                _abandon(self._client)
+            self._client = factory()
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._loop is asyncio.get_running_loop():
+            try:
+                await client.close()
+            except Exception:  # closing is best effort
+                log.debug("error closing client", exc_info=True)
+
+
+def _abandon(client: Any) -> None:
+    """Forget a client whose event loop is gone. Its connections belong to that loop and
+    cannot be closed from another one; marking the httpx client closed stops the SDK's
+    `__del__` from scheduling an `aclose()` on the current loop, which would fail with
+    "Event loop is closed"."""
+    http = getattr(client, "_client", None)
+    if http is None or getattr(http, "is_closed", True):
+        return
+    try:
+        from httpx2._client import ClientState
+
+        http._state = ClientState.CLOSED
+    except Exception:  # pragma: no cover - private API moved; only noise is lost
+        pass

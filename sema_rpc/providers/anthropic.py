@@ -1,0 +1,393 @@
+"""Anthropic Messages API provider.
+
+Reads the RAW stream events of `messages.create(stream=True)` (the `.stream()` helper
+rebuilds a snapshot on every chunk) and accumulates deltas in lists joined once at the
+end. The `anthropic` SDK is imported on first use, never at module import.
+
+Decisions:
+- A stream that delivered `message_delta.stop_reason` is complete even if the final
+  `message_stop` never arrives (the SDK's own max_tokens fixture ends that way); a stream
+  that ends without a stop reason is `stream_cut`.
+- Tool arguments that are not valid JSON (cut by max_tokens) get a best-effort partial
+  parse (unfinished strings dropped, like the SDK helper) and their raw text goes to
+  `ResponseDone.raw_tool_inputs`.
+- Thinking blocks go back to the API only with their signature (unsigned thinking from
+  another provider is dropped); whitespace-only text blocks are not sent back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from sema_rpc.engine.messages import (
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
+from sema_rpc.providers._common import LoopBoundClient, looks_like_context_overflow, parse_tool_input
+from sema_rpc.providers.base import (
+    ModelRequest,
+    ProviderError,
+    ResponseDone,
+    ResponseFailed,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallStarted,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+log = logging.getLogger("sema_rpc.providers.anthropic")
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+    "pause_turn": "pause_turn",
+    "model_context_window_exceeded": "max_tokens",
+}
+MIN_THINKING_BUDGET = 1024
+
+
+class _Block:
+    __slots__ = ("data", "id", "name", "parts", "signature", "type")
+
+    def __init__(self, type_: str) -> None:
+        self.type = type_
+        self.parts: list[str] = []
+        self.signature: str | None = None
+        self.id = ""
+        self.name = ""
+        self.data = ""
+
+
+class _Accumulator:
+    """The response as it streams: blocks by index, usage, stop reason."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, _Block] = {}
+        self.stop_reason: str | None = None
+        self.usage = {"input": 0, "output": 0, "cache_write": 0, "cache_read": 0}
+
+    def block(self, index: int, type_: str) -> _Block:
+        b = self.blocks.get(index)
+        if b is None:
+            b = self.blocks[index] = _Block(type_)
+        return b
+
+    def set_usage(self, u: Any) -> None:
+        if u is None:
+            return
+        for key, attr in (
+            ("input", "input_tokens"),
+            ("output", "output_tokens"),
+            ("cache_write", "cache_creation_input_tokens"),
+            ("cache_read", "cache_read_input_tokens"),
+        ):
+            v = getattr(u, attr, None)
+            if v is not None:
+                self.usage[key] = v
+
+    def build(self) -> tuple[Message, dict[str, str]]:
+        content: list[Any] = []
+        raw_inputs: dict[str, str] = {}
+        for _, b in sorted(self.blocks.items()):
+            if b.type == "text":
+                text = "".join(b.parts)
+                if text:
+                    content.append(TextBlock(text=text))
+            elif b.type == "thinking":
+                content.append(ThinkingBlock(thinking="".join(b.parts), signature=b.signature))
+            elif b.type == "redacted_thinking":
+                content.append(RedactedThinkingBlock(data=b.data))
+            elif b.type == "tool_use":
+                raw = "".join(b.parts)
+                args, complete = parse_tool_input(raw)
+                if not complete:
+                    raw_inputs[b.id] = raw
+                content.append(ToolUseBlock(id=b.id, name=b.name, input=args))
+        return Message(role="assistant", content=content), raw_inputs
+
+    def build_usage(self) -> Usage:
+        u = self.usage
+        return Usage(
+            input_tokens=u["input"],
+            output_tokens=u["output"],
+            cache_creation_input_tokens=u["cache_write"],
+            cache_read_input_tokens=u["cache_read"],
+        )
+
+    def partial(self) -> Message | None:
+        if not self.blocks:
+            return None
+        try:
+            return self.build()[0]
+        except Exception:  # pragma: no cover - display only
+            return None
+
+
+def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Internal messages → Anthropic `messages` params."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        blocks: list[dict[str, Any]] = []
+        for b in m.content:
+            t = b.type
+            if t == "text":
+                if b.text.strip():
+                    blocks.append({"type": "text", "text": b.text})
+            elif t == "tool_result":
+                res: dict[str, Any] = {"type": "tool_result", "tool_use_id": b.tool_use_id}
+                if b.content:
+                    res["content"] = b.content
+                if b.is_error:
+                    res["is_error"] = True
+                blocks.append(res)
+            elif t == "tool_use":
+                blocks.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
+            elif t == "thinking":
+                if b.signature:
+                    blocks.append(
+                        {"type": "thinking", "thinking": b.thinking, "signature": b.signature}
+                    )
+            elif t == "redacted_thinking":
+                blocks.append({"type": "redacted_thinking", "data": b.data})
+        if blocks:
+            out.append({"role": m.role, "content": blocks})
+    return out
+
+
+def build_params(request: ModelRequest) -> dict[str, Any]:
+    """The `messages.create` keyword arguments (without `stream`)."""
+    max_tokens = request.max_tokens
+    params: dict[str, Any] = {
+        "model": request.model,
+        "messages": to_api_messages(request.messages),
+    }
+    if request.system:
+        params["system"] = request.system
+    if request.tools:
+        params["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in request.tools
+        ]
+    if request.thinking_budget:
+        budget = max(MIN_THINKING_BUDGET, request.thinking_budget)
+        # budget_tokens must be below max_tokens; keep room for the answer.
+        max_tokens = max(max_tokens, budget + MIN_THINKING_BUDGET)
+        params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    elif request.temperature is not None:
+        params["temperature"] = request.temperature
+    params["max_tokens"] = max_tokens
+    return params
+
+
+def _error_fields(body: object) -> tuple[str | None, str | None]:
+    """(type, message) from an Anthropic error body `{"type":"error","error":{...}}`."""
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            etype, msg = err.get("type"), err.get("message")
+            return (etype if isinstance(etype, str) else None), (
+                msg if isinstance(msg, str) else None
+            )
+    if isinstance(body, str) and body:
+        return None, body
+    return None, None
+
+
+def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
+    """An exception from the SDK → a normalised ProviderError.
+
+    `started`: the HTTP response had arrived and its stream was being read.
+    """
+    import anthropic
+
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        etype, emsg = _error_fields(exc.body)
+        msg = emsg or str(exc)
+        if status == 200 or started:  # `event: error` inside a 200 stream
+            kind = "overloaded" if etype == "overloaded_error" else "stream_error"
+            return ProviderError(kind, msg, status=status, code=etype)
+        if status == 429:
+            kind = "rate_limit"
+        elif status == 529 or etype == "overloaded_error":
+            kind = "overloaded"
+        elif status in (401, 403):
+            kind = "authentication"
+        elif status == 404:
+            kind = "not_found"
+        elif status >= 500:
+            kind = "server_error"
+        elif looks_like_context_overflow(msg):
+            kind = "context_length_exceeded"
+        else:
+            kind = "invalid_request"
+        return ProviderError(kind, msg, status=status, code=etype)  # type: ignore[arg-type]
+    if isinstance(exc, anthropic.APIConnectionError):
+        if started:
+            return ProviderError("stream_cut", f"connection lost mid-stream: {exc}")
+        return ProviderError("connection", str(exc) or "connection error")
+    if isinstance(exc, anthropic.APIError):
+        etype, emsg = _error_fields(exc.body)
+        return ProviderError("stream_error", emsg or str(exc), code=etype)
+    return classify_other(exc, started=started)
+
+
+def classify_other(exc: BaseException, *, started: bool) -> ProviderError:
+    """Non-SDK exceptions: raw transport errors mid-stream, malformed events, bad setup."""
+    import httpx2
+
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, httpx2.TimeoutException):
+        return ProviderError("connection", f"timed out: {text}")
+    if isinstance(exc, httpx2.TransportError):
+        if started:
+            return ProviderError("stream_cut", f"connection lost mid-stream: {text}")
+        return ProviderError("connection", text)
+    low = str(exc).lower()
+    if "authentication" in low or "credentials" in low or "api_key" in low:
+        return ProviderError("authentication", str(exc))
+    log.warning("unexpected provider error", exc_info=exc)
+    if started:
+        return ProviderError("stream_error", f"malformed stream: {text}")
+    return ProviderError("invalid_request", text)
+
+
+class AnthropicProvider:
+    """A configured connection to the Anthropic Messages API (or a compatible server)."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        http_client: Any = None,
+    ) -> None:
+        self._api_key = api_key
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self._http_client = http_client
+        self._client = LoopBoundClient()
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(base_url={self.base_url!r})"
+
+    def _make_client(self) -> Any:
+        import anthropic
+
+        api_key = self._api_key
+        if api_key is None and self.base_url:
+            api_key = "sema-no-key"  # local/proxy servers often need none
+        kwargs: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": self.base_url,
+            "max_retries": self.max_retries,
+        }
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
+        if self._http_client is not None:
+            kwargs["http_client"] = self._http_client
+        return anthropic.AsyncAnthropic(**kwargs)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        acc = _Accumulator()
+        failure: ProviderError | None = None
+        started = False
+        sdk_stream: Any = None
+        try:
+            client = self._client.get(self._make_client)
+            sdk_stream = await client.messages.create(**build_params(request), stream=True)
+            started = True
+            blocks = acc.blocks
+            async for ev in sdk_stream:
+                t = ev.type
+                if t == "content_block_delta":
+                    d = ev.delta
+                    dt = d.type
+                    b = blocks.get(ev.index)
+                    if dt == "text_delta":
+                        if b is None:
+                            b = acc.block(ev.index, "text")
+                        if d.text:
+                            b.parts.append(d.text)
+                            yield TextDelta(d.text)
+                    elif dt == "input_json_delta":
+                        if b is not None:
+                            b.parts.append(d.partial_json)
+                    elif dt == "thinking_delta":
+                        if b is None:
+                            b = acc.block(ev.index, "thinking")
+                        if d.thinking:
+                            b.parts.append(d.thinking)
+                            yield ThinkingDelta(d.thinking)
+                    elif dt == "signature_delta":
+                        if b is not None:
+                            b.signature = d.signature
+                elif t == "content_block_start":
+                    cb = ev.content_block
+                    ct = cb.type
+                    b = acc.block(ev.index, ct)
+                    if ct == "text":
+                        if cb.text:
+                            b.parts.append(cb.text)
+                            yield TextDelta(cb.text)
+                    elif ct == "thinking":
+                        if cb.thinking:
+                            b.parts.append(cb.thinking)
+                            yield ThinkingDelta(cb.thinking)
+                        b.signature = cb.signature or None
+                    elif ct == "redacted_thinking":
+                        b.data = cb.data
+                    elif ct == "tool_use":
+                        b.id, b.name = cb.id, cb.name
+                        if cb.input:  # arguments given whole, not streamed
+                            b.parts.append(json.dumps(cb.input))
+                        yield ToolCallStarted(id=cb.id, name=cb.name)
+                elif t == "message_start":
+                    acc.set_usage(ev.message.usage)
+                elif t == "message_delta":
+                    if ev.delta.stop_reason:
+                        acc.stop_reason = ev.delta.stop_reason
+                    acc.set_usage(ev.usage)
+                # content_block_stop / message_stop need no action
+        except Exception as e:
+            failure = classify_error(e, started=started)
+        finally:
+            if sdk_stream is not None:
+                try:
+                    await sdk_stream.close()
+                except Exception:  # pragma: no cover - best effort
+                    log.debug("error closing stream", exc_info=True)
+
+        if failure is None and acc.stop_reason is None:
+            failure = ProviderError(
+                "stream_cut", "the response stream ended before the model finished (no stop_reason)"
+            )
+        if failure is not None:
+            yield ResponseFailed(failure, partial=acc.partial())
+            return
+        message, raw_inputs = acc.build()
+        stop = _STOP_REASONS.get(acc.stop_reason or "", "end_turn")
+        yield ResponseDone(
+            message=message, stop_reason=stop, usage=acc.build_usage(), raw_tool_inputs=raw_inputs
+        )

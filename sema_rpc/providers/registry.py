@@ -1,0 +1,134 @@
+"""Profile → provider instance, imported lazily and cached; SDK warm-up in the background.
+
+    provider = provider_for(resolve_model("anthropic/claude-sonnet-4-5"))
+    warm_up(profile)   # once a session names its model: `import anthropic` off the loop
+
+Providers are cached per (provider, base_url, api_key) — for replay per cassette path, so
+one process plays a cassette once across sessions (`ReplayProvider.reset()` rewinds).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from sema_rpc.config import ConfigError, ModelProfile, max_retries
+
+if TYPE_CHECKING:
+    from sema_rpc.providers.base import Provider
+
+__all__ = ["aclose_all", "clear_cache", "provider_for", "warm_up"]
+
+log = logging.getLogger("sema_rpc.providers")
+
+_cache: dict[tuple[str, str | None, str | None], Provider] = {}
+_lock = threading.Lock()
+_warming: dict[str, threading.Thread] = {}
+
+_SDK_FOR = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai"}
+
+
+def _cache_key(profile: ModelProfile) -> tuple[str, str | None, str | None]:
+    if profile.provider == "replay":
+        return ("replay", profile.model_name, None)
+    return (profile.provider, profile.base_url, profile.api_key)
+
+
+def _create(profile: ModelProfile) -> Provider:
+    p = profile.provider
+    if p == "anthropic":
+        from sema_rpc.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(profile.api_key, profile.base_url, max_retries=max_retries())
+    if p == "openai":
+        from sema_rpc.providers.openai_chat import OpenAIChatProvider
+
+        return OpenAIChatProvider(profile.api_key, profile.base_url, max_retries=max_retries())
+    if p == "replay":
+        from sema_rpc.providers.replay import ReplayProvider
+
+        return ReplayProvider(profile.model_name)
+    if p == "openai-responses":
+        try:
+            mod = importlib.import_module("sema_rpc.providers.openai_responses")
+        except ImportError:
+            raise ConfigError("provider 'openai-responses' is not available yet") from None
+        return mod.OpenAIResponsesProvider(  # type: ignore[no-any-return]
+            profile.api_key, profile.base_url, max_retries=max_retries()
+        )
+    raise ConfigError(f"unknown provider {p!r} in profile {profile.name!r}")
+
+
+def provider_for(profile: ModelProfile) -> Provider:
+    """The (cached) provider for a profile. Raises ConfigError for an unknown provider."""
+    key = _cache_key(profile)
+    with _lock:
+        provider = _cache.get(key)
+        if provider is None:
+            provider = _cache[key] = _create(profile)
+        return provider
+
+
+def _sdks_for(profile: ModelProfile) -> list[str]:
+    if profile.provider == "replay":
+        from sema_rpc.providers.replay import cassette_providers
+
+        kinds = cassette_providers(profile.model_name)
+        return sorted({"anthropic" if k == "anthropic" else "openai" for k in kinds})
+    sdk = _SDK_FOR.get(profile.provider)
+    return [sdk] if sdk else []
+
+
+def _import_quietly(modules: list[str]) -> None:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the real use reports the problem
+            log.debug("warm-up import of %s failed", name, exc_info=True)
+
+
+def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
+    """Import the profile's SDK in a daemon thread, once per SDK; returns the thread
+    (None when there is nothing to do). Safe to call repeatedly."""
+    if profile is None:
+        return None
+    with _lock:
+        key = profile.provider if profile.provider != "replay" else f"replay:{profile.model_name}"
+        thread = _warming.get(key)
+        if thread is not None:
+            return thread
+
+        def run() -> None:
+            modules = _sdks_for(profile)
+            # The provider module too: it pulls in the message models.
+            mods = [*modules, "httpx2"]
+            if "anthropic" in modules:
+                mods.append("sema_rpc.providers.anthropic")
+            if "openai" in modules:
+                mods.append("sema_rpc.providers.openai_chat")
+            _import_quietly(mods)
+
+        thread = threading.Thread(target=run, name=f"warm-{key}", daemon=True)
+        _warming[key] = thread
+    thread.start()
+    return thread
+
+
+def clear_cache() -> None:
+    """Forget cached providers (tests)."""
+    with _lock:
+        _cache.clear()
+
+
+async def aclose_all() -> None:
+    """Close every cached provider's HTTP client (at shutdown)."""
+    with _lock:
+        providers = list(_cache.values())
+        _cache.clear()
+    for p in providers:
+        try:
+            await p.aclose()
+        except Exception:
+            log.debug("error closing provider", exc_info=True)

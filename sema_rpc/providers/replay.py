@@ -1,0 +1,209 @@
+"""Replay provider: plays a recorded cassette through the real provider parsing code.
+
+Cassette format (JSONL, UTF-8; one model exchange per line, in call order)::
+
+    {"provider": "anthropic" | "openai-chat",
+     "request": {...},          # the request body as sent (informational; not matched)
+     "status": 200,             # HTTP status of the response
+     "headers": {...},          # response headers (content-type defaults to text/event-stream)
+     "body": "<raw response text>"}   # the SSE stream verbatim (or the JSON error body)
+
+Blank lines and lines starting with `#` are ignored. A recorder writes the same format.
+
+On the n-th `stream()` call the n-th exchange's body is served to the matching provider
+class (AnthropicProvider / OpenAIChatProvider) through an in-process httpx2 transport, so
+the bytes go through the SDK's HTTP, SSE and error handling exactly as over the network
+(in small pieces, like a real socket). SDK retries are off: a recorded 429 is served
+once and becomes ResponseFailed(rate_limit). When the exchanges run out, the stream ends
+in ResponseFailed(invalid_request, "cassette exhausted: …").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from sema_rpc.providers.base import (
+    ModelRequest,
+    ProviderError,
+    ResponseFailed,
+    StreamEvent,
+)
+
+__all__ = ["Exchange", "ReplayProvider", "load_cassette"]
+
+PIECE_SIZE = 61
+_PROVIDERS = {"anthropic": "anthropic", "openai-chat": "openai-chat", "openai": "openai-chat"}
+
+
+class Exchange:
+    __slots__ = ("body", "headers", "provider", "request", "status")
+
+    def __init__(
+        self,
+        provider: str,
+        body: str,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        request: dict[str, Any] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.body = body
+        self.status = status
+        self.headers = headers or {}
+        self.request = request or {}
+
+
+class CassetteError(ValueError):
+    pass
+
+
+def load_cassette(path: str | Path) -> list[Exchange]:
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except OSError as e:
+        raise CassetteError(f"cannot read cassette {path}: {e}") from None
+    out: list[Exchange] = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            raise CassetteError(f"{path}:{n}: invalid JSON: {e}") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("body"), str):
+            raise CassetteError(f"{path}:{n}: an exchange needs a string \"body\"")
+        provider = _PROVIDERS.get(str(obj.get("provider", "")))
+        if provider is None:
+            raise CassetteError(
+                f"{path}:{n}: unknown provider {obj.get('provider')!r}"
+                " (expected anthropic or openai-chat)"
+            )
+        out.append(
+            Exchange(
+                provider=provider,
+                body=obj["body"],
+                status=int(obj.get("status", 200)),
+                headers={str(k): str(v) for k, v in (obj.get("headers") or {}).items()},
+                request=obj.get("request") if isinstance(obj.get("request"), dict) else None,
+            )
+        )
+    return out
+
+
+def cassette_providers(path: str | Path) -> set[str]:
+    """Which provider formats a cassette uses (for warming the right SDK)."""
+    try:
+        return {e.provider for e in load_cassette(path)}
+    except CassetteError:
+        return set()
+
+
+def _transport(exchange: Exchange, sent: list[Any]) -> Any:
+    import httpx2
+
+    class _Body(httpx2.AsyncByteStream):
+        def __init__(self, data: bytes) -> None:
+            self._data = data
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            data = self._data
+            for i in range(0, len(data), PIECE_SIZE):
+                yield data[i : i + PIECE_SIZE]
+
+    class _ReplayTransport(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            body = await request.aread()
+            try:
+                sent.append(json.loads(body) if body else None)
+            except ValueError:
+                sent.append(body.decode("utf-8", "replace"))
+            headers = {k.lower(): v for k, v in exchange.headers.items()}
+            for drop in ("content-length", "content-encoding", "transfer-encoding"):
+                headers.pop(drop, None)
+            if "content-type" not in headers:
+                headers["content-type"] = (
+                    "text/event-stream" if exchange.status == 200 else "application/json"
+                )
+            return httpx2.Response(
+                exchange.status,
+                headers=headers,
+                stream=_Body(exchange.body.encode("utf-8")),
+                request=request,
+            )
+
+    return _ReplayTransport()
+
+
+class ReplayProvider:
+    """Serves a cassette's exchanges in order, one per `stream()` call."""
+
+    name = "replay"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._exchanges: list[Exchange] | None = None
+        self.position = 0
+        self.requests: list[Any] = []
+        """The request bodies the SDKs built, one per played exchange (for tests)."""
+
+    def __repr__(self) -> str:
+        return f"ReplayProvider({str(self.path)!r}, position={self.position})"
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        if self._exchanges is None:
+            self._exchanges = load_cassette(self.path)
+        return self._exchanges
+
+    def reset(self) -> None:
+        """Rewind to the first exchange."""
+        self.position = 0
+        self.requests.clear()
+
+    async def aclose(self) -> None:
+        return None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        try:
+            exchanges = self.exchanges
+        except CassetteError as e:
+            yield ResponseFailed(ProviderError("invalid_request", str(e)))
+            return
+        if self.position >= len(exchanges):
+            yield ResponseFailed(
+                ProviderError(
+                    "invalid_request",
+                    f"cassette exhausted: all {len(exchanges)} exchanges of {self.path} were"
+                    " played",
+                )
+            )
+            return
+        exchange = exchanges[self.position]
+        self.position += 1
+
+        import httpx2
+
+        http_client = httpx2.AsyncClient(transport=_transport(exchange, self.requests))
+        inner: Any
+        if exchange.provider == "anthropic":
+            from sema_rpc.providers.anthropic import AnthropicProvider
+
+            inner = AnthropicProvider(
+                "replay", "http://replay.invalid", max_retries=0, http_client=http_client
+            )
+        else:
+            from sema_rpc.providers.openai_chat import OpenAIChatProvider
+
+            inner = OpenAIChatProvider(
+                "replay", "http://replay.invalid/v1", max_retries=0, http_client=http_client
+            )
+        try:
+            async for event in inner.stream(request):
+                yield event
+        finally:
+            await inner.aclose()
+            await http_client.aclose()

@@ -1,0 +1,328 @@
+"""Bash: run a shell command in the working directory, streaming its output."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import signal
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+from anyio.abc import Process
+from pydantic import Field
+
+from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from .bash_safety import (
+    ShellSyntaxError,
+    is_safe_readonly_command,
+    lex,
+    network_program,
+    rule_for,
+    segments,
+)
+from .paths import is_inside
+
+DEFAULT_TIMEOUT_MS = 60_000
+MAX_TIMEOUT_MS = 180_000
+MAX_TIMEOUT_ENV = "SEMA_BASH_MAX_TIMEOUT_MS"
+MAX_OUTPUT_CHARS = 30_000
+STREAM_LIMIT_CHARS = 200_000
+"""Past this much streamed output, updates stop (the result still gets head and tail)."""
+KILL_GRACE_S = 1.0
+"""Between SIGTERM and SIGKILL of the process group."""
+PIPE_GRACE_S = 0.5
+"""After the shell exits, how long background children may keep the output pipe open."""
+SHELL = "/bin/bash"
+
+
+class BashInput(ToolInput):
+    command: str = Field(description="The command to run.")
+    timeout: int | None = Field(
+        None,
+        ge=1,
+        description=f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}).",
+    )
+    description: str | None = Field(
+        None, description="What the command does, in 5-10 words (shown to the user)."
+    )
+
+
+def max_timeout_ms() -> int:
+    try:
+        value = int(os.environ.get(MAX_TIMEOUT_ENV, ""))
+    except ValueError:
+        return MAX_TIMEOUT_MS
+    return value if value > 0 else MAX_TIMEOUT_MS
+
+
+def effective_timeout_ms(requested: int | None) -> int:
+    limit = max_timeout_ms()
+    return min(requested or DEFAULT_TIMEOUT_MS, limit)
+
+
+class BashTool(Tool):
+    name = "Bash"
+    description = (
+        "Runs a command with /bin/bash in the working directory and returns its combined "
+        "stdout and stderr.\n"
+        "- Each call starts a fresh shell in the working directory: `cd` and variables do not "
+        "persist between calls. `cd` outside the working directory is refused.\n"
+        f"- Timeout: default {DEFAULT_TIMEOUT_MS // 1000} s, at most {MAX_TIMEOUT_MS // 1000} s "
+        "(`timeout` in ms); on timeout the whole process tree is killed. Nothing is interactive "
+        "(stdin is empty): pass flags like `--yes`, avoid pagers and editors.\n"
+        f"- Output over {MAX_OUTPUT_CHARS // 1000}k characters is cut in the middle. A non-zero "
+        "exit status is reported as `Exit code: N`.\n"
+        "- Network fetchers (curl, wget, nc, ssh, scp, ...) are refused.\n"
+        "- Prefer Read, Glob, Grep, Edit and Write over cat, find, grep, sed and echo > file. "
+        "Quote paths containing spaces. Chain dependent commands with `&&`."
+    )
+    Input = BashInput
+
+    def is_read_only(self, args: BashInput) -> bool:
+        return is_safe_readonly_command(args.command)
+
+    def title(self, args: BashInput) -> str:
+        text = args.description or args.command.strip().split("\n", 1)[0]
+        return text if len(text) <= 100 else text[:99] + "…"
+
+    async def validate_input(self, args: BashInput, ctx: ToolContext) -> str | None:
+        if not args.command.strip():
+            return "command must not be empty."
+        if program := network_program(args.command):
+            return (
+                f"`{program}` is not allowed: network access from Bash is refused. Work with "
+                "local files only."
+            )
+        return _check_cd(args.command, ctx.working_dir)
+
+    def permission(self, args: BashInput, ctx: ToolContext) -> PermissionAsk | None:
+        if is_safe_readonly_command(args.command):
+            return None
+        return PermissionAsk(
+            title=f"Bash: {args.command}", content=args.command, rule=rule_for(args.command)
+        )
+
+    async def call(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
+        timeout_ms = effective_timeout_ms(args.timeout)
+        output = _MiddleTruncatingBuffer(MAX_OUTPUT_CHARS)
+        stream = _Streamer(ctx.emit_update)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+        def feed(text: str) -> None:
+            if text:
+                output.append(text)
+                stream.emit(text)
+
+        proc = await anyio.open_process(
+            [SHELL, "-c", args.command],
+            cwd=ctx.working_dir,
+            env=_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        kill_group = True  # unless the command finished cleanly (cancellation included)
+        lingering = False
+        try:
+            with anyio.move_on_after(timeout_ms / 1000) as deadline:
+                eof = anyio.Event()
+
+                async def pump() -> None:
+                    assert proc.stdout is not None
+                    async for chunk in proc.stdout:
+                        feed(decoder.decode(chunk))
+                    eof.set()
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(pump)
+                    await proc.wait()
+                    with anyio.move_on_after(PIPE_GRACE_S):
+                        await eof.wait()
+                    if not eof.is_set():
+                        # The shell is gone but background children still hold the pipe.
+                        lingering = True
+                        tg.cancel_scope.cancel()
+            timed_out = deadline.cancelled_caught
+            kill_group = timed_out or lingering
+        finally:
+            with anyio.CancelScope(shield=True):
+                if kill_group:
+                    await _terminate_group(proc)
+                await _close(proc)
+        feed(decoder.decode(b"", final=True))
+
+        text = output.text().rstrip("\n")
+        if timed_out:
+            content = f"Command timed out after {timeout_ms / 1000:g} s and was killed."
+            if text:
+                content += f" Output so far:\n{text}"
+            return ToolOutput(content=content, summary="Timed out", is_error=True)
+        code = proc.returncode if proc.returncode is not None else -1
+        parts = [text] if text else []
+        if lingering:
+            parts.append("[background processes still writing to the output were killed]")
+        if code < 0:
+            parts.append(f"Exit code: {128 - code} (killed by signal {-code})")
+        elif code != 0:
+            parts.append(f"Exit code: {code}")
+        content = "\n\n".join(parts) if parts else "(no output)"
+        return ToolOutput(content=content, summary="Done" if code == 0 else f"Exit code {code}")
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _check_cd(command: str, working_dir: Path) -> str | None:
+    """Refuse `cd` (or pushd) to anywhere outside the working directory."""
+    try:
+        lexed = lex(command)
+    except ShellSyntaxError:
+        return None  # bash will report the syntax error itself
+    root = working_dir.resolve()
+    current = root
+    for seg in segments(lexed):
+        words = [t.value for t in seg]
+        if words[0] not in ("cd", "pushd"):
+            continue
+        targets = [t for t in seg[1:] if not (t.value.startswith("-") and len(t.value) > 1)]
+        if not targets:
+            return "`cd` without a directory goes to the home directory, outside the working directory; refused."
+        target = targets[0]
+        value = target.value
+        home_of_other_user = value.startswith("~") and not (value == "~" or value.startswith("~/"))
+        if target.expands or value == "-" or home_of_other_user:
+            return f"`cd {target.value}`: cannot verify the target stays inside the working directory; use a literal path."
+        candidate = Path(os.path.expanduser(target.value))
+        if not candidate.is_absolute():
+            candidate = current / candidate
+        candidate = candidate.resolve()
+        if not is_inside(candidate, root):
+            return f"`cd {target.value}` leaves the working directory ({root}); refused."
+        current = candidate
+    return None
+
+
+# ---------------------------------------------------------------- process
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        PAGER="cat",
+        GIT_PAGER="cat",
+        GIT_EDITOR="true",
+        GIT_TERMINAL_PROMPT="0",
+    )
+    return env
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any non-zombie process is left in group `pgid`."""
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    for entry in os.scandir(proc_dir):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(os.path.join(entry.path, "stat"), "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
+async def _terminate_group(proc: Process) -> None:
+    """SIGTERM the command's whole process group, SIGKILL what is left after a grace period."""
+    pgid = proc.pid  # start_new_session: the shell leads its own group
+    _signal_group(pgid, signal.SIGTERM)
+    try:
+        with anyio.CancelScope(shield=True):
+            for _ in range(round(KILL_GRACE_S / 0.05)):
+                if not _group_alive(pgid):
+                    break
+                await anyio.sleep(0.05)
+    finally:
+        # Also reached when a native asyncio cancellation pierces the shield.
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+
+
+async def _close(proc: Process) -> None:
+    with anyio.CancelScope(shield=True):
+        await proc.aclose()  # closes the pipes and reaps the shell
+
+
+# ---------------------------------------------------------------- output
+
+
+class _MiddleTruncatingBuffer:
+    """Keeps the first and last `limit / 2` characters of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_budget = limit // 2
+        self.tail_budget = limit - self.head_budget
+        self.limit = limit
+        self.head = ""
+        self.tail: list[str] = []
+        self.tail_len = 0
+        self.total = 0
+
+    def append(self, text: str) -> None:
+        self.total += len(text)
+        if len(self.head) < self.head_budget:
+            room = self.head_budget - len(self.head)
+            self.head += text[:room]
+            text = text[room:]
+        if text:
+            self.tail.append(text)
+            self.tail_len += len(text)
+            if self.tail_len > 2 * self.tail_budget:
+                joined = "".join(self.tail)[-self.tail_budget :]
+                self.tail, self.tail_len = [joined], len(joined)
+
+    def text(self) -> str:
+        tail = "".join(self.tail)
+        if self.total <= self.limit:
+            return self.head + tail
+        tail = tail[-self.tail_budget :]
+        dropped = self.total - len(self.head) - len(tail)
+        return f"{self.head}\n\n... [{dropped} characters truncated] ...\n\n{tail}"
+
+
+class _Streamer:
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self.emit_update = emit
+        self.sent = 0
+        self.stopped = False
+
+    def emit(self, text: str) -> None:
+        if self.stopped:
+            return
+        if self.sent + len(text) > STREAM_LIMIT_CHARS:
+            text = text[: STREAM_LIMIT_CHARS - self.sent] + "\n... [further output not streamed]\n"
+            self.stopped = True
+        self.sent += len(text)
+        try:
+            self.emit_update(text)
+        except Exception:
+            self.stopped = True

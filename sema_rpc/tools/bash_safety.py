@@ -1,0 +1,606 @@
+"""Static analysis of Bash commands: the safe read-only list and permission rules.
+
+`is_safe_readonly_command` decides whether a command may run without asking (and
+concurrently with other read-only calls); `rule_for` proposes the rule an "allow
+always" answer stores; `rule_matches` checks a command against a stored rule. All
+three share one small shell lexer that knows quoting, escapes, comments, operators,
+redirections, here-docs and substitutions, so that a quoted `|` or `;` is never
+mistaken for an operator and a real one is never missed.
+
+This is a policy aid, not a sandbox: anything the lexer cannot analyse is treated as
+unsafe (it needs a permission prompt).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = [
+    "NETWORK_PROGRAMS",
+    "ShellSyntaxError",
+    "is_safe_readonly_command",
+    "lex",
+    "network_program",
+    "rule_for",
+    "rule_matches",
+    "segments",
+]
+
+
+class ShellSyntaxError(ValueError):
+    pass
+
+
+# ---------------------------------------------------------------- lexer
+
+_SEPARATORS = {";", "&&", "||", "|", "|&", "&", "\n", ";;", ";&", ";;&", "(", ")"}
+_REDIRECTS = {"<", ">", ">>", ">|", "<>", "<&", ">&", "&>", "&>>", "<<", "<<-", "<<<"}
+_OPERATORS = sorted(_SEPARATORS | _REDIRECTS, key=len, reverse=True)
+_OPERATOR_CHARS = set(";&|<>()\n")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+
+
+@dataclass
+class Token:
+    kind: str  # "word" | "op"
+    value: str
+    quoted: bool = False
+    expands: bool = False
+    """The word holds `$...`, a substitution or an unquoted `{` (brace expansion)."""
+
+
+@dataclass
+class Lexed:
+    tokens: list[Token] = field(default_factory=list)
+    substitutions: list[str] = field(default_factory=list)
+    """Bodies of `$(...)`, backticks and `<(...)`/`>(...)`, for recursive checks."""
+    has_substitution: bool = False
+    has_redirection: bool = False
+    has_heredoc: bool = False
+
+
+def _balanced(cmd: str, start: int) -> int:
+    """Index just past the `)` closing the `(` at `start - 1` (quotes respected)."""
+    depth, i, n = 1, start, len(cmd)
+    while i < n:
+        ch = cmd[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'":
+            end = cmd.find("'", i + 1)
+            if end == -1:
+                raise ShellSyntaxError("unterminated single quote")
+            i = end + 1
+            continue
+        if ch == '"':
+            i = _skip_double(cmd, i + 1)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise ShellSyntaxError("unterminated substitution")
+
+
+def _skip_double(cmd: str, i: int) -> int:
+    n = len(cmd)
+    while i < n:
+        ch = cmd[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == '"':
+            return i + 1
+        if ch == "$" and cmd.startswith("$(", i):
+            i = _balanced(cmd, i + 2)
+            continue
+        i += 1
+    raise ShellSyntaxError("unterminated double quote")
+
+
+def _backtick_end(cmd: str, i: int) -> int:
+    n = len(cmd)
+    while i < n:
+        if cmd[i] == "\\":
+            i += 2
+            continue
+        if cmd[i] == "`":
+            return i
+        i += 1
+    raise ShellSyntaxError("unterminated backquote")
+
+
+def lex(cmd: str) -> Lexed:
+    """Tokenize a Bash command line. Raises ShellSyntaxError when it cannot."""
+    out = Lexed()
+    word: list[str] = []
+    in_word = False
+    quoted = False
+    expands = False
+    pending_heredocs: list[tuple[str, bool]] = []
+    expect_heredoc_word: bool | None = None  # strip_tabs flag while waiting for the delimiter
+    i, n = 0, len(cmd)
+
+    def finish_word() -> None:
+        nonlocal word, in_word, quoted, expands, expect_heredoc_word
+        if in_word:
+            value = "".join(word)
+            if expect_heredoc_word is not None:
+                pending_heredocs.append((value, expect_heredoc_word))
+                expect_heredoc_word = None
+            out.tokens.append(Token("word", value, quoted, expands))
+        word, in_word, quoted, expands = [], False, False, False
+
+    def substitution(body: str) -> None:
+        nonlocal expands
+        out.has_substitution = True
+        out.substitutions.append(body)
+        expands = True
+
+    while i < n:
+        ch = cmd[i]
+        if ch in " \t\r":
+            finish_word()
+            i += 1
+        elif ch == "\\":
+            if i + 1 < n and cmd[i + 1] == "\n":  # line continuation
+                i += 2
+                continue
+            if i + 1 < n:
+                word.append(cmd[i + 1])
+            in_word, quoted = True, True
+            i += 2
+        elif ch == "#" and not in_word:
+            end = cmd.find("\n", i)
+            i = n if end == -1 else end
+        elif ch == "'":
+            end = cmd.find("'", i + 1)
+            if end == -1:
+                raise ShellSyntaxError("unterminated single quote")
+            word.append(cmd[i + 1 : end])
+            in_word, quoted = True, True
+            i = end + 1
+        elif ch == '"':
+            end = _skip_double(cmd, i + 1)
+            body = cmd[i + 1 : end - 1]
+            j = 0
+            while j < len(body):
+                if body[j] == "\\":
+                    j += 2
+                    continue
+                if body.startswith("$(", j):
+                    close = _balanced(body, j + 2)
+                    substitution(body[j + 2 : close - 1])
+                    j = close
+                    continue
+                if body[j] == "`":
+                    close = _backtick_end(body, j + 1)
+                    substitution(body[j + 1 : close])
+                    j = close + 1
+                    continue
+                if body[j] == "$":
+                    expands = True
+                j += 1
+            word.append(re.sub(r'\\([$`"\\\n])', r"\1", body))
+            in_word, quoted = True, True
+            i = end
+        elif ch == "`":
+            end = _backtick_end(cmd, i + 1)
+            substitution(cmd[i + 1 : end])
+            word.append(cmd[i : end + 1])
+            in_word = True
+            i = end + 1
+        elif ch == "$" and cmd.startswith("$'", i):
+            j = i + 2
+            while j < n and cmd[j] != "'":
+                j += 2 if cmd[j] == "\\" else 1
+            if j >= n:
+                raise ShellSyntaxError("unterminated $'...' string")
+            word.append(cmd[i + 2 : j])
+            in_word, quoted = True, True
+            i = j + 1
+        elif ch == "$" and cmd.startswith("$(", i):
+            end = _balanced(cmd, i + 2)
+            substitution(cmd[i + 2 : end - 1])
+            word.append(cmd[i:end])
+            in_word = True
+            i = end
+        elif ch == "$" and i + 1 < n and (cmd[i + 1].isalnum() or cmd[i + 1] in "_{@*#?!-$"):
+            expands = True
+            if cmd[i + 1] == "{":
+                end = cmd.find("}", i)
+                if end == -1:
+                    raise ShellSyntaxError("unterminated ${...}")
+                word.append(cmd[i : end + 1])
+                i = end + 1
+            else:
+                word.append(ch)
+                i += 1
+            in_word = True
+        elif ch in "<>" and cmd.startswith("(", i + 1):
+            end = _balanced(cmd, i + 2)
+            substitution(cmd[i + 2 : end - 1])
+            word.append(cmd[i:end])
+            in_word = True
+            i = end
+        elif ch in _OPERATOR_CHARS:
+            op = next(o for o in _OPERATORS if cmd.startswith(o, i))
+            if op in _REDIRECTS and in_word and not quoted and "".join(word).isdigit():
+                word, in_word = [], False  # `2>`: the digits name a file descriptor
+            finish_word()
+            if op in _REDIRECTS:
+                out.has_redirection = True
+                if op in ("<<", "<<-"):
+                    out.has_heredoc = True
+                    expect_heredoc_word = op == "<<-"
+                elif op == "<<<":
+                    out.has_heredoc = True
+            out.tokens.append(Token("op", op))
+            i += len(op)
+            if op == "\n" and pending_heredocs:
+                i = _skip_heredoc_bodies(cmd, i, pending_heredocs)
+                pending_heredocs.clear()
+        else:
+            if ch == "{":
+                expands = True
+            word.append(ch)
+            in_word = True
+            i += 1
+    finish_word()
+    return out
+
+
+def _skip_heredoc_bodies(cmd: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
+    for delimiter, strip_tabs in heredocs:
+        while i < len(cmd):
+            end = cmd.find("\n", i)
+            line = cmd[i:] if end == -1 else cmd[i:end]
+            i = len(cmd) if end == -1 else end + 1
+            if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                break
+    return i
+
+
+def segments(lexed: Lexed) -> list[list[Token]]:
+    """The simple commands of a lexed line: words only, redirections and their targets dropped."""
+    result: list[list[Token]] = [[]]
+    tokens = lexed.tokens
+    skip_next_word = False
+    for token in tokens:
+        if token.kind == "op":
+            if token.value in _REDIRECTS:
+                skip_next_word = True
+            else:
+                result.append([])
+            continue
+        if skip_next_word:
+            skip_next_word = False
+            continue
+        result[-1].append(token)
+    return [seg for seg in result if seg]
+
+
+def _words(segment: list[Token]) -> list[str]:
+    return [t.value for t in segment]
+
+
+# ---------------------------------------------------------------- safe list
+
+
+def _no_args_matching(*bad: str) -> Callable[[list[str]], bool]:
+    def check(args: list[str]) -> bool:
+        return not any(a == b or a.startswith(b + "=") for a in args for b in bad)
+
+    return check
+
+
+def _always(_args: list[str]) -> bool:
+    return True
+
+
+def _find_ok(args: list[str]) -> bool:
+    bad = {
+        "-exec",
+        "-execdir",
+        "-ok",
+        "-okdir",
+        "-delete",
+        "-fprint",
+        "-fprint0",
+        "-fprintf",
+        "-fls",
+    }
+    return not any(a in bad for a in args)
+
+
+def _sort_ok(args: list[str]) -> bool:
+    for a in args:
+        if a.startswith("--") and (a.startswith("--output") or a.startswith("--compress-program")):
+            return False
+        if a.startswith("-") and not a.startswith("--") and "o" in a:
+            return False
+    return True
+
+
+def _uniq_ok(args: list[str]) -> bool:
+    return sum(1 for a in args if not a.startswith("-")) <= 1  # a 2nd operand is an output file
+
+
+def _date_ok(args: list[str]) -> bool:
+    for a in args:
+        if (
+            a in ("-s",)
+            or a.startswith("--set")
+            or (a.startswith("-") and not a.startswith("--") and "s" in a)
+        ):
+            return False
+        if not a.startswith("-") and not a.startswith("+"):
+            return False  # `date MMDDhhmm` sets the clock
+    return True
+
+
+def _flags_only(args: list[str]) -> bool:
+    return all(a.startswith("-") for a in args)
+
+
+def _tree_ok(args: list[str]) -> bool:
+    return not any(a.startswith("-o") for a in args)
+
+
+_GIT_BRANCH_FLAGS = {
+    "-a", "-r", "-v", "-vv", "-l", "--all", "--remotes", "--list", "--verbose",
+    "--show-current", "--no-color", "--color",
+}  # fmt: skip
+
+
+def _git_ok(args: list[str]) -> bool:
+    while args and args[0] == "--no-pager":
+        args = args[1:]
+    if not args:
+        return False
+    sub, rest = args[0], args[1:]
+    if any(a.startswith("--output") for a in rest):
+        return False
+    if sub in ("status", "diff", "log", "show", "rev-parse", "ls-files", "blame", "describe",
+               "shortlog", "ls-tree", "cat-file", "show-ref", "whatchanged"):  # fmt: skip
+        return True
+    if sub == "grep":
+        return not any(
+            a in ("-O", "--open-files-in-pager") or a.startswith("--open-files") for a in rest
+        )
+    if sub == "branch":
+        return all(a in _GIT_BRANCH_FLAGS for a in rest)
+    if sub == "remote":
+        return all(a in ("-v", "--verbose") for a in rest)
+    if sub == "stash":
+        return rest[:1] == ["list"]
+    if sub == "tag":
+        return not rest or rest[0] in ("-l", "--list")
+    return False
+
+
+SAFE_PROGRAMS: dict[str, Callable[[list[str]], bool]] = {
+    **dict.fromkeys(
+        """
+        ls cat head tail wc pwd echo printf grep egrep fgrep stat du df which whoami id
+        basename dirname realpath readlink uname true false cut nl tr cmp diff comm seq
+        md5sum sha1sum sha256sum sha512sum cksum strings column jq type test [ ps printenv
+        uptime nproc arch sleep cd
+        """.split(),
+        _always,
+    ),
+    "rg": _no_args_matching("--pre"),
+    "find": _find_ok,
+    "tree": _tree_ok,
+    "file": _no_args_matching("-C", "--compile"),
+    "sort": _sort_ok,
+    "uniq": _uniq_ok,
+    "date": _date_ok,
+    "hostname": _flags_only,
+    "git": _git_ok,
+}
+"""Program → check of its arguments; a command is safe when every segment passes."""
+
+_SAFE_SEPARATORS = {";", "&&", "||", "|", "\n"}
+
+
+def is_safe_readonly_command(cmd: str) -> bool:
+    """True when every segment of `cmd` is a known read-only command.
+
+    Output or input redirection, here-docs, command/process substitution, subshells,
+    background jobs, variable assignments and unknown programs all make it unsafe.
+    """
+    try:
+        lexed = lex(cmd.strip())
+    except ShellSyntaxError:
+        return False
+    if lexed.has_substitution or lexed.has_redirection or lexed.has_heredoc:
+        return False
+    if any(t.kind == "op" and t.value not in _SAFE_SEPARATORS for t in lexed.tokens):
+        return False
+    segs = segments(lexed)
+    if not segs:
+        return False
+    for seg in segs:
+        program, *args = _words(seg)
+        if seg[0].expands or _ASSIGNMENT.match(program) or program not in SAFE_PROGRAMS:
+            return False
+        check = SAFE_PROGRAMS[program]
+        # An expansion could smuggle a forbidden flag (`find . ${X:--delete}`, `-de{l,}ete`)
+        # past the argument check, so programs that have one get literal arguments only.
+        if check is not _always and any(t.expands for t in seg[1:]):
+            return False
+        if not check(args):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- rules
+
+SUBCOMMAND_PROGRAMS = frozenset(
+    """
+    git npm pnpm yarn bun cargo go pip pip3 uv poetry pdm hatch make docker docker-compose
+    podman kubectl helm terraform gh dotnet mvn gradle ./gradlew rustup brew apt apt-get
+    conda mamba npx bunx deno composer bundle rake mix swift flutter dart pytest-watch
+    cmake ninja just task nx turbo lerna systemctl
+    """.split()
+)
+_RUN_SUBCOMMANDS = frozenset({"run", "exec", "x", "dlx"})
+_PYTHONS = re.compile(r"^python(3(\.\d+)?)?$")
+
+
+def _simple_words(cmd: str) -> list[str] | None:
+    """The words of `cmd` if it is one simple command (no operators, redirections,
+    substitutions or here-docs), else None."""
+    try:
+        lexed = lex(cmd.strip())
+    except ShellSyntaxError:
+        return None
+    if lexed.has_substitution or lexed.has_redirection or lexed.has_heredoc:
+        return None
+    if any(t.kind == "op" for t in lexed.tokens):
+        return None
+    words = [t.value for t in lexed.tokens]
+    return words or None
+
+
+def _normalise(cmd: str) -> str:
+    return " ".join(cmd.split())
+
+
+def rule_for(cmd: str) -> str:
+    """The rule an "allow always" answer stores for `cmd`.
+
+    `Bash(<program> <subcommand>:*)` for a single simple command of a tool with
+    subcommands (`git commit -m x` → `Bash(git commit:*)`, `npm run test` →
+    `Bash(npm run test:*)`, `python -m pytest -q` → `Bash(python -m pytest:*)`);
+    otherwise the exact command, `Bash(<command>)`.
+    """
+    exact = f"Bash({_normalise(cmd)})"
+    words = _simple_words(cmd)
+    if not words or _ASSIGNMENT.match(words[0]):
+        return exact
+    program = words[0]
+    prefix: list[str] | None = None
+    if _PYTHONS.match(program) and len(words) >= 3 and words[1] == "-m":
+        prefix = words[:3]
+    elif program in SUBCOMMAND_PROGRAMS and len(words) >= 2 and not words[1].startswith("-"):
+        prefix = words[:2]
+        if words[1] in _RUN_SUBCOMMANDS and len(words) >= 3 and not words[2].startswith("-"):
+            prefix = words[:3]
+    if not prefix or any(not w or re.search(r"[\s:()*$`'\"\\]", w) for w in prefix):
+        return exact
+    return f"Bash({' '.join(prefix)}:*)"
+
+
+def rule_matches(rule: str, cmd: str) -> bool:
+    """Whether stored `rule` covers `cmd`.
+
+    `Bash(p:*)` covers a single simple command whose words start with the words of `p`
+    (so `Bash(git commit:*)` never covers `git commit -m x && rm -rf /`);
+    `Bash(c)` covers exactly `c`, whitespace-normalised.
+    """
+    match = re.fullmatch(r"Bash\((.*)\)", rule.strip(), re.DOTALL)
+    if not match:
+        return False
+    body = match.group(1).strip()
+    if body.endswith(":*"):
+        prefix_words = body[:-2].split()
+        words = _simple_words(cmd)
+        return (
+            bool(prefix_words) and words is not None and words[: len(prefix_words)] == prefix_words
+        )
+    return bool(body) and _normalise(body) == _normalise(cmd)
+
+
+# ---------------------------------------------------------------- network
+
+NETWORK_PROGRAMS = frozenset(
+    """
+    curl wget nc ncat netcat telnet ssh scp sftp ftp rsync socat aria2c lynx w3m links
+    httpie http https xh axel
+    """.split()
+)
+_WRAPPERS = frozenset({"sudo", "env", "time", "nohup", "nice", "timeout", "command", "exec",
+                       "builtin", "stdbuf", "xargs", "watch", "strace", "doas", "ionice"})  # fmt: skip
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+_NETWORK_FALLBACK = re.compile(
+    r"(?:^|[\s;&|(`])(?:\S*/)?(" + "|".join(sorted(NETWORK_PROGRAMS)) + r")(?=\s|$|[;&|)`])"
+)
+
+
+_WRAPPER_VALUE_OPTIONS = {
+    "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"},
+    "doas": {"-u", "-C"},
+    "xargs": {"-I", "-i", "-n", "-P", "-L", "-l", "-s", "-d", "-E", "-e", "-a"},
+    "timeout": {"-s", "-k", "--signal", "--kill-after"},
+    "nice": {"-n"},
+    "ionice": {"-c", "-n", "-p"},
+    "stdbuf": {"-i", "-o", "-e"},
+    "watch": {"-n", "-d"},
+    "strace": {"-e", "-o", "-p", "-s", "-u"},
+    "env": {"-u", "-C", "-S"},
+}
+
+
+def _program_of(words: list[str]) -> tuple[str | None, list[str]]:
+    """The program a simple command runs (through env/sudo/xargs/... wrappers) and its args."""
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if _ASSIGNMENT.match(word):
+            i += 1
+            continue
+        name = os.path.basename(word)
+        if name == "command" and any(w in ("-v", "-V") for w in words[i + 1 : i + 2]):
+            return None, []  # `command -v curl` only looks the program up
+        if name in _WRAPPERS:
+            value_options = _WRAPPER_VALUE_OPTIONS.get(name, set())
+            i += 1
+            while i < len(words):
+                current = words[i]
+                if current in value_options:
+                    i += 2
+                elif current.startswith("-") or _ASSIGNMENT.match(current):
+                    i += 1
+                elif name == "timeout" and re.match(r"^\d", current):
+                    i += 1  # the duration
+                else:
+                    break
+            continue
+        return name, words[i + 1 :]
+    return None, []
+
+
+def network_program(cmd: str, _depth: int = 0) -> str | None:
+    """The network fetcher `cmd` would run (curl, wget, ssh, ...), if any."""
+    if _depth > 5:
+        return None
+    try:
+        lexed = lex(cmd)
+    except ShellSyntaxError:
+        found = _NETWORK_FALLBACK.search(cmd)
+        return found.group(1) if found else None
+    for seg in segments(lexed):
+        program, args = _program_of(_words(seg))
+        if program is None:
+            continue
+        if program in NETWORK_PROGRAMS:
+            return program
+        if program in _SHELLS and "-c" in args:
+            index = args.index("-c")
+            if index + 1 < len(args) and (inner := network_program(args[index + 1], _depth + 1)):
+                return inner
+        if program == "eval" and (inner := network_program(" ".join(args), _depth + 1)):
+            return inner
+    for body in lexed.substitutions:
+        if inner := network_program(body, _depth + 1):
+            return inner
+    return None

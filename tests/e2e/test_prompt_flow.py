@@ -1,0 +1,225 @@
+"""initialize → session/create → session/prompt over real pipes, against the scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from tests.support.scripted_llm import Reply, ScriptedLLM
+from tests.support.wire_client import RpcFailure, WireClient
+
+pytestmark = pytest.mark.asyncio
+
+
+async def start_session(client: WireClient, workspace, model: str = "anthropic/claude-test", **caps: bool) -> str:
+    await client.initialize(**caps)
+    ready = await client.create_session(workspace, model=model)
+    return ready["sessionId"]
+
+
+@pytest.mark.parametrize("model", ["anthropic/claude-test", "openai/gpt-test"])
+async def test_streamed_answer_with_parallel_reads_in_model_order(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace, model: str
+):
+    sid = await start_session(client, workspace, model)
+    order = [3, 1, 2, 0]
+    scripted_llm.script(
+        Reply.tools([("Read", {"file_path": f"src/mod{i}.py"}) for i in order], text="Reading files.", usage=(120, 30)),
+        Reply.text("Each module defines one constant.", chunks=6, usage=(900, 12)),
+    )
+
+    result = await client.call("session/prompt", {"sessionId": sid, "input": "What do the modules hold?"})
+
+    assert result["stopReason"] == "end_turn"
+    deltas = [e.params["delta"] for e in client.events("message:text:chunk", sid)]
+    assert "".join(deltas) == "Reading files.Each module defines one constant."
+    assert len(deltas) >= 6, "text must arrive as several deltas, not one accumulated string"
+
+    starts = client.events("tool:execution:start", sid)
+    completes = client.events("tool:execution:complete", sid)
+    assert len(starts) == len(completes) == 4
+    # The four reads overlapped: every one started before any finished.
+    assert max(e.params["seq"] for e in starts) < min(e.params["seq"] for e in completes)
+
+    # Results went back to the model in the model's order, each with its own file.
+    second = scripted_llm.requests[1].body
+    if model.startswith("anthropic"):
+        uses = [b for b in second["messages"][-2]["content"] if b["type"] == "tool_use"]
+        results = [b for b in second["messages"][-1]["content"] if b["type"] == "tool_result"]
+        assert [r["tool_use_id"] for r in results] == [u["id"] for u in uses]
+        contents = [r["content"] if isinstance(r["content"], str) else r["content"][0]["text"] for r in results]
+    else:
+        tool_msgs = [m for m in second["messages"] if m["role"] == "tool"]
+        calls = next(m for m in second["messages"] if m.get("tool_calls"))["tool_calls"]
+        assert [m["tool_call_id"] for m in tool_msgs] == [c["id"] for c in calls]
+        contents = [m["content"] for m in tool_msgs]
+    for i, content in zip(order, contents, strict=True):
+        assert f"VALUE_{i} = {i}" in content
+
+    usage_events = client.events("conversation:usage", sid)
+    assert len(usage_events) == 2
+    assert usage_events[-1].params["usage"]["promptTokens"] == 900
+    assert usage_events[-1].params["usage"]["useTokens"] == 912
+    assert result["usage"] == usage_events[-1].params["usage"]
+
+    complete = client.events("message:complete", sid)
+    assert complete[0].params["hasToolCalls"] is True
+    assert [c["name"] for c in complete[0].params["toolCalls"]] == ["Read"] * 4
+    assert complete[-1].params["content"] == "Each module defines one constant."
+
+    states = [e.params["state"] for e in client.events("state:update", sid)]
+    assert states == ["processing", "idle"]
+    seqs = [e.params["seq"] for e in client.events(session_id=sid)]
+    assert seqs == list(range(1, len(seqs) + 1)), "seq increases by one per event"
+
+
+async def test_interrupt_during_streaming_answers_once_and_session_stays_usable(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
+    sid = await start_session(client, workspace)
+    gate = threading.Event()
+    slow = Reply.text("This answer will be interrupted halfway.", chunks=8, gate=gate)
+    scripted_llm.script(slow, Reply.text("Fresh answer.", chunks=2))
+
+    prompt = asyncio.ensure_future(client.request("session/prompt", {"sessionId": sid, "input": "long answer"}))
+    await client.wait_for("message:text:chunk", lambda p: p["sessionId"] == sid)
+    first = await client.call("session/interrupt", {"sessionId": sid})
+    again = await client.call("session/interrupt", {"sessionId": sid})
+    response = await asyncio.wait_for(prompt, 10)
+    gate.set()
+
+    assert first == {"interrupted": True}
+    assert again == {"interrupted": False}, "interrupt is idempotent"
+    assert response["result"]["stopReason"] == "interrupted"
+    interrupted = client.events("session:interrupted", sid)
+    assert len(interrupted) == 1 and interrupted[0].params["checkpoint"] == 1
+
+    # Interrupting an idle session is harmless and answered at once.
+    assert await client.call("session/interrupt", {"sessionId": sid}) == {"interrupted": False}
+
+    # The session is usable: the next prompt runs to the end, and the model sees the
+    # interrupted exchange in its history.
+    nxt = await client.call("session/prompt", {"sessionId": sid, "input": "again"})
+    assert nxt["stopReason"] == "end_turn"
+    last_request = scripted_llm.requests[-1].body
+    flattened = str(last_request["messages"])
+    assert "interrupted" in flattened and "again" in flattened
+    # Exactly one answer per prompt: no stray responses arrived.
+    assert client.unsolicited == []
+
+
+async def test_interrupt_while_tool_calls_stream_runs_no_tool(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
+    sid = await start_session(client, workspace)
+    gate = threading.Event()
+    reply = Reply.tools([("Read", {"file_path": "README.md"})], gate=gate)
+    scripted_llm.script(reply)
+    prompt = asyncio.ensure_future(client.request("session/prompt", {"sessionId": sid, "input": "read"}))
+    assert await asyncio.get_running_loop().run_in_executor(None, reply.at_gate.wait, 10)
+    await client.call("session/interrupt", {"sessionId": sid})
+    gate.set()
+    response = await asyncio.wait_for(prompt, 10)
+    assert response["result"]["stopReason"] == "interrupted"
+    assert client.events("tool:execution:start", sid) == []
+    assert len(scripted_llm.requests) == 1, "no model call after the interrupt"
+
+
+@pytest.mark.parametrize(
+    ("reply", "code"),
+    [
+        (Reply.error(529), "overloaded"),
+        (Reply.error(500), "server_error"),
+        (Reply.error(429), "rate_limit"),
+        (Reply.mid_stream_error(), "overloaded"),
+        (Reply.cut(), "stream_cut"),
+        (Reply.error(400, message="prompt is too long: 300000 tokens > 200000 maximum"), "context_length_exceeded"),
+    ],
+)
+async def test_provider_failures_end_the_turn_with_error(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace, reply: Reply, code: str
+):
+    sid = await start_session(client, workspace)
+    retries = 3 if reply.kind == "error" and reply.status in (429, 500, 529) else 1
+    scripted_llm.script(*([reply] * retries), Reply.text("Recovered."))
+
+    result = await client.call("session/prompt", {"sessionId": sid, "input": "hi"}, timeout=30)
+
+    assert result["stopReason"] == "error"
+    assert result["error"]["code"] == code
+    errors = client.events("session:error", sid)
+    assert len(errors) == 1 and errors[0].params["error"]["code"] == code
+    assert [e.params["state"] for e in client.events("state:update", sid)] == ["processing", "idle"]
+    # The session survives: the next prompt works.
+    again = await client.call("session/prompt", {"sessionId": sid, "input": "hi again"})
+    assert again["stopReason"] == "end_turn"
+
+
+async def test_rate_limit_then_success_is_retried_transparently(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
+    sid = await start_session(client, workspace)
+    scripted_llm.script(Reply.error(429), Reply.text("After a retry."))
+    result = await client.call("session/prompt", {"sessionId": sid, "input": "hi"})
+    assert result["stopReason"] == "end_turn"
+    assert client.events("session:error", sid) == []
+    assert len(scripted_llm.requests) == 2
+
+
+async def test_many_sessions_share_one_process(client: WireClient, scripted_llm: ScriptedLLM, workspace):
+    await client.initialize()
+    ids = [(await client.create_session(workspace, model="anthropic/claude-test"))["sessionId"] for _ in range(3)]
+    assert len(set(ids)) == 3
+    scripted_llm.script(*[Reply.text(f"answer {i}") for i in range(3)])
+    results = await asyncio.gather(
+        *[client.call("session/prompt", {"sessionId": sid, "input": "hi"}) for sid in ids]
+    )
+    assert [r["stopReason"] for r in results] == ["end_turn"] * 3
+    for sid in ids:
+        assert [e.params["state"] for e in client.events("state:update", sid)] == ["processing", "idle"]
+
+
+async def test_prompts_sent_while_busy_are_queued_and_each_answered(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
+    sid = await start_session(client, workspace)
+    gate = threading.Event()
+    scripted_llm.script(Reply.text("first", gate=gate), Reply.text("second"))
+    first = asyncio.ensure_future(client.call("session/prompt", {"sessionId": sid, "input": "one"}))
+    await client.wait_for("message:text:chunk", lambda p: p["sessionId"] == sid)
+    second = asyncio.ensure_future(client.call("session/prompt", {"sessionId": sid, "input": "two"}))
+    await asyncio.sleep(0.1)
+    assert not second.done()
+    gate.set()
+    r1, r2 = await asyncio.wait_for(asyncio.gather(first, second), 10)
+    assert r1["stopReason"] == r2["stopReason"] == "end_turn"
+    texts = [e.params["content"] for e in client.events("message:complete", sid)]
+    assert texts == ["first", "second"]
+
+
+async def test_mode_update_emits_mode_notification(client: WireClient, workspace):
+    sid = await start_session(client, workspace)
+    assert await client.call("mode/update", {"sessionId": sid, "mode": "Plan"}) == {"mode": "Plan"}
+    event = await client.wait_for("mode:update")
+    assert event.params == {"sessionId": sid, "agentId": "main", "seq": event.params["seq"], "mode": "Plan"}
+    with pytest.raises(RpcFailure) as err:
+        await client.call("mode/update", {"sessionId": sid, "mode": "Yolo"})
+    assert err.value.code == -32602
+
+
+async def test_no_model_configured(tmp_path, workspace):
+    env = {"SEMA_ROOT": str(tmp_path / "root"), "ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
+    async with WireClient(env=env) as client:
+        await client.initialize()
+        ready = await client.create_session(workspace)
+        await client.wait_for("config:no_models")
+        with pytest.raises(RpcFailure) as err:
+            await client.call("session/prompt", {"sessionId": ready["sessionId"], "input": "hi"})
+        assert err.value.code == -32012
+
+
+async def test_eof_on_stdin_is_an_orderly_shutdown(client: WireClient, workspace):
+    await start_session(client, workspace)
+    assert await client.close() == 0

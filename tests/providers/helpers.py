@@ -1,0 +1,80 @@
+"""Helpers for the provider tests."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sema_rpc.engine.messages import Message
+from sema_rpc.providers.base import (
+    ModelRequest,
+    Provider,
+    ResponseDone,
+    ResponseFailed,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallStarted,
+)
+
+
+def shared_dir() -> Path:
+    env = os.environ.get("SEMA_SHARED_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared"
+
+
+CASSETTES = shared_dir() / "cassettes"
+
+
+def request(text: str = "hi", **kw: object) -> ModelRequest:
+    return ModelRequest(
+        model=str(kw.pop("model", "test-model")),
+        system="You are a test.",
+        messages=[Message.user_text(text)],
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@dataclass
+class Collected:
+    events: list[StreamEvent] = field(default_factory=list)
+
+    @property
+    def terminal(self) -> ResponseDone | ResponseFailed:
+        last = self.events[-1]
+        assert isinstance(last, ResponseDone | ResponseFailed), last
+        return last
+
+    @property
+    def done(self) -> ResponseDone:
+        t = self.terminal
+        assert isinstance(t, ResponseDone), t
+        return t
+
+    @property
+    def failed(self) -> ResponseFailed:
+        t = self.terminal
+        assert isinstance(t, ResponseFailed), t
+        return t
+
+    @property
+    def text(self) -> str:
+        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
+
+    @property
+    def thinking(self) -> str:
+        return "".join(e.text for e in self.events if isinstance(e, ThinkingDelta))
+
+    @property
+    def started(self) -> list[tuple[str, str]]:
+        return [(e.id, e.name) for e in self.events if isinstance(e, ToolCallStarted)]
+
+
+async def collect(provider: Provider, req: ModelRequest | None = None) -> Collected:
+    c = Collected()
+    async for ev in provider.stream(req or request()):
+        c.events.append(ev)
+    terminals = [e for e in c.events if isinstance(e, ResponseDone | ResponseFailed)]
+    assert len(terminals) == 1 and terminals[0] is c.events[-1], "exactly one terminal event, last"
+    return c

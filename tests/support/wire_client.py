@@ -1,0 +1,256 @@
+"""A test client that drives a real `sema-rpc` subprocess over real pipes.
+
+It speaks both framings (JSONL and Content-Length), records every notification with its
+arrival time, answers server→client requests through a callback, and drains stderr so
+the child can never block on a full pipe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+ServerRequestHandler = Callable[[str, dict[str, Any]], Any | Awaitable[Any]]
+
+
+class RpcFailure(Exception):
+    def __init__(self, error: dict[str, Any]):
+        super().__init__(f"{error.get('code')}: {error.get('message')}")
+        self.error = error
+        self.code = error.get("code")
+
+
+@dataclass
+class Received:
+    message: dict[str, Any]
+    at: float
+
+    @property
+    def method(self) -> str | None:
+        return self.message.get("method")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.message.get("params") or {}
+
+
+@dataclass
+class WireClient:
+    env: dict[str, str] = field(default_factory=dict)
+    jsonl: bool = True
+    extra_args: list[str] = field(default_factory=list)
+    on_server_request: ServerRequestHandler | None = None
+
+    def __post_init__(self) -> None:
+        self.proc: asyncio.subprocess.Process | None = None
+        self.received: list[Received] = []
+        self.unsolicited: list[dict[str, Any]] = []  # responses with id null, etc.
+        self.server_requests: list[Received] = []
+        self.stderr = bytearray()
+        self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._changed = asyncio.Event()
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    # ------------------------------------------------------------------ process
+
+    async def start(self) -> WireClient:
+        env = {**os.environ, **self.env}
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        args = [sys.executable, "-m", "sema_rpc", *(["--jsonl"] if self.jsonl else []), *self.extra_args]
+        self.proc = await asyncio.create_subprocess_exec(
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            cwd=str(REPO),
+            limit=1 << 30,
+        )
+        self._tasks.append(asyncio.create_task(self._read_stdout()))
+        self._tasks.append(asyncio.create_task(self._drain_stderr()))
+        return self
+
+    async def __aenter__(self) -> WireClient:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self, timeout: float = 10) -> int | None:
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.stdin and not proc.stdin.is_closing():
+            proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+        for task in self._tasks:
+            task.cancel()
+        return proc.returncode
+
+    async def _drain_stderr(self) -> None:
+        assert self.proc and self.proc.stderr
+        while chunk := await self.proc.stderr.read(65536):
+            self.stderr += chunk
+
+    async def _read_stdout(self) -> None:
+        assert self.proc and self.proc.stdout
+        out = self.proc.stdout
+        while True:
+            if self.jsonl:
+                line = await out.readline()
+                if not line:
+                    break
+                body = line
+            else:
+                length = None
+                while True:
+                    header = await out.readline()
+                    if not header:
+                        return
+                    if header in (b"\r\n", b"\n"):
+                        break
+                    name, _, value = header.decode().partition(":")
+                    if name.lower() == "content-length":
+                        length = int(value)
+                assert length is not None, "frame without Content-Length"
+                body = await out.readexactly(length)
+            self._dispatch(json.loads(body))
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        item = Received(message, time.monotonic())
+        if "method" in message and "id" in message:
+            self.server_requests.append(item)
+            self._tasks.append(asyncio.create_task(self._answer(message)))
+        elif "method" in message:
+            self.received.append(item)
+        else:
+            future = self._pending.pop(message.get("id"), None)
+            if future is not None and not future.done():
+                future.set_result(message)
+            else:
+                self.unsolicited.append(message)
+        self._changed.set()
+
+    async def _answer(self, message: dict[str, Any]) -> None:
+        if self.on_server_request is None:
+            return
+        result = self.on_server_request(message["method"], message.get("params") or {})
+        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+            result = await result
+        if result is None:  # the handler chose not to answer
+            return
+        if isinstance(result, RpcFailure):
+            self.send({"jsonrpc": "2.0", "id": message["id"], "error": result.error})
+        else:
+            self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    # ------------------------------------------------------------------ sending
+
+    def send_bytes(self, data: bytes) -> None:
+        assert self.proc and self.proc.stdin
+        self.proc.stdin.write(data)
+
+    def frame(self, body: bytes) -> bytes:
+        if self.jsonl:
+            return body + b"\n"
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_bytes(self.frame(json.dumps(message).encode()))
+
+    async def request(
+        self, method: str, params: Any = None, *, timeout: float = 20, msg_id: Any = None
+    ) -> dict[str, Any]:
+        """Send a request and return the whole response message."""
+        msg_id = next(self._ids) if msg_id is None else msg_id
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = future
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return await asyncio.wait_for(future, timeout)
+
+    async def call(self, method: str, params: Any = None, *, timeout: float = 20) -> Any:
+        response = await self.request(method, params, timeout=timeout)
+        if "error" in response:
+            raise RpcFailure(response["error"])
+        return response["result"]
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    # ------------------------------------------------------------------ observing
+
+    def events(self, method: str | None = None, session_id: str | None = None) -> list[Received]:
+        return [
+            r
+            for r in self.received
+            if (method is None or r.method == method)
+            and (session_id is None or r.params.get("sessionId") == session_id)
+        ]
+
+    async def wait_for(
+        self,
+        method: str,
+        predicate: Callable[[dict[str, Any]], bool] = lambda _p: True,
+        *,
+        timeout: float = 20,
+    ) -> Received:
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while True:
+            for item in self.received[seen:]:
+                if item.method == method and predicate(item.params):
+                    return item
+            seen = len(self.received)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no {method} within {timeout}s; stderr: {self.stderr[-2000:]!r}")
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                pass
+
+    async def wait_unsolicited(self, count: int, timeout: float = 10) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while len(self.unsolicited) < count:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"expected {count} id-less responses, got {self.unsolicited}")
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                pass
+        return self.unsolicited
+
+    # ------------------------------------------------------------------ conveniences
+
+    async def initialize(self, **capabilities: bool) -> dict[str, Any]:
+        return await self.call(
+            "initialize",
+            {"protocolVersion": 1, "clientInfo": {"name": "wire-client"}, "capabilities": capabilities},
+        )
+
+    async def create_session(self, working_dir: str | Path, **params: Any) -> dict[str, Any]:
+        return await self.call("session/create", {"workingDir": str(working_dir), **params})
