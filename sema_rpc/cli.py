@@ -31,8 +31,14 @@ def serve_main(argv: list[str]) -> int:
         description="Agent backend over stdio JSON-RPC 2.0 (LSP framing; --jsonl for one message per line).",
         epilog="Subcommands: `sema-rpc run PROMPT` runs one prompt and prints the event stream.",
     )
-    parser.add_argument("--jsonl", action="store_true", help="one JSON message per line instead of Content-Length framing")
-    parser.add_argument("--log-level", default=None, help="stderr log level (default WARNING; env SEMA_LOG_LEVEL)")
+    parser.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="one JSON message per line instead of Content-Length framing",
+    )
+    parser.add_argument(
+        "--log-level", default=None, help="stderr log level (default WARNING; env SEMA_LOG_LEVEL)"
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     args = parser.parse_args(argv)
     if args.version:
@@ -54,13 +60,23 @@ def serve_main(argv: list[str]) -> int:
 
 
 def run_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="sema-rpc run", description="Run one prompt and print the event stream.")
+    parser = argparse.ArgumentParser(
+        prog="sema-rpc run", description="Run one prompt and print the event stream."
+    )
     parser.add_argument("prompt", help="the prompt; `-` reads it from stdin")
-    parser.add_argument("--model", default=None, help="provider/model-id, a models.json profile, or replay/<cassette>")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="provider/model-id, a models.json profile, or replay/<cassette>",
+    )
     parser.add_argument("--cwd", default=".", help="working directory of the session (default: .)")
     parser.add_argument("--format", choices=["jsonl", "text"], default="jsonl")
-    parser.add_argument("--permission-mode", choices=["default", "acceptEdits", "bypass"], default="default")
-    parser.add_argument("--yes", "-y", action="store_true", help="allow every tool call (permission mode bypass)")
+    parser.add_argument(
+        "--permission-mode", choices=["default", "acceptEdits", "bypass"], default="default"
+    )
+    parser.add_argument(
+        "--yes", "-y", action="store_true", help="allow every tool call (permission mode bypass)"
+    )
     parser.add_argument("--log-level", default=None)
     args = parser.parse_args(argv)
 

@@ -130,14 +130,14 @@ def _profile_from_json(name: str, raw: Any, path: Path) -> ModelProfile:
     provider = raw.get("provider")
     model = raw.get("modelName") or raw.get("model")
     if not isinstance(provider, str) or not provider:
-        raise ConfigError(f"{where}: missing \"provider\"")
+        raise ConfigError(f'{where}: missing "provider"')
     if not isinstance(model, str) or not model:
-        raise ConfigError(f"{where}: missing \"modelName\"")
+        raise ConfigError(f'{where}: missing "modelName"')
     base_url = raw.get("baseURL", raw.get("baseUrl"))
     api_key = raw.get("apiKey")
     for key, val in (("baseURL", base_url), ("apiKey", api_key)):
         if val is not None and not isinstance(val, str):
-            raise ConfigError(f"{where}: \"{key}\" must be a string")
+            raise ConfigError(f'{where}: "{key}" must be a string')
     provider = _normalise_provider(provider, where)
     return ModelProfile(
         name=name,
@@ -169,13 +169,15 @@ def load_models(path: Path | None = None) -> ModelsConfig:
             f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
         ) from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object with \"profiles\" and \"pointers\"")
-    raw_profiles = data.get("profiles") or {}
-    raw_pointers = data.get("pointers") or {}
+        raise ConfigError(f'{path}: expected a JSON object with "profiles" and "pointers"')
+    raw_profiles = data.get("profiles")
+    raw_pointers = data.get("pointers")
+    raw_profiles = {} if raw_profiles is None else raw_profiles
+    raw_pointers = {} if raw_pointers is None else raw_pointers
     if not isinstance(raw_profiles, dict):
-        raise ConfigError(f"{path}: \"profiles\" must be an object of name → profile")
+        raise ConfigError(f'{path}: "profiles" must be an object of name → profile')
     if not isinstance(raw_pointers, dict):
-        raise ConfigError(f"{path}: \"pointers\" must be an object like {{\"main\": \"<name>\"}}")
+        raise ConfigError(f'{path}: "pointers" must be an object like {{"main": "<name>"}}')
     profiles = {
         str(name): _profile_from_json(str(name), raw, path) for name, raw in raw_profiles.items()
     }

@@ -388,6 +388,7 @@ METHODS: dict[str, MethodSpec] = {
     ]
 }
 
+
 class SessionReadyEventParams(EventParams, SessionReadyParams):
     event: ClassVar[str] = "session:ready"
 
@@ -435,4 +436,3 @@ SERVER_REQUESTS: dict[str, ServerRequestSpec] = {
         ),
     ]
 }
-

@@ -12,7 +12,13 @@ import json
 import sys
 from typing import Any
 
-from sema_rpc.protocol import EventParams, RpcError, SessionCreateParams, SessionPromptParams, WireModel
+from sema_rpc.protocol import (
+    EventParams,
+    RpcError,
+    SessionCreateParams,
+    SessionPromptParams,
+    WireModel,
+)
 
 
 class PrintingBridge:
@@ -51,7 +57,9 @@ async def run_once(
     engine = SemaEngine(bridge)
     try:
         ready = await engine.create_session(
-            SessionCreateParams(working_dir=working_dir, model=model, permission_mode=permission_mode)  # type: ignore[arg-type]
+            SessionCreateParams(
+                working_dir=working_dir, model=model, permission_mode=permission_mode
+            )  # type: ignore[arg-type]
         )
         result = await engine.prompt(SessionPromptParams(session_id=ready.session_id, input=prompt))
     except RpcError as exc:

@@ -1,7 +1,7 @@
 """Generate `schema/` (JSON Schema of the wire) from sema_rpc/protocol.py.
 
-    python -m sema_rpc.schema_gen          # rewrite schema/
-    python -m sema_rpc.schema_gen --check  # exit 1 when schema/ is out of date
+python -m sema_rpc.schema_gen          # rewrite schema/
+python -m sema_rpc.schema_gen --check  # exit 1 when schema/ is out of date
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ def build_schema() -> dict[str, Any]:
     sent: list[Any] = [spec.result for spec in METHODS.values() if spec.result is not None]
     sent += list(NOTIFICATIONS.values())
     sent += [req.params for req in SERVER_REQUESTS.values()]
-    keys = list(dict.fromkeys([(m, "validation") for m in accepted] + [(m, "serialization") for m in sent]))
+    keys = list(
+        dict.fromkeys([(m, "validation") for m in accepted] + [(m, "serialization") for m in sent])
+    )
     refs, schema = models_json_schema(keys, ref_template="#/$defs/{model}", by_alias=True)
 
     def ref(model: Any, mode: str = "serialization") -> dict[str, str]:

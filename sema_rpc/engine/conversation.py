@@ -100,7 +100,9 @@ class Conversation:
                     reasoning=message.thinking(),
                     content=message.text(),
                     has_tool_calls=bool(tool_uses),
-                    tool_calls=[ToolCallSummary(id=t.id, name=t.name, args=t.input) for t in tool_uses],
+                    tool_calls=[
+                        ToolCallSummary(id=t.id, name=t.name, args=t.input) for t in tool_uses
+                    ],
                     stop_reason=streamed.stop_reason,
                 )
             )
@@ -112,7 +114,9 @@ class Conversation:
                         Message(
                             role="user",
                             content=[
-                                ToolResultBlock(tool_use_id=t.id, content=CANCEL_MESSAGE, is_error=True)
+                                ToolResultBlock(
+                                    tool_use_id=t.id, content=CANCEL_MESSAGE, is_error=True
+                                )
                                 for t in tool_uses
                             ],
                         )
@@ -149,7 +153,9 @@ class Conversation:
         if self.control.interrupted and not isinstance(outcome, ResponseDone):
             return None
         if outcome is None:
-            return ResponseFailed(ProviderError("stream_cut", "the model stream ended without a response"))
+            return ResponseFailed(
+                ProviderError("stream_cut", "the model stream ended without a response")
+            )
         return outcome
 
     def _append(self, message: Message) -> None:
@@ -170,7 +176,9 @@ class Conversation:
             self._append(Message(role="user", content=[TextBlock(text=INTERRUPT_MESSAGE)]))
         self._emit(
             SessionInterruptedParams(
-                content=INTERRUPT_MESSAGE if self.control.reason != "refuse" else "Tool use rejected",
+                content=INTERRUPT_MESSAGE
+                if self.control.reason != "refuse"
+                else "Tool use rejected",
                 checkpoint=self.control.checkpoint or checkpoint,
             )
         )

@@ -95,7 +95,7 @@ class SemaEngine:
         return session
 
     async def create_session(self, params: SessionCreateParams) -> SessionReadyParams:
-        working_dir = Path(params.working_dir).expanduser()
+        working_dir = Path(params.working_dir).expanduser()  # noqa: ASYNC240 (a stat, not I/O worth a thread)
         if not working_dir.is_absolute():
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
@@ -144,7 +144,9 @@ class SemaEngine:
         session.bus.emit(SessionReadyEventParams(**ready.model_dump()))
         if profile is None:
             session.bus.emit(
-                ConfigNoModelsParams(message="No model is configured.", suggestion=NO_MODEL_SUGGESTION)
+                ConfigNoModelsParams(
+                    message="No model is configured.", suggestion=NO_MODEL_SUGGESTION
+                )
             )
         return ready
 
@@ -181,9 +183,13 @@ class SemaEngine:
         session = self.session(params.session_id)
         if session.profile is None:
             session.bus.emit(
-                ConfigNoModelsParams(message="No model is configured.", suggestion=NO_MODEL_SUGGESTION)
+                ConfigNoModelsParams(
+                    message="No model is configured.", suggestion=NO_MODEL_SUGGESTION
+                )
             )
-            raise RpcError(ErrorCode.NO_MODEL_CONFIGURED, "no model configured: " + NO_MODEL_SUGGESTION)
+            raise RpcError(
+                ErrorCode.NO_MODEL_CONFIGURED, "no model configured: " + NO_MODEL_SUGGESTION
+            )
         async with session.turn_lock:
             control = TurnControl()
             session.control = control

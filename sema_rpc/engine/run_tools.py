@@ -38,8 +38,7 @@ from sema_rpc.tools.base import Tool, ToolContext, ToolError, ToolOutput
 log = logging.getLogger(__name__)
 
 PLAN_MODE_REFUSAL = (
-    "{name} is not available in Plan mode: only read-only tools may run until the plan "
-    "is approved."
+    "{name} is not available in Plan mode: only read-only tools may run until the plan is approved."
 )
 
 
@@ -79,8 +78,7 @@ class ToolRunner:
             results[index] = await self._run_one(prepared[index])
 
         concurrent = len(prepared) > 1 and all(
-            p.tool is not None and p.error is None and p.tool.is_read_only(p.args)
-            for p in prepared
+            p.tool is not None and p.error is None and p.tool.is_read_only(p.args) for p in prepared
         )
         if concurrent:
             async with anyio.create_task_group() as group:
@@ -155,7 +153,9 @@ class ToolRunner:
                 output = ToolOutput(content=str(exc), is_error=True)
             except Exception as exc:
                 log.exception("tool %s raised", call.name)
-                output = ToolOutput(content=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+                output = ToolOutput(
+                    content=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True
+                )
         if output is None:  # cancelled by an interrupt while running
             self.control.observe(4)
             return self._error(call, title, CANCEL_MESSAGE)

@@ -73,6 +73,10 @@ class LoopBoundClient:
             self._loop = loop
         return self._client
 
+    def __del__(self) -> None:
+        if self._client is not None and self._loop is not None and self._loop.is_closed():
+            _abandon(self._client)
+
     async def aclose(self) -> None:
         client, self._client = self._client, None
         if client is not None and self._loop is asyncio.get_running_loop():

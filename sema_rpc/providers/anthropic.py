@@ -29,7 +29,11 @@ from sema_rpc.engine.messages import (
     ToolUseBlock,
     Usage,
 )
-from sema_rpc.providers._common import LoopBoundClient, looks_like_context_overflow, parse_tool_input
+from sema_rpc.providers._common import (
+    LoopBoundClient,
+    looks_like_context_overflow,
+    parse_tool_input,
+)
 from sema_rpc.providers.base import (
     ModelRequest,
     ProviderError,

@@ -28,7 +28,11 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.engine.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
-from sema_rpc.providers._common import LoopBoundClient, looks_like_context_overflow, parse_tool_input
+from sema_rpc.providers._common import (
+    LoopBoundClient,
+    looks_like_context_overflow,
+    parse_tool_input,
+)
 from sema_rpc.providers.base import (
     ModelRequest,
     ProviderError,
@@ -342,7 +346,8 @@ class OpenAIChatProvider:
 
         if failure is None and acc.finish is None:
             failure = ProviderError(
-                "stream_cut", "the response stream ended before the model finished (no finish_reason)"
+                "stream_cut",
+                "the response stream ended before the model finished (no finish_reason)",
             )
         if failure is not None:
             yield ResponseFailed(failure, partial=acc.partial())

@@ -75,7 +75,7 @@ def load_cassette(path: str | Path) -> list[Exchange]:
         except ValueError as e:
             raise CassetteError(f"{path}:{n}: invalid JSON: {e}") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("body"), str):
-            raise CassetteError(f"{path}:{n}: an exchange needs a string \"body\"")
+            raise CassetteError(f'{path}:{n}: an exchange needs a string "body"')
         provider = _PROVIDERS.get(str(obj.get("provider", "")))
         if provider is None:
             raise CassetteError(

@@ -86,7 +86,12 @@ def _to_wire(message: Any) -> dict[str, Any]:
     if isinstance(message, JsonRPCResponseMessage):
         return {"jsonrpc": "2.0", "id": message.id, "result": message.result}
     if isinstance(message, JsonRPCRequestMessage):
-        return {"jsonrpc": "2.0", "id": message.id, "method": message.method, "params": message.params}
+        return {
+            "jsonrpc": "2.0",
+            "id": message.id,
+            "method": message.method,
+            "params": message.params,
+        }
     if isinstance(message, JsonRPCNotification):
         return {"jsonrpc": "2.0", "method": message.method, "params": message.params}
     raise TypeError(f"cannot send {type(message).__name__}")
@@ -229,7 +234,9 @@ class SemaServer(JsonRPCServer):
         try:
             obj = json.loads(body)
         except ValueError as exc:  # includes invalid UTF-8
-            self.protocol.send_raw(_error_message(None, ErrorCode.PARSE_ERROR, f"parse error: {exc}"))
+            self.protocol.send_raw(
+                _error_message(None, ErrorCode.PARSE_ERROR, f"parse error: {exc}")
+            )
             return
         if not isinstance(obj, dict):
             what = "a batch (array)" if isinstance(obj, list) else f"a JSON {type(obj).__name__}"
@@ -245,12 +252,18 @@ class SemaServer(JsonRPCServer):
         reply_id = msg_id if _valid_id(msg_id) else None
         if obj.get("jsonrpc") != "2.0":
             self.protocol.send_raw(
-                _error_message(reply_id, ErrorCode.INVALID_REQUEST, 'invalid request: "jsonrpc" must be "2.0"')
+                _error_message(
+                    reply_id, ErrorCode.INVALID_REQUEST, 'invalid request: "jsonrpc" must be "2.0"'
+                )
             )
             return
         if not _valid_id(msg_id):
             self.protocol.send_raw(
-                _error_message(None, ErrorCode.INVALID_REQUEST, 'invalid request: "id" must be a string or an integer')
+                _error_message(
+                    None,
+                    ErrorCode.INVALID_REQUEST,
+                    'invalid request: "id" must be a string or an integer',
+                )
             )
             return
         method = obj.get("method")
@@ -259,12 +272,18 @@ class SemaServer(JsonRPCServer):
                 self._on_response(obj)
             else:
                 self.protocol.send_raw(
-                    _error_message(reply_id, ErrorCode.INVALID_REQUEST, 'invalid request: missing "method"')
+                    _error_message(
+                        reply_id, ErrorCode.INVALID_REQUEST, 'invalid request: missing "method"'
+                    )
                 )
             return
         if not isinstance(method, str):
             self.protocol.send_raw(
-                _error_message(reply_id, ErrorCode.INVALID_REQUEST, 'invalid request: "method" must be a string')
+                _error_message(
+                    reply_id,
+                    ErrorCode.INVALID_REQUEST,
+                    'invalid request: "method" must be a string',
+                )
             )
             return
         params = obj.get("params")
@@ -273,13 +292,21 @@ class SemaServer(JsonRPCServer):
                 self._on_cancel(params)
                 return
             if method in METHODS and not METHODS[method].notification:
-                log.warning("ignoring %s sent as a notification (no id): it needs an answer", method)
+                log.warning(
+                    "ignoring %s sent as a notification (no id): it needs an answer", method
+                )
                 return
-            self.protocol.handle_message(JsonRPCNotification(method=method, jsonrpc="2.0", params=params))
+            self.protocol.handle_message(
+                JsonRPCNotification(method=method, jsonrpc="2.0", params=params)
+            )
             return
         if self.shutting_down and method != "exit":
             self.protocol.send_raw(
-                _error_message(msg_id, ErrorCode.INVALID_REQUEST, "invalid request: the server is shutting down")
+                _error_message(
+                    msg_id,
+                    ErrorCode.INVALID_REQUEST,
+                    "invalid request: the server is shutting down",
+                )
             )
             return
         self.protocol.handle_message(
@@ -330,7 +357,9 @@ class SemaServer(JsonRPCServer):
             raw = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             self.protocol._request_futures.pop(msg_id, None)
-            self.protocol.send_raw({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}})
+            self.protocol.send_raw(
+                {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}
+            )
             raise
         except JsonRpcException as exc:
             log.warning("client answered %s with an error: %s", event.event, exc)

@@ -17,7 +17,9 @@ def workspace(tmp_path: Path) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "README.md").write_text("# Demo\n\nA tiny project.\n")
     for i in range(8):
-        (root / "src" / f"mod{i}.py").write_text(f"VALUE_{i} = {i}\n" + "".join(f"line {n}\n" for n in range(200)))
+        (root / "src" / f"mod{i}.py").write_text(
+            f"VALUE_{i} = {i}\n" + "".join(f"line {n}\n" for n in range(200))
+        )
     return root
 
 

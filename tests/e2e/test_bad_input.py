@@ -27,11 +27,26 @@ async def still_serving(client: WireClient) -> None:
         (b'{"jsonrpc": "2.0", "id": 9}', -32600),
         (b'{"jsonrpc": "2.0", "id": {"nested": 1}, "method": "initialize"}', -32600),
         (b'{"jsonrpc": "2.0", "id": 9, "method": 12}', -32600),
-        (b'{"jsonrpc": "2.0", "id": 9, "method": "session/create", "params": {"workingDir": "/tmp"\xff\xfe}}', -32700),
+        (
+            b'{"jsonrpc": "2.0", "id": 9, "method": "session/create", "params": {"workingDir": "/tmp"\xff\xfe}}',
+            -32700,
+        ),
     ],
-    ids=["not-json", "truncated", "array", "number", "string", "no-method", "bad-id", "method-not-string", "invalid-utf8"],
+    ids=[
+        "not-json",
+        "truncated",
+        "array",
+        "number",
+        "string",
+        "no-method",
+        "bad-id",
+        "method-not-string",
+        "invalid-utf8",
+    ],
 )
-async def test_malformed_messages_get_an_error_without_id(server_env, raw: bytes, code: int, jsonl: bool):
+async def test_malformed_messages_get_an_error_without_id(
+    server_env, raw: bytes, code: int, jsonl: bool
+):
     async with WireClient(env=server_env, jsonl=jsonl) as client:
         client.send_bytes(client.frame(raw))
         [answer] = await client.wait_unsolicited(1)
@@ -71,7 +86,8 @@ async def test_wrong_param_types_carry_pydantic_details(client: WireClient, work
 
 async def test_unknown_fields_are_ignored(client: WireClient, workspace):
     ready = await client.call(
-        "session/create", {"workingDir": str(workspace), "futureOption": {"x": 1}, "model": "anthropic/m"}
+        "session/create",
+        {"workingDir": str(workspace), "futureOption": {"x": 1}, "model": "anthropic/m"},
     )
     assert ready["workingDir"] == str(workspace.resolve())
 
@@ -103,13 +119,17 @@ async def test_huge_messages(server_env, workspace, scripted_llm: ScriptedLLM, j
         ready = await client.create_session(workspace, model="anthropic/m")
         scripted_llm.script(Reply.text("big"))
         big = "y" * 3_000_000
-        result = await client.call("session/prompt", {"sessionId": ready["sessionId"], "input": big}, timeout=30)
+        result = await client.call(
+            "session/prompt", {"sessionId": ready["sessionId"], "input": big}, timeout=30
+        )
         assert result["stopReason"] == "end_turn"
         sent = scripted_llm.requests[0].body["messages"][0]["content"]
         assert big in json.dumps(sent)
 
 
-async def test_line_separators_inside_strings(client: WireClient, scripted_llm: ScriptedLLM, workspace):
+async def test_line_separators_inside_strings(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
     """U+2028/U+2029 are legal inside JSON strings: JSONL must split on LF only."""
     await client.initialize()
     ready = await client.create_session(workspace, model="anthropic/m")
@@ -119,7 +139,9 @@ async def test_line_separators_inside_strings(client: WireClient, scripted_llm: 
     [answer] = await client.wait_unsolicited(1)
     assert answer["id"] == "p1" and answer["result"]["stopReason"] == "end_turn"
     request = scripted_llm.requests[0].body
-    assert "one\u2028two\u2029three" in json.dumps(request["messages"][0]["content"], ensure_ascii=False)
+    assert "one\u2028two\u2029three" in json.dumps(
+        request["messages"][0]["content"], ensure_ascii=False
+    )
     complete = client.events("message:complete")[0]
     assert complete.params["content"] == "back\u2028at\u2029you"
 

@@ -18,16 +18,27 @@ async def lsp_client(server_env: dict[str, str]) -> AsyncIterator[SemaLspClient]
     await client.stop()
 
 
-async def test_content_length_session_round_trip(lsp_client: SemaLspClient, scripted_llm: ScriptedLLM, workspace):
-    init = await lsp_client.call("initialize", {"protocolVersion": 1, "clientInfo": {"name": "pytest-lsp"}})
+async def test_content_length_session_round_trip(
+    lsp_client: SemaLspClient, scripted_llm: ScriptedLLM, workspace
+):
+    init = await lsp_client.call(
+        "initialize", {"protocolVersion": 1, "clientInfo": {"name": "pytest-lsp"}}
+    )
     assert init["protocolVersion"] == 1
     assert "session/prompt" in init["capabilities"]["methods"]
 
-    ready = await lsp_client.call("session/create", {"workingDir": str(workspace), "model": "anthropic/claude-x"})
+    ready = await lsp_client.call(
+        "session/create", {"workingDir": str(workspace), "model": "anthropic/claude-x"}
+    )
     sid = ready["sessionId"]
     scripted_llm.script(
-        Reply.tools([("Glob", {"pattern": "src/*.py"}), ("Read", {"file_path": "README.md"})], text="Looking."),
-        Reply.text("Eight modules and a README — ünïcödé and a line\u2028separator survive.", chunks=5),
+        Reply.tools(
+            [("Glob", {"pattern": "src/*.py"}), ("Read", {"file_path": "README.md"})],
+            text="Looking.",
+        ),
+        Reply.text(
+            "Eight modules and a README — ünïcödé and a line\u2028separator survive.", chunks=5
+        ),
     )
     result = await lsp_client.call("session/prompt", {"sessionId": sid, "input": "What is here?"})
 

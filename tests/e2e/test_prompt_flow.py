@@ -13,7 +13,9 @@ from tests.support.wire_client import RpcFailure, WireClient
 pytestmark = pytest.mark.asyncio
 
 
-async def start_session(client: WireClient, workspace, model: str = "anthropic/claude-test", **caps: bool) -> str:
+async def start_session(
+    client: WireClient, workspace, model: str = "anthropic/claude-test", **caps: bool
+) -> str:
     await client.initialize(**caps)
     ready = await client.create_session(workspace, model=model)
     return ready["sessionId"]
@@ -26,11 +28,17 @@ async def test_streamed_answer_with_parallel_reads_in_model_order(
     sid = await start_session(client, workspace, model)
     order = [3, 1, 2, 0]
     scripted_llm.script(
-        Reply.tools([("Read", {"file_path": f"src/mod{i}.py"}) for i in order], text="Reading files.", usage=(120, 30)),
+        Reply.tools(
+            [("Read", {"file_path": f"src/mod{i}.py"}) for i in order],
+            text="Reading files.",
+            usage=(120, 30),
+        ),
         Reply.text("Each module defines one constant.", chunks=6, usage=(900, 12)),
     )
 
-    result = await client.call("session/prompt", {"sessionId": sid, "input": "What do the modules hold?"})
+    result = await client.call(
+        "session/prompt", {"sessionId": sid, "input": "What do the modules hold?"}
+    )
 
     assert result["stopReason"] == "end_turn"
     deltas = [e.params["delta"] for e in client.events("message:text:chunk", sid)]
@@ -49,7 +57,10 @@ async def test_streamed_answer_with_parallel_reads_in_model_order(
         uses = [b for b in second["messages"][-2]["content"] if b["type"] == "tool_use"]
         results = [b for b in second["messages"][-1]["content"] if b["type"] == "tool_result"]
         assert [r["tool_use_id"] for r in results] == [u["id"] for u in uses]
-        contents = [r["content"] if isinstance(r["content"], str) else r["content"][0]["text"] for r in results]
+        contents = [
+            r["content"] if isinstance(r["content"], str) else r["content"][0]["text"]
+            for r in results
+        ]
     else:
         tool_msgs = [m for m in second["messages"] if m["role"] == "tool"]
         calls = next(m for m in second["messages"] if m.get("tool_calls"))["tool_calls"]
@@ -83,7 +94,9 @@ async def test_interrupt_during_streaming_answers_once_and_session_stays_usable(
     slow = Reply.text("This answer will be interrupted halfway.", chunks=8, gate=gate)
     scripted_llm.script(slow, Reply.text("Fresh answer.", chunks=2))
 
-    prompt = asyncio.ensure_future(client.request("session/prompt", {"sessionId": sid, "input": "long answer"}))
+    prompt = asyncio.ensure_future(
+        client.request("session/prompt", {"sessionId": sid, "input": "long answer"})
+    )
     await client.wait_for("message:text:chunk", lambda p: p["sessionId"] == sid)
     first = await client.call("session/interrupt", {"sessionId": sid})
     again = await client.call("session/interrupt", {"sessionId": sid})
@@ -117,7 +130,9 @@ async def test_interrupt_while_tool_calls_stream_runs_no_tool(
     gate = threading.Event()
     reply = Reply.tools([("Read", {"file_path": "README.md"})], gate=gate)
     scripted_llm.script(reply)
-    prompt = asyncio.ensure_future(client.request("session/prompt", {"sessionId": sid, "input": "read"}))
+    prompt = asyncio.ensure_future(
+        client.request("session/prompt", {"sessionId": sid, "input": "read"})
+    )
     assert await asyncio.get_running_loop().run_in_executor(None, reply.at_gate.wait, 10)
     await client.call("session/interrupt", {"sessionId": sid})
     gate.set()
@@ -135,7 +150,10 @@ async def test_interrupt_while_tool_calls_stream_runs_no_tool(
         (Reply.error(429), "rate_limit"),
         (Reply.mid_stream_error(), "overloaded"),
         (Reply.cut(), "stream_cut"),
-        (Reply.error(400, message="prompt is too long: 300000 tokens > 200000 maximum"), "context_length_exceeded"),
+        (
+            Reply.error(400, message="prompt is too long: 300000 tokens > 200000 maximum"),
+            "context_length_exceeded",
+        ),
     ],
 )
 async def test_provider_failures_end_the_turn_with_error(
@@ -168,9 +186,14 @@ async def test_rate_limit_then_success_is_retried_transparently(
     assert len(scripted_llm.requests) == 2
 
 
-async def test_many_sessions_share_one_process(client: WireClient, scripted_llm: ScriptedLLM, workspace):
+async def test_many_sessions_share_one_process(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
     await client.initialize()
-    ids = [(await client.create_session(workspace, model="anthropic/claude-test"))["sessionId"] for _ in range(3)]
+    ids = [
+        (await client.create_session(workspace, model="anthropic/claude-test"))["sessionId"]
+        for _ in range(3)
+    ]
     assert len(set(ids)) == 3
     scripted_llm.script(*[Reply.text(f"answer {i}") for i in range(3)])
     results = await asyncio.gather(
@@ -178,7 +201,10 @@ async def test_many_sessions_share_one_process(client: WireClient, scripted_llm:
     )
     assert [r["stopReason"] for r in results] == ["end_turn"] * 3
     for sid in ids:
-        assert [e.params["state"] for e in client.events("state:update", sid)] == ["processing", "idle"]
+        assert [e.params["state"] for e in client.events("state:update", sid)] == [
+            "processing",
+            "idle",
+        ]
 
 
 async def test_prompts_sent_while_busy_are_queued_and_each_answered(
@@ -189,7 +215,9 @@ async def test_prompts_sent_while_busy_are_queued_and_each_answered(
     scripted_llm.script(Reply.text("first", gate=gate), Reply.text("second"))
     first = asyncio.ensure_future(client.call("session/prompt", {"sessionId": sid, "input": "one"}))
     await client.wait_for("message:text:chunk", lambda p: p["sessionId"] == sid)
-    second = asyncio.ensure_future(client.call("session/prompt", {"sessionId": sid, "input": "two"}))
+    second = asyncio.ensure_future(
+        client.call("session/prompt", {"sessionId": sid, "input": "two"})
+    )
     await asyncio.sleep(0.1)
     assert not second.done()
     gate.set()
@@ -203,7 +231,12 @@ async def test_mode_update_emits_mode_notification(client: WireClient, workspace
     sid = await start_session(client, workspace)
     assert await client.call("mode/update", {"sessionId": sid, "mode": "Plan"}) == {"mode": "Plan"}
     event = await client.wait_for("mode:update")
-    assert event.params == {"sessionId": sid, "agentId": "main", "seq": event.params["seq"], "mode": "Plan"}
+    assert event.params == {
+        "sessionId": sid,
+        "agentId": "main",
+        "seq": event.params["seq"],
+        "mode": "Plan",
+    }
     with pytest.raises(RpcFailure) as err:
         await client.call("mode/update", {"sessionId": sid, "mode": "Yolo"})
     assert err.value.code == -32602

@@ -114,7 +114,11 @@ async def test_anthropic_request_shape(scripted_llm: ScriptedLLM) -> None:
 
 @pytest.mark.parametrize(
     ("model", "param"),
-    [("gpt-4o", "max_tokens"), ("gpt-5-mini", "max_completion_tokens"), ("o3", "max_completion_tokens")],
+    [
+        ("gpt-4o", "max_tokens"),
+        ("gpt-5-mini", "max_completion_tokens"),
+        ("o3", "max_completion_tokens"),
+    ],
 )
 async def test_openai_request_shape(scripted_llm: ScriptedLLM, model: str, param: str) -> None:
     scripted_llm.script(Reply.text("ok"))
@@ -144,7 +148,11 @@ async def test_openai_request_shape(scripted_llm: ScriptedLLM, model: str, param
     ]
     assert body["tools"][0] == {
         "type": "function",
-        "function": {"name": "Read", "description": "Read a file", "parameters": TOOLS[0].input_schema},
+        "function": {
+            "name": "Read",
+            "description": "Read a file",
+            "parameters": TOOLS[0].input_schema,
+        },
     }
     await p.aclose()
 
@@ -286,16 +294,18 @@ async def test_gate_and_cancel(scripted_llm: ScriptedLLM, kind: str) -> None:
     scripted_llm.script(reply, Reply.text("next"))
     p = make(kind, scripted_llm)
     first: list[str] = []
+    all_text = asyncio.Event()
 
     async def consume() -> None:
         async for ev in p.stream(request()):
             if isinstance(ev, TextDelta):
                 first.append(ev.text)
+                if "".join(first) == "one two three four":
+                    all_text.set()
 
     task = asyncio.create_task(consume())
     assert await asyncio.to_thread(reply.at_gate.wait, 5)
-    while "".join(first) != "one two three four":
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(all_text.wait(), 5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

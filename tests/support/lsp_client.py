@@ -16,7 +16,11 @@ import cattrs
 from lsprotocol.types import ResponseError, ResponseErrorMessage
 from pygls.client import JsonRPCClient
 from pygls.protocol import JsonRPCProtocol
-from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
+from pygls.protocol.json_rpc import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+)
 from pytest_lsp import ClientServerConfig
 
 

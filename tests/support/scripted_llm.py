@@ -634,7 +634,9 @@ class ScriptedLLM:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
@@ -662,7 +664,7 @@ class ScriptedLLM:
         except asyncio.IncompleteReadError:
             return False
         lines = head.decode("latin-1").split("\r\n")
-        method, path, _version = (lines[0].split(" ", 2) + ["", ""])[:3]
+        method, path, _version = [*lines[0].split(" ", 2), "", ""][:3]
         headers: dict[str, str] = {}
         for line in lines[1:]:
             if ":" in line:
@@ -716,10 +718,14 @@ class ScriptedLLM:
                 extra["retry-after"] = str(max(1, round(reply.retry_after_ms / 1000)))
             await self._send(writer, reply.status, reply.error_body(fmt), "application/json", extra)
             return keep_alive
-        model = parsed.get("model", "scripted-model") if isinstance(parsed, dict) else "scripted-model"
+        model = (
+            parsed.get("model", "scripted-model") if isinstance(parsed, dict) else "scripted-model"
+        )
         before, after = reply.render(fmt, model)
         if reply.kind == "raw" and reply.status != 200:
-            await self._send(writer, reply.status, b"".join(before + after), reply.content_type, reply.headers)
+            await self._send(
+                writer, reply.status, b"".join(before + after), reply.content_type, reply.headers
+            )
             return keep_alive
         return await self._stream(reader, writer, reply, before, after, keep_alive)
 

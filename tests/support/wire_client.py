@@ -67,7 +67,13 @@ class WireClient:
     async def start(self) -> WireClient:
         env = {**os.environ, **self.env}
         env.setdefault("PYTHONUNBUFFERED", "1")
-        args = [sys.executable, "-m", "sema_rpc", *(["--jsonl"] if self.jsonl else []), *self.extra_args]
+        args = [
+            sys.executable,
+            "-m",
+            "sema_rpc",
+            *(["--jsonl"] if self.jsonl else []),
+            *self.extra_args,
+        ]
         self.proc = await asyncio.create_subprocess_exec(
             *args,
             stdin=asyncio.subprocess.PIPE,
@@ -224,7 +230,9 @@ class WireClient:
             seen = len(self.received)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"no {method} within {timeout}s; stderr: {self.stderr[-2000:]!r}")
+                raise TimeoutError(
+                    f"no {method} within {timeout}s; stderr: {self.stderr[-2000:]!r}"
+                )
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
@@ -249,7 +257,11 @@ class WireClient:
     async def initialize(self, **capabilities: bool) -> dict[str, Any]:
         return await self.call(
             "initialize",
-            {"protocolVersion": 1, "clientInfo": {"name": "wire-client"}, "capabilities": capabilities},
+            {
+                "protocolVersion": 1,
+                "clientInfo": {"name": "wire-client"},
+                "capabilities": capabilities,
+            },
         )
 
     async def create_session(self, working_dir: str | Path, **params: Any) -> dict[str, Any]:

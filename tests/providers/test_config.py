@@ -1,0 +1,194 @@
+"""config: models.json profiles and pointers, model specs, environment fallback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sema_rpc.config import (
+    ConfigError,
+    ModelProfile,
+    load_models,
+    max_retries,
+    resolve_model,
+    sema_root,
+)
+
+ENV_VARS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "SEMA_MAX_RETRIES",
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SEMA_ROOT", str(tmp_path))
+    for var in ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path
+
+
+def write_models(root: Path, data: object) -> None:
+    (root / "models.json").write_text(json.dumps(data) if not isinstance(data, str) else data)
+
+
+MODELS = {
+    "profiles": {
+        "sonnet": {
+            "provider": "anthropic",
+            "modelName": "claude-sonnet-4-5",
+            "apiKey": "sk-ant-secret",
+            "maxTokens": 16000,
+            "contextLength": 200000,
+            "thinking": True,
+        },
+        "local": {
+            "provider": "openai",
+            "modelName": "qwen3-coder",
+            "baseURL": "http://localhost:8000/v1",
+        },
+    },
+    "pointers": {"main": "sonnet", "quick": "local"},
+}
+
+
+def test_sema_root(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert sema_root() == root
+    monkeypatch.delenv("SEMA_ROOT")
+    assert sema_root() == Path.home() / ".sema"
+
+
+def test_no_models_no_env(root: Path) -> None:
+    assert load_models().profiles == {}
+    assert resolve_model(None) is None
+
+
+def test_profiles_and_pointers(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_models(root, MODELS)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-env")
+    main = resolve_model(None)
+    assert main == ModelProfile(
+        name="sonnet",
+        provider="anthropic",
+        model_name="claude-sonnet-4-5",
+        api_key="sk-ant-secret",
+        max_tokens=16000,
+        context_length=200000,
+        thinking=True,
+    )
+    assert "sk-ant-secret" not in repr(main) and "sk-ant-secret" not in str(main.public())  # type: ignore[union-attr]
+    quick = resolve_model(None, pointer="quick")
+    assert quick is not None and quick.name == "local"
+    assert quick.base_url == "http://localhost:8000/v1"
+    assert quick.api_key == "sk-openai-env"  # profile has none → environment
+    assert (quick.max_tokens, quick.context_length, quick.thinking) == (8192, 128000, False)
+    assert resolve_model("local") == quick
+    # An unknown pointer falls back to main.
+    assert resolve_model(None, pointer="compact") == main
+
+
+def test_provider_model_specs(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://proxy:1234")
+    p = resolve_model("anthropic/claude-sonnet-4-5")
+    assert p is not None
+    assert (p.provider, p.model_name, p.api_key, p.base_url) == (
+        "anthropic",
+        "claude-sonnet-4-5",
+        "sk-ant-env",
+        "http://proxy:1234",
+    )
+    p = resolve_model("openai/gpt-oss/120b")
+    assert p is not None and (p.provider, p.model_name, p.api_key) == (
+        "openai",
+        "gpt-oss/120b",
+        None,
+    )
+    p = resolve_model("openai-responses/gpt-5")
+    assert p is not None and p.provider == "openai-responses"
+    p = resolve_model("claude-opus-4-1")  # a bare, recognisable model id
+    assert p is not None and p.provider == "anthropic"
+    with pytest.raises(ConfigError, match="unknown provider 'mistral'"):
+        resolve_model("mistral/large")
+    with pytest.raises(ConfigError, match="unknown model 'mystery'"):
+        resolve_model("mystery")
+    with pytest.raises(ConfigError, match="missing the model id"):
+        resolve_model("openai/")
+
+
+def test_env_fallback(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-o")
+    p = resolve_model(None)
+    assert p is not None and (p.provider, p.model_name, p.api_key) == ("openai", "gpt-4.1", "sk-o")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-a")
+    p = resolve_model(None)
+    assert p is not None
+    assert (p.provider, p.model_name, p.api_key) == ("anthropic", "claude-sonnet-4-5", "sk-a")
+
+
+def test_replay_specs(root: Path, tmp_path: Path) -> None:
+    p = resolve_model("replay/demo")
+    assert p is not None and p.provider == "replay"
+    assert p.model_name.endswith("sema_rpc/data/cassettes/demo.jsonl")
+    own = tmp_path / "mine.jsonl"
+    own.write_text("")
+    p = resolve_model(f"replay/{own}")
+    assert p is not None and p.model_name == str(own)
+    with pytest.raises(ConfigError, match="cassette not found"):
+        resolve_model("replay/nope")
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        ('{"profiles": {', r"invalid JSON at line 1, column 15"),
+        ("[1, 2]", "expected a JSON object"),
+        ({"profiles": []}, '"profiles" must be an object'),
+        ({"profiles": {"x": {"modelName": "m"}}}, "profile 'x': missing \"provider\""),
+        ({"profiles": {"x": {"provider": "anthropic"}}}, 'missing "modelName"'),
+        (
+            {"profiles": {"x": {"provider": "cohere", "modelName": "m"}}},
+            "unknown provider 'cohere'",
+        ),
+        (
+            {"profiles": {"x": {"provider": "openai", "modelName": "m", "maxTokens": "big"}}},
+            "maxTokens: expected a positive integer",
+        ),
+        ({"profiles": {}, "pointers": {"main": "ghost"}}, "pointer 'main' names 'ghost'"),
+    ],
+)
+def test_corrupt_models_json(root: Path, content: object, match: str) -> None:
+    write_models(root, content)
+    with pytest.raises(ConfigError, match=match) as info:
+        resolve_model(None)
+    assert str(root / "models.json") in str(info.value)
+
+
+def test_max_retries(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert max_retries() == 2
+    monkeypatch.setenv("SEMA_MAX_RETRIES", "5")
+    assert max_retries() == 5
+    monkeypatch.setenv("SEMA_MAX_RETRIES", "lots")
+    assert max_retries() == 2
+
+
+def test_imports_stay_light(root: Path) -> None:
+    """config and the provider registry import no SDK and no pydantic; a corrupt
+    models.json does not break the import."""
+    write_models(root, "{broken")
+    code = (
+        "import sys, sema_rpc.config, sema_rpc.providers.registry;"
+        "bad = [m for m in ('anthropic', 'openai', 'pydantic', 'httpx2') if m in sys.modules];"
+        "print(bad)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
+    )
+    assert out.stdout.strip() == "[]"

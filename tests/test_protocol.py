@@ -1,0 +1,66 @@
+"""The wire's single source of truth: protocol.py, the generated schema, and the spec."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sema_rpc import protocol
+from sema_rpc.schema_gen import SCHEMA_DIR, SCHEMA_FILE, render
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_schema_is_up_to_date():
+    committed = (SCHEMA_DIR / SCHEMA_FILE).read_text()
+    assert committed == render(), (
+        "schema/ is out of date with sema_rpc/protocol.py. Rewrite it with:\n"
+        "    make schema   (or: python -m sema_rpc.schema_gen)"
+    )
+
+
+def test_schema_covers_every_method_notification_and_server_request():
+    schema = json.loads((SCHEMA_DIR / SCHEMA_FILE).read_text())
+    assert set(schema["methods"]) == set(protocol.METHODS)
+    assert set(schema["notifications"]) == set(protocol.NOTIFICATIONS)
+    assert set(schema["serverRequests"]) == set(protocol.SERVER_REQUESTS)
+    for entry in [*schema["methods"].values(), *schema["notifications"].values()]:
+        ref = entry["params"]["$ref"].rsplit("/", 1)[-1]
+        assert ref in schema["$defs"]
+
+
+def test_wire_names_are_camel_case():
+    schema = json.loads((SCHEMA_DIR / SCHEMA_FILE).read_text())
+    for name, definition in schema["$defs"].items():
+        for field in definition.get("properties", {}):
+            assert "_" not in field, f"{name}.{field} is not camelCase on the wire"
+
+
+def test_spec_documents_every_method_notification_and_error_code():
+    spec = (REPO / "protocol" / "README.md").read_text()
+    for name in [*protocol.METHODS, *protocol.NOTIFICATIONS, *protocol.SERVER_REQUESTS]:
+        assert f"`{name}`" in spec, f"protocol/README.md does not document {name}"
+    for code in vars(protocol.ErrorCode).values():
+        if isinstance(code, int):
+            assert str(code) in spec, f"protocol/README.md does not document error {code}"
+
+
+def test_every_event_model_declares_its_event_name():
+    for name, model in protocol.NOTIFICATIONS.items():
+        assert model.event == name
+    for name, spec in protocol.SERVER_REQUESTS.items():
+        assert spec.params.event == name
+
+
+def test_params_ignore_unknown_fields_and_results_use_aliases():
+    params = protocol.SessionPromptParams.model_validate(
+        {"sessionId": "s", "input": "x", "newThing": 1}
+    )
+    assert params.session_id == "s"
+    result = protocol.SessionPromptResult(
+        stop_reason="end_turn", usage=protocol.TokenUsage(prompt_tokens=3)
+    )
+    assert result.wire() == {
+        "stopReason": "end_turn",
+        "usage": {"useTokens": 0, "maxTokens": 0, "promptTokens": 3},
+    }

@@ -1,0 +1,178 @@
+import pytest
+
+from sema_rpc.tools.bash_safety import (
+    is_safe_readonly_command,
+    network_program,
+    rule_for,
+    rule_matches,
+)
+
+SAFE = [
+    "ls",
+    "ls -la src",
+    "cat README.md | head -20",
+    "git status",
+    "git diff HEAD~1 -- src/",
+    "git log --oneline -n 5 && git branch -a",
+    "git --no-pager show HEAD:file.py",
+    "grep -rn 'a|b' src; pwd",
+    "rg -n 'foo;bar' --glob '*.py'",
+    "find . -name '*.py' -type f | wc -l",
+    "echo 'a > b' | wc -c",
+    "echo $HOME",
+    "tree -L 2",
+    "sort -u names.txt | uniq -c",
+    "date +%Y-%m-%d",
+    "which python || echo none",
+    "ls\npwd\n",
+    "ls # trailing comment ; rm -rf /",
+]
+
+UNSAFE = [
+    "rm -rf build",
+    "ls > out.txt",
+    "ls >> out.txt",
+    "ls 2>/dev/null",
+    "cat < input",
+    "echo $(rm -rf /)",
+    "echo `rm -rf /`",
+    "diff <(ls a) <(ls b)",
+    "sudo ls",
+    "FOO=1 ls",
+    "cat <<EOF\nhi\nEOF",
+    "ls; rm x",
+    "ls\nrm x",
+    "ls && rm x",
+    "ls | xargs rm",
+    "ls &",
+    "(ls)",
+    "{ ls; }",
+    "find . -delete",
+    "find . -name x -exec rm {} ;",
+    "find . ${X:--delete}",
+    "find . -de{l,}ete",
+    'find . "|" ls -delete',
+    "git commit -m x",
+    "git push",
+    "git branch -D main",
+    "git branch new-branch",
+    "git -c core.pager=evil log",
+    "git diff --output=/tmp/x",
+    "sort -o out.txt in.txt",
+    "uniq in.txt out.txt",
+    "tree -o out.txt",
+    "date -s 2020-01-01",
+    "rg --pre ./evil x",
+    "sed -i s/a/b/ f",
+    "awk '{system(\"rm x\")}'",
+    "env rm x",
+    "./ls",
+    "echo 'unterminated",
+    "echo a#b; rm x",
+    "",
+]
+
+
+@pytest.mark.parametrize("command", SAFE)
+def test_safe(command: str) -> None:
+    assert is_safe_readonly_command(command), command
+
+
+@pytest.mark.parametrize("command", UNSAFE)
+def test_unsafe(command: str) -> None:
+    assert not is_safe_readonly_command(command), command
+
+
+@pytest.mark.parametrize(
+    ("command", "rule"),
+    [
+        ("git commit -m 'x y'", "Bash(git commit:*)"),
+        ("make test", "Bash(make test:*)"),
+        ("npm install --save-dev x", "Bash(npm install:*)"),
+        ("npm run build -- --watch", "Bash(npm run build:*)"),
+        ("python -m pytest -q tests", "Bash(python -m pytest:*)"),
+        ("python3 -m pip install x", "Bash(python3 -m pip:*)"),
+        ("cargo test --release", "Bash(cargo test:*)"),
+        ("docker compose up", "Bash(docker compose:*)"),
+        ("rm -rf build", "Bash(rm -rf build)"),
+        ("git commit -m x && git push", "Bash(git commit -m x && git push)"),
+        ("make   test  >  log", "Bash(make test > log)"),
+        ("git -C sub status", "Bash(git -C sub status)"),
+        ("FOO=1 make test", "Bash(FOO=1 make test)"),
+        ("make", "Bash(make)"),
+    ],
+)
+def test_rule_for(command: str, rule: str) -> None:
+    assert rule_for(command) == rule
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git commit -m x",
+        "git commit",
+        "git  commit   --amend",
+        "git commit -m 'a && b; c | d'",
+        "'git' commit -m x",
+    ],
+)
+def test_prefix_rule_matches(command: str) -> None:
+    assert rule_matches("Bash(git commit:*)", command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git commit -m x && rm -rf /",
+        "git commit -m x; rm -rf /",
+        "git commit -m x || rm -rf /",
+        "git commit -m x | sh",
+        "git commit -m x\nrm -rf /",
+        "git commit -m x & rm -rf /",
+        "git commit -m $(rm -rf /)",
+        "git commit -m `rm -rf /`",
+        "git commit -m x > /etc/passwd",
+        "git commit-tree x",
+        "git push",
+        "GIT_DIR=/x git commit",
+        "(git commit -m x)",
+        "git",
+        "git commit -m 'unterminated",
+    ],
+)
+def test_prefix_rule_never_widens(command: str) -> None:
+    assert not rule_matches("Bash(git commit:*)", command)
+
+
+def test_exact_rule() -> None:
+    assert rule_matches("Bash(npm test)", "npm   test")
+    assert rule_matches("Bash(ls && pwd)", "ls && pwd")
+    assert not rule_matches("Bash(npm test)", "npm test --watch")
+    assert not rule_matches("Bash(npm test)", "npm test; rm -rf /")
+    assert not rule_matches("Read(x)", "npm test")
+    assert not rule_matches("Bash()", "")
+
+
+def test_rules_round_trip() -> None:
+    for command in ["git commit -m x", "make test", "rm -rf build", "ls && pwd"]:
+        assert rule_matches(rule_for(command), command)
+
+
+@pytest.mark.parametrize(
+    ("command", "program"),
+    [
+        ("curl x", "curl"),
+        ("ls; wget y", "wget"),
+        ("echo $(curl x)", "curl"),
+        ('echo "$(nc -l 1)"', "nc"),
+        ("bash -c 'ssh host'", "ssh"),
+        ("sudo -u root curl x", "curl"),
+        ("timeout 5 telnet x", "telnet"),
+        ("env A=1 /usr/bin/scp a b", "scp"),
+        ("echo curl", None),
+        ("cat <<'EOF'\nit's curl time\nEOF", None),
+        ("git fetch", None),
+    ],
+)
+def test_network_program(command: str, program: str | None) -> None:
+    assert network_program(command) == program
