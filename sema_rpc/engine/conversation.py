@@ -125,7 +125,7 @@ class Conversation:
             if not tool_uses:
                 return TurnOutcome("end_turn")
 
-            results = await self.runner.run_batch(tool_uses)
+            results = await self.runner.run_batch(tool_uses, truncated=set(streamed.raw_tool_inputs))
             self._append(Message(role="user", content=list(results)))
             if self.control.observe(2):
                 return self._interrupted(2)

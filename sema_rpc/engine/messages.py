@@ -27,6 +27,10 @@ class ThinkingBlock(_Block):
     thinking: str
     # Anthropic requires the signature back verbatim when thinking precedes a tool_use.
     signature: str | None = None
+    # OpenAI Responses reasoning item: its id and the opaque `encrypted_content` that must
+    # go back (with `store=false`) for the model to keep its reasoning across tool calls.
+    item_id: str | None = None
+    encrypted_content: str | None = None
 
 
 class RedactedThinkingBlock(_Block):

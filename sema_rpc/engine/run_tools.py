@@ -42,6 +42,12 @@ PLAN_MODE_REFUSAL = (
 )
 
 
+TRUNCATED_CALL = (
+    "The arguments of this {name} call were cut off because the response reached its "
+    "token limit, so it was not run. Retry with a smaller input (e.g. split the change)."
+)
+
+
 @dataclass(slots=True)
 class _Prepared:
     call: ToolUseBlock
@@ -70,8 +76,16 @@ class ToolRunner:
         self.agent_id = agent_id
         self.plan_mode = plan_mode
 
-    async def run_batch(self, calls: list[ToolUseBlock]) -> list[ToolResultBlock]:
-        prepared = [self._prepare(call) for call in calls]
+    async def run_batch(
+        self, calls: list[ToolUseBlock], truncated: set[str] = frozenset()  # type: ignore[assignment]
+    ) -> list[ToolResultBlock]:
+        """`truncated`: ids of calls whose arguments were cut off (max_tokens); never run."""
+        prepared = [
+            _Prepared(call, self.tools.get(call.name), error=TRUNCATED_CALL.format(name=call.name))
+            if call.id in truncated
+            else self._prepare(call)
+            for call in calls
+        ]
         results: list[ToolResultBlock | None] = [None] * len(prepared)
 
         async def run_at(index: int) -> None:

@@ -115,15 +115,19 @@ class BashTool(Tool):
                 output.append(text)
                 stream.emit(text)
 
-        proc = await anyio.open_process(
-            [SHELL, "-c", args.command],
-            cwd=ctx.working_dir,
-            env=_environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        try:
+            proc = await anyio.open_process(
+                [SHELL, "-c", args.command],
+                cwd=ctx.working_dir,
+                env=_environment(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            message = f"Could not start {SHELL} in {ctx.working_dir}: {exc}"
+            return ToolOutput(content=message, summary="Could not start", is_error=True)
         kill_group = True  # unless the command finished cleanly (cancellation included)
         lingering = False
         try:
@@ -255,6 +259,8 @@ def _group_alive(pgid: int) -> bool:
 async def _terminate_group(proc: Process) -> None:
     """SIGTERM the command's whole process group, SIGKILL what is left after a grace period."""
     pgid = proc.pid  # start_new_session: the shell leads its own group
+    if not _group_alive(pgid):
+        return
     _signal_group(pgid, signal.SIGTERM)
     try:
         with anyio.CancelScope(shield=True):

@@ -105,6 +105,61 @@ def _skip_double(cmd: str, i: int) -> int:
     raise ShellSyntaxError("unterminated double quote")
 
 
+def _brace_end(cmd: str, i: int) -> int:
+    """Index of the `}` closing a `${` whose body starts at `i`."""
+    depth, n = 1, len(cmd)
+    while i < n:
+        ch = cmd[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'":
+            end = cmd.find("'", i + 1)
+            if end == -1:
+                raise ShellSyntaxError("unterminated single quote")
+            i = end + 1
+            continue
+        if ch == '"':
+            i = _skip_double(cmd, i + 1)
+            continue
+        if cmd.startswith("$(", i):
+            i = _balanced(cmd, i + 2)
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise ShellSyntaxError("unterminated ${...}")
+
+
+def _scan_expansions(body: str) -> list[str | None]:
+    """Substitutions in double-quote-like text (a `"..."` body or an unquoted here-doc):
+    the body of each `$(...)` / backtick, and None for each other `$` expansion."""
+    found: list[str | None] = []
+    j = 0
+    while j < len(body):
+        if body[j] == "\\":
+            j += 2
+            continue
+        if body.startswith("$(", j):
+            close = _balanced(body, j + 2)
+            found.append(body[j + 2 : close - 1])
+            j = close
+            continue
+        if body[j] == "`":
+            close = _backtick_end(body, j + 1)
+            found.append(body[j + 1 : close])
+            j = close + 1
+            continue
+        if body[j] == "$":
+            found.append(None)
+        j += 1
+    return found
+
+
 def _backtick_end(cmd: str, i: int) -> int:
     n = len(cmd)
     while i < n:
@@ -124,7 +179,7 @@ def lex(cmd: str) -> Lexed:
     in_word = False
     quoted = False
     expands = False
-    pending_heredocs: list[tuple[str, bool]] = []
+    pending_heredocs: list[tuple[str, bool, bool]] = []  # delimiter, strip tabs, quoted
     expect_heredoc_word: bool | None = None  # strip_tabs flag while waiting for the delimiter
     i, n = 0, len(cmd)
 
@@ -133,7 +188,7 @@ def lex(cmd: str) -> Lexed:
         if in_word:
             value = "".join(word)
             if expect_heredoc_word is not None:
-                pending_heredocs.append((value, expect_heredoc_word))
+                pending_heredocs.append((value, expect_heredoc_word, quoted))
                 expect_heredoc_word = None
             out.tokens.append(Token("word", value, quoted, expands))
         word, in_word, quoted, expands = [], False, False, False
@@ -170,24 +225,11 @@ def lex(cmd: str) -> Lexed:
         elif ch == '"':
             end = _skip_double(cmd, i + 1)
             body = cmd[i + 1 : end - 1]
-            j = 0
-            while j < len(body):
-                if body[j] == "\\":
-                    j += 2
-                    continue
-                if body.startswith("$(", j):
-                    close = _balanced(body, j + 2)
-                    substitution(body[j + 2 : close - 1])
-                    j = close
-                    continue
-                if body[j] == "`":
-                    close = _backtick_end(body, j + 1)
-                    substitution(body[j + 1 : close])
-                    j = close + 1
-                    continue
-                if body[j] == "$":
+            for inner in _scan_expansions(body):
+                if inner is None:
                     expands = True
-                j += 1
+                else:
+                    substitution(inner)
             word.append(re.sub(r'\\([$`"\\\n])', r"\1", body))
             in_word, quoted = True, True
             i = end
@@ -215,9 +257,10 @@ def lex(cmd: str) -> Lexed:
         elif ch == "$" and i + 1 < n and (cmd[i + 1].isalnum() or cmd[i + 1] in "_{@*#?!-$"):
             expands = True
             if cmd[i + 1] == "{":
-                end = cmd.find("}", i)
-                if end == -1:
-                    raise ShellSyntaxError("unterminated ${...}")
+                end = _brace_end(cmd, i + 2)
+                body = cmd[i + 2 : end]
+                if "$(" in body or "`" in body or "<(" in body or ">(" in body:
+                    substitution(body)  # `${X:-$(cmd)}` runs cmd
                 word.append(cmd[i : end + 1])
                 i = end + 1
             else:
@@ -245,8 +288,12 @@ def lex(cmd: str) -> Lexed:
             out.tokens.append(Token("op", op))
             i += len(op)
             if op == "\n" and pending_heredocs:
-                i = _skip_heredoc_bodies(cmd, i, pending_heredocs)
+                i, bodies = _heredoc_bodies(cmd, i, pending_heredocs)
                 pending_heredocs.clear()
+                for body in bodies:  # an unquoted delimiter: the body is expanded
+                    for inner in _scan_expansions(body):
+                        if inner is not None:
+                            substitution(inner)
         else:
             if ch == "{":
                 expands = True
@@ -257,15 +304,26 @@ def lex(cmd: str) -> Lexed:
     return out
 
 
-def _skip_heredoc_bodies(cmd: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
-    for delimiter, strip_tabs in heredocs:
+def _heredoc_bodies(
+    cmd: str, i: int, heredocs: list[tuple[str, bool, bool]]
+) -> tuple[int, list[str]]:
+    """Skip the here-document bodies starting at `i`; return the end and the bodies
+    that bash expands (those whose delimiter was not quoted)."""
+    expanded: list[str] = []
+    for delimiter, strip_tabs, quoted in heredocs:
+        start = i
+        body_end = len(cmd)
         while i < len(cmd):
             end = cmd.find("\n", i)
             line = cmd[i:] if end == -1 else cmd[i:end]
+            line_start = i
             i = len(cmd) if end == -1 else end + 1
             if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                body_end = line_start
                 break
-    return i
+        if not quoted:
+            expanded.append(cmd[start:body_end])
+    return i, expanded
 
 
 def segments(lexed: Lexed) -> list[list[Token]]:
@@ -294,39 +352,41 @@ def _words(segment: list[Token]) -> list[str]:
 # ---------------------------------------------------------------- safe list
 
 
-def _no_args_matching(*bad: str) -> Callable[[list[str]], bool]:
-    def check(args: list[str]) -> bool:
-        return not any(a == b or a.startswith(b + "=") for a in args for b in bad)
-
-    return check
-
-
 def _always(_args: list[str]) -> bool:
     return True
 
 
+def _short_flags(arg: str) -> str:
+    """The letters of a bundled short-option word (`-la` → `la`), else ``."""
+    return arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
+
+
+def _is_long_option(arg: str, options: tuple[str, ...]) -> bool:
+    """`arg` is one of the long `options`, also abbreviated (getopt accepts `--out=x`)."""
+    name = arg.split("=", 1)[0]
+    if not name.startswith("--") or len(name) < 3:
+        return False
+    return any(o.startswith(name) for o in options)
+
+
+def _refuse(short: str = "", *long_options: str) -> Callable[[list[str]], bool]:
+    """A check refusing the short option letters (bundled or not) and the long options."""
+
+    def check(args: list[str]) -> bool:
+        return not any(
+            any(ch in short for ch in _short_flags(a)) or _is_long_option(a, long_options)
+            for a in args
+        )
+
+    return check
+
+
+_FIND_ACTIONS = {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0",
+                 "-fprintf", "-fls"}  # fmt: skip
+
+
 def _find_ok(args: list[str]) -> bool:
-    bad = {
-        "-exec",
-        "-execdir",
-        "-ok",
-        "-okdir",
-        "-delete",
-        "-fprint",
-        "-fprint0",
-        "-fprintf",
-        "-fls",
-    }
-    return not any(a in bad for a in args)
-
-
-def _sort_ok(args: list[str]) -> bool:
-    for a in args:
-        if a.startswith("--") and (a.startswith("--output") or a.startswith("--compress-program")):
-            return False
-        if a.startswith("-") and not a.startswith("--") and "o" in a:
-            return False
-    return True
+    return not any(a in _FIND_ACTIONS for a in args)
 
 
 def _uniq_ok(args: list[str]) -> bool:
@@ -334,24 +394,16 @@ def _uniq_ok(args: list[str]) -> bool:
 
 
 def _date_ok(args: list[str]) -> bool:
-    for a in args:
-        if (
-            a in ("-s",)
-            or a.startswith("--set")
-            or (a.startswith("-") and not a.startswith("--") and "s" in a)
-        ):
-            return False
-        if not a.startswith("-") and not a.startswith("+"):
-            return False  # `date MMDDhhmm` sets the clock
-    return True
+    if not _refuse("s", "--set")(args):
+        return False
+    # `date MMDDhhmm` sets the clock; only `+FORMAT` operands are harmless.
+    return all(a.startswith(("-", "+")) for a in args)
 
 
-def _flags_only(args: list[str]) -> bool:
-    return all(a.startswith("-") for a in args)
-
-
-def _tree_ok(args: list[str]) -> bool:
-    return not any(a.startswith("-o") for a in args)
+def _hostname_ok(args: list[str]) -> bool:
+    allowed = {"-s", "-f", "-i", "-I", "-d", "-a", "-A", "--short", "--fqdn", "--long",
+               "--ip-address", "--all-ip-addresses", "--alias", "--domain"}  # fmt: skip
+    return all(a in allowed for a in args)  # anything else may set the hostname
 
 
 _GIT_BRANCH_FLAGS = {
@@ -366,15 +418,13 @@ def _git_ok(args: list[str]) -> bool:
     if not args:
         return False
     sub, rest = args[0], args[1:]
-    if any(a.startswith("--output") for a in rest):
+    if any(_is_long_option(a, ("--output",)) or a.startswith("--output") for a in rest):
         return False
     if sub in ("status", "diff", "log", "show", "rev-parse", "ls-files", "blame", "describe",
                "shortlog", "ls-tree", "cat-file", "show-ref", "whatchanged"):  # fmt: skip
         return True
-    if sub == "grep":
-        return not any(
-            a in ("-O", "--open-files-in-pager") or a.startswith("--open-files") for a in rest
-        )
+    if sub == "grep":  # -O/--open-files-in-pager runs a program
+        return _refuse("O", "--open-files-in-pager")(rest)
     if sub == "branch":
         return all(a in _GIT_BRANCH_FLAGS for a in rest)
     if sub == "remote":
@@ -396,14 +446,14 @@ SAFE_PROGRAMS: dict[str, Callable[[list[str]], bool]] = {
         """.split(),
         _always,
     ),
-    "rg": _no_args_matching("--pre"),
+    "rg": _refuse("", "--pre", "--hostname-bin"),  # both run a program
     "find": _find_ok,
-    "tree": _tree_ok,
-    "file": _no_args_matching("-C", "--compile"),
-    "sort": _sort_ok,
+    "tree": _refuse("oR", "--output"),  # -o FILE; -R writes 00Tree.html files
+    "file": _refuse("C", "--compile"),
+    "sort": _refuse("o", "--output", "--compress-program"),
     "uniq": _uniq_ok,
     "date": _date_ok,
-    "hostname": _flags_only,
+    "hostname": _hostname_ok,
     "git": _git_ok,
 }
 """Program → check of its arguments; a command is safe when every segment passes."""

@@ -146,6 +146,7 @@ class GrepTool(Tool):
         return PermissionAsk(
             title=f'Grep "{args.pattern}" in {root} (outside the workspace)',
             content=f"Search files outside the working directory:\n{root}",
+            outside_workspace=True,
         )
 
     async def validate_input(self, args: GrepInput, ctx: ToolContext) -> str | None:
@@ -407,8 +408,19 @@ async def _search_ripgrep(rg: str, root: Path, args: GrepInput) -> list[FileHits
         message = result.stderr.decode("utf-8", errors="replace").strip()
         raise GrepError(f"ripgrep failed: {message or f'exit code {result.returncode}'}")
 
+    results = parse_rg_json(result.stdout)
+    for hits in results:
+        try:
+            hits.mtime_ns = hits.path.stat().st_mtime_ns
+        except OSError:
+            pass
+    return results
+
+
+def parse_rg_json(stdout: bytes) -> list[FileHits]:
+    """The match and context lines of `rg --json` output, per file."""
     by_path: dict[str, FileHits] = {}
-    for raw in result.stdout.splitlines():
+    for raw in stdout.splitlines():
         try:
             event = json.loads(raw)
         except ValueError:
@@ -417,13 +429,13 @@ async def _search_ripgrep(rg: str, root: Path, args: GrepInput) -> list[FileHits
         if kind not in ("match", "context"):
             continue
         data = event["data"]
-        name = _rg_text(data.get("path", {}))
+        file_name = _rg_text(data.get("path", {}))
         number = data.get("line_number")
-        if name is None or number is None:
+        if file_name is None or number is None:
             continue
-        hits = by_path.get(name)
+        hits = by_path.get(file_name)
         if hits is None:
-            hits = by_path[name] = FileHits(path=Path(name))
+            hits = by_path[file_name] = FileHits(path=Path(file_name))
         text = _rg_text(data.get("lines", {})) or ""
         parts = text.split("\n")
         if len(parts) > 1 and parts[-1] == "":
@@ -431,17 +443,15 @@ async def _search_ripgrep(rg: str, root: Path, args: GrepInput) -> list[FileHits
         for offset, line in enumerate(parts):
             entry = (number + offset, line.removesuffix("\r"), kind == "match")
             if hits.lines and hits.lines[-1][0] == entry[0]:
-                continue  # a multiline match already covered this line
+                # A multiline match already covered this line.
+                if entry[2] and not hits.lines[-1][2]:
+                    hits.lines[-1] = entry
+                    hits.match_count += 1
+                continue
             hits.lines.append(entry)
-            if kind == "match":
+            if entry[2]:
                 hits.match_count += 1
-    results = list(by_path.values())
-    for hits in results:
-        try:
-            hits.mtime_ns = hits.path.stat().st_mtime_ns
-        except OSError:
-            pass
-    return results
+    return list(by_path.values())
 
 
 def _rg_text(value: dict[str, str]) -> str | None:

@@ -74,6 +74,7 @@ class ReadTool(Tool):
         return PermissionAsk(
             title=f"Read {path} (outside the workspace)",
             content=f"Read a file outside the working directory:\n{path}",
+            outside_workspace=True,
         )
 
     async def call(self, args: ReadInput, ctx: ToolContext) -> ToolOutput:

@@ -169,13 +169,15 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def ask_for(tool: str, change: FileChange, ctx: ToolContext) -> PermissionAsk:
-    where = "" if is_inside(change.path, ctx.working_dir) else " (outside the workspace)"
+    outside = not is_inside(change.path, ctx.working_dir)
+    where = " (outside the workspace)" if outside else ""
     verb = "Create" if change.is_new and tool == "Write" else tool
     return PermissionAsk(
         title=f"{verb} {change.shown}{where}",
         content=change.diff or "(no changes)",
         content_kind="diff",
         rule=None,
+        outside_workspace=outside,
     )
 
 

@@ -133,5 +133,50 @@ def test_aliases_and_names_both_accepted() -> None:
 
 async def test_outside_workspace_asks(tree: Path, tmp_path: Path, ctx: ToolContext) -> None:
     assert tool.permission(args_of(tool, pattern="x"), ctx) is None
-    assert tool.permission(args_of(tool, pattern="x", path=str(tmp_path)), ctx) is not None
+    ask = tool.permission(args_of(tool, pattern="x", path=str(tmp_path)), ctx)
+    assert ask is not None and ask.outside_workspace and ask.rule is None
     assert tool.is_read_only(args_of(tool, pattern="x"))
+
+
+RG_SAMPLE = b"""\
+{"type":"begin","data":{"path":{"text":"/ws/src/app.py"}}}
+{"type":"context","data":{"path":{"text":"/ws/src/app.py"},"lines":{"text":"def main():\\n"},"line_number":3,"absolute_offset":11,"submatches":[]}}
+{"type":"match","data":{"path":{"text":"/ws/src/app.py"},"lines":{"text":"    print('Hello')\\n"},"line_number":4,"absolute_offset":23,"submatches":[{"match":{"text":"print"},"start":4,"end":9}]}}
+{"type":"end","data":{"path":{"text":"/ws/src/app.py"},"binary_offset":null,"stats":{}}}
+{"type":"begin","data":{"path":{"text":"/ws/b.txt"}}}
+{"type":"match","data":{"path":{"text":"/ws/b.txt"},"lines":{"text":"one\\r\\ntwo\\n"},"line_number":7,"absolute_offset":0,"submatches":[]}}
+{"type":"match","data":{"path":{"bytes":"L3dzL2IudHh0"},"lines":{"bytes":"dGhyZWUK"},"line_number":9,"absolute_offset":0,"submatches":[]}}
+{"type":"end","data":{"path":{"text":"/ws/b.txt"},"binary_offset":null,"stats":{}}}
+{"type":"summary","data":{"elapsed_total":{"secs":0,"nanos":1},"stats":{}}}
+"""
+
+
+def test_parse_rg_json_same_shape_as_python() -> None:
+    from sema_rpc.tools.grep import _format, parse_rg_json
+
+    hits = parse_rg_json(RG_SAMPLE)
+    assert [(str(h.path), h.match_count) for h in hits] == [("/ws/src/app.py", 1), ("/ws/b.txt", 3)]
+    assert hits[0].lines == [(3, "def main():", False), (4, "    print('Hello')", True)]
+    assert hits[1].lines == [(7, "one", True), (8, "two", True), (9, "three", True)]
+    args = args_of(tool, pattern="x", output_mode="content", **{"-B": 1})
+    out = _format(hits, args, Path("/ws"))
+    assert out.content.splitlines() == [
+        "b.txt:7:one",
+        "b.txt:8:two",
+        "b.txt:9:three",
+        "--",
+        "src/app.py-3-def main():",
+        "src/app.py:4:    print('Hello')",
+    ]
+
+
+@pytest.mark.skipif(__import__("shutil").which("rg") is None, reason="ripgrep not installed")
+@pytest.mark.parametrize("mode", ["content", "files_with_matches", "count"])
+async def test_ripgrep_and_python_agree(
+    tree: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    raw = {"pattern": "hello|def", "output_mode": mode, "-i": True, "-C": 1}
+    python = await run(tool, ctx, **raw)
+    monkeypatch.delenv("SEMA_GREP_BACKEND")
+    ripgrep = await run(tool, ctx, **raw)
+    assert ripgrep.content == python.content

@@ -126,7 +126,7 @@ async def test_permission_only_outside_workspace(
     assert tool.permission(args_of(tool, file_path="in.txt"), ctx) is None
     ask = tool.permission(args_of(tool, file_path=str(outside)), ctx)
     assert isinstance(ask, PermissionAsk)
-    assert str(outside) in ask.content and ask.rule is None
+    assert str(outside) in ask.content and ask.rule is None and ask.outside_workspace
     # a symlink inside pointing outside is outside
     (workspace / "link.txt").symlink_to(outside)
     assert tool.permission(args_of(tool, file_path="link.txt"), ctx) is not None

@@ -21,6 +21,7 @@ async def test_new_file_needs_no_read(workspace: Path, ctx: ToolContext) -> None
     assert await tool.validate_input(args, ctx) is None
     ask = tool.permission(args, ctx)
     assert ask is not None and ask.content_kind == "diff" and ask.rule is None
+    assert not ask.outside_workspace
     assert ask.content == "--- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1 @@\n+print('hi')\n"
     out = await tool.call(args, ctx)
     assert not out.is_error and out.display == ask.content
@@ -105,6 +106,7 @@ async def test_symlink_to_outside_file(workspace: Path, tmp_path: Path, ctx: Too
     assert await tool.validate_input(args, ctx) is None
     ask = tool.permission(args, ctx)
     assert ask is not None and "outside the workspace" in ask.title and str(outside) in ask.title
+    assert ask.outside_workspace
     assert tool.target_path(args, ctx) == outside
     out = await tool.call(args, ctx)
     assert not out.is_error
