@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import anyio
 
 from .config import McpConfig, McpServerConfig
-from .tool import McpCallError, McpTool, mcp_tool_name
+from .tool import MAX_TOOL_NAME, McpCallError, McpTool, mcp_tool_name
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -253,12 +253,12 @@ class _ServerHandle:
         from mcp_types import CONNECTION_CLOSED
 
         cfg = self.config
-        if isinstance(exc, FileNotFoundError | PermissionError):
-            why = "not found" if isinstance(exc, FileNotFoundError) else "not executable"
-            where = f" (cwd {cfg.cwd})" if isinstance(exc, FileNotFoundError) and cfg.cwd else ""
-            if cfg.cwd and not os.path.isdir(cfg.cwd):
-                return f"cannot start {cfg.command!r}: working directory {cfg.cwd} does not exist"
-            return f"cannot start {cfg.command!r}: command {why}{where}"
+        if isinstance(exc, OSError) and cfg.cwd and not os.path.isdir(cfg.cwd):
+            return f"cannot start {cfg.command!r}: working directory {cfg.cwd} does not exist"
+        if isinstance(exc, FileNotFoundError):
+            return f"cannot start {cfg.command!r}: command not found"
+        if isinstance(exc, PermissionError):
+            return f"cannot start {cfg.command!r}: permission denied"
         if isinstance(exc, OSError):
             return f"cannot start {cfg.command!r}: {exc.strerror or exc}"
         if isinstance(exc, TimeoutError):
@@ -424,7 +424,7 @@ class McpManager:
                 # Two names that sanitise alike: keep both, the later one with a suffix.
                 for i in range(2, 1000):
                     suffix = f"_{i}"
-                    candidate = name[: 64 - len(suffix)] + suffix
+                    candidate = name[: MAX_TOOL_NAME - len(suffix)] + suffix
                     if candidate not in self._tool_names:
                         name = candidate
                         break
