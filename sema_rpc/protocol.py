@@ -393,26 +393,24 @@ class SessionReadyEventParams(EventParams, SessionReadyParams):
     event: ClassVar[str] = "session:ready"
 
 
-NOTIFICATIONS: dict[str, type[EventParams]] = {
-    cls.event: cls
-    for cls in [
-        SessionReadyEventParams,
-        StateUpdateParams,
-        ThinkingChunkParams,
-        TextChunkParams,
-        MessageCompleteParams,
-        ToolExecutionStartParams,
-        ToolExecutionUpdateParams,
-        ToolExecutionCompleteParams,
-        ToolExecutionErrorParams,
-        TodosUpdateParams,
-        ConversationUsageParams,
-        SessionInterruptedParams,
-        SessionErrorParams,
-        ConfigNoModelsParams,
-        ModeUpdateEventParams,
-    ]
-}
+_EVENT_MODELS: list[type[EventParams]] = [
+    SessionReadyEventParams,
+    StateUpdateParams,
+    ThinkingChunkParams,
+    TextChunkParams,
+    MessageCompleteParams,
+    ToolExecutionStartParams,
+    ToolExecutionUpdateParams,
+    ToolExecutionCompleteParams,
+    ToolExecutionErrorParams,
+    TodosUpdateParams,
+    ConversationUsageParams,
+    SessionInterruptedParams,
+    SessionErrorParams,
+    ConfigNoModelsParams,
+    ModeUpdateEventParams,
+]
+NOTIFICATIONS: dict[str, type[EventParams]] = {cls.event: cls for cls in _EVENT_MODELS}
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,14 @@ def build_schema() -> dict[str, Any]:
     keys = list(
         dict.fromkeys([(m, "validation") for m in accepted] + [(m, "serialization") for m in sent])
     )
-    refs, schema = models_json_schema(keys, ref_template="#/$defs/{model}", by_alias=True)
+    refs, schema = models_json_schema(
+        keys,  # type: ignore[arg-type]
+        ref_template="#/$defs/{model}",
+        by_alias=True,
+    )
 
     def ref(model: Any, mode: str = "serialization") -> dict[str, str]:
-        return refs[(model, mode)]
+        return refs[(model, mode)]  # type: ignore[index]
 
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

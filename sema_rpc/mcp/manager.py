@@ -61,6 +61,7 @@ _START_GRACE_S = 5.0
 _MAX_TOOL_PAGES = 100
 _STDERR_LINES = 40
 _STDERR_LINE_CHARS = 400
+_STDERR_TAIL_LINES = 10
 _STDERR_TAIL_CHARS = 1500
 MCP_MISSING = (
     "the `mcp` package is not installed; install it with `pip install 'sema-rpc[mcp]'`"
@@ -102,7 +103,7 @@ class _StderrTail:
                 self.lines.append(line[:_STDERR_LINE_CHARS])
 
     def tail(self) -> str:
-        text = "\n".join(self.lines)
+        text = "\n".join(list(self.lines)[-_STDERR_TAIL_LINES:])
         return text[-_STDERR_TAIL_CHARS:]
 
 
@@ -222,7 +223,7 @@ class _ServerHandle:
             log.info("MCP server %r connected: %d tools", self.name, len(self.tools))
             await self._wake.wait()
             if not self._stopping:
-                self.mark_dead(self._with_stderr(f"MCP server {self.name!r} exited"))
+                self.mark_dead(self._death_message())
 
     async def _forward(self, read: Any, send: Any) -> None:
         try:
@@ -253,6 +254,8 @@ class _ServerHandle:
         from mcp_types import CONNECTION_CLOSED
 
         cfg = self.config
+        if isinstance(exc, TimeoutError):  # before OSError: TimeoutError is one
+            return self._with_stderr(f"no answer to initialize within {timeout_s:g}s")
         if isinstance(exc, OSError) and cfg.cwd and not os.path.isdir(cfg.cwd):
             return f"cannot start {cfg.command!r}: working directory {cfg.cwd} does not exist"
         if isinstance(exc, FileNotFoundError):
@@ -261,8 +264,6 @@ class _ServerHandle:
             return f"cannot start {cfg.command!r}: permission denied"
         if isinstance(exc, OSError):
             return f"cannot start {cfg.command!r}: {exc.strerror or exc}"
-        if isinstance(exc, TimeoutError):
-            return self._with_stderr(f"no answer to initialize within {timeout_s:g}s")
         if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
             return self._with_stderr("the server exited during startup")
         if isinstance(exc, MCPError):
@@ -280,8 +281,11 @@ class _ServerHandle:
 
         session = self.session
         if self.state != "connected" or session is None:
+            prefix = f"MCP server {self.name!r}"
+            if self.error and self.error.startswith(prefix):
+                raise McpCallError(self.error)
             why = f": {self.error}" if self.error else ""
-            raise McpCallError(f"MCP server {self.name!r} is not running{why}")
+            raise McpCallError(f"{prefix} is not running{why}")
         try:
             return await session.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
         except MCPError as exc:
@@ -295,10 +299,15 @@ class _ServerHandle:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             raise McpCallError(self._connection_lost()) from None
 
+    def _death_message(self) -> str:
+        return self._with_stderr(f"MCP server {self.name!r} exited (connection lost)")
+
     def _connection_lost(self) -> str:
         if self._stopping:
             return f"MCP server {self.name!r} was stopped"
-        message = self._with_stderr(f"MCP server {self.name!r} exited (connection lost)")
+        if self.state == "failed" and self.error:
+            return self.error
+        message = self._death_message()
         self.mark_dead(message)
         self._wake.set()
         return message
@@ -307,7 +316,7 @@ class _ServerHandle:
         entry: dict[str, Any] = {
             "name": self.name,
             "state": "failed" if self.state == "starting" else self.state,
-            "tools": [t.name for t in self.tools],
+            "tools": [t.name for t in self.tools] if self.state == "connected" else [],
             "source": self.config.source,
         }
         if self.state == "starting":

@@ -134,12 +134,15 @@ def result_text(result: CallToolResult) -> str:
     return "\n".join(parts)
 
 
-def _first_line(text: str, limit: int = 100) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            line = line.strip()
-            return line if len(line) <= limit else line[: limit - 1] + "…"
-    return ""
+def _summary(text: str, limit: int = 100) -> str:
+    """One line for the tool card: the text when it is one line, else its size."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if len(lines) > 1:
+        return f"{len(lines)} lines"
+    line = lines[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 class McpTool(Tool):
@@ -186,18 +189,18 @@ class McpTool(Tool):
         try:
             result = await self.server.call_tool(self.mcp_name, _arguments(args), timeout)
         except McpCallError as exc:
-            return ToolOutput(content=str(exc), is_error=True, summary=_first_line(str(exc)))
+            return ToolOutput(content=str(exc), is_error=True, summary=_summary(str(exc)))
         except Exception as exc:  # a bug or an unexpected SDK error: still a result
             message = (
                 f"MCP server {self.server_name!r}: {self.mcp_name} failed: "
                 f"{type(exc).__name__}: {exc}"
             )
-            return ToolOutput(content=message, is_error=True, summary=_first_line(message))
+            return ToolOutput(content=message, is_error=True, summary=_summary(message))
         text = result_text(result)
         if result.is_error:
             text = text or f"MCP server {self.server_name!r}: {self.mcp_name} reported an error"
-            return ToolOutput(content=text, is_error=True, summary=_first_line(text))
-        return ToolOutput(content=text or "(no output)", summary=_first_line(text))
+            return ToolOutput(content=text, is_error=True, summary=_summary(text))
+        return ToolOutput(content=text or "(no output)", summary=_summary(text))
 
 
 def _arguments(args: Any) -> dict[str, Any]:

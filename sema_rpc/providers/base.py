@@ -11,7 +11,7 @@ text is assembled once, in `ResponseDone.message`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -106,6 +106,6 @@ class Provider(Protocol):
 
     name: str
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]: ...
 
     async def aclose(self) -> None: ...

@@ -231,9 +231,7 @@ class _Item:
         self.started = False
 
     def thinking(self) -> str:
-        return SUMMARY_SEPARATOR.join(
-            s for s in ("".join(p) for p in self.segments.values()) if s
-        )
+        return SUMMARY_SEPARATOR.join(s for s in ("".join(p) for p in self.segments.values()) if s)
 
     def add_reasoning(self, key: tuple[str, int], text: str) -> str:
         """Append reasoning text; returns the delta to emit (with a separator when this
@@ -419,6 +417,8 @@ class OpenAIResponsesProvider:
             started = True
             async for ev in sdk_stream:
                 t = getattr(ev, "type", None)
+                if acc.terminal and t != "error":
+                    continue  # nothing meaningful follows the final event
                 if t == "response.output_text.delta":
                     if ev.delta:
                         acc.item(ev, "message").text.append(ev.delta)
@@ -430,14 +430,9 @@ class OpenAIResponsesProvider:
                 elif t == "response.function_call_arguments.delta":
                     if ev.delta:
                         acc.item(ev, "function_call").args.append(ev.delta)
-                elif t == "response.output_item.added":
-                    started_call = self._on_item(acc, ev, done=False)
-                    if started_call is not None:
-                        yield started_call
-                elif t == "response.output_item.done":
-                    started_call = self._on_item(acc, ev, done=True)
-                    if started_call is not None:
-                        yield started_call
+                elif t in ("response.output_item.added", "response.output_item.done"):
+                    for out in self._on_item(acc, ev, done=t.endswith("done")):
+                        yield out
                 elif t == "response.function_call_arguments.done":
                     acc.item(ev, "function_call").args_done = ev.arguments
                 elif t == "response.reasoning_text.delta":
@@ -465,8 +460,7 @@ class OpenAIResponsesProvider:
                     acc.status = resp.status or (
                         "completed" if t == "response.completed" else "incomplete"
                     )
-                    details = resp.incomplete_details
-                    acc.incomplete_reason = getattr(details, "reason", None)
+                    acc.incomplete_reason = getattr(resp.incomplete_details, "reason", None)
                     acc.usage = resp.usage
                     if acc.status in ("failed", "cancelled"):
                         err = resp.error
@@ -474,17 +468,22 @@ class OpenAIResponsesProvider:
                             getattr(err, "code", None),
                             getattr(err, "message", None) or f"the response was {acc.status}",
                         )
-                    break
+                        break
                 elif t == "response.failed":
                     err = ev.response.error
                     failure = _failure(getattr(err, "code", None), getattr(err, "message", None))
                     break
                 elif t == "error":
-                    failure = _failure(ev.code, ev.message)
+                    if not acc.terminal:
+                        failure = _failure(ev.code, ev.message)
                     break
                 # created / in_progress / content_part / summary_part / .done events: no action
         except Exception as e:
-            failure = classify_error(e, started=started)
+            if acc.terminal and failure is None:
+                # The response was complete; only the tail of the connection failed.
+                log.debug("error after the final event ignored", exc_info=True)
+            else:
+                failure = classify_error(e, started=started)
         finally:
             if sdk_stream is not None:
                 try:
@@ -509,7 +508,10 @@ class OpenAIResponsesProvider:
         )
 
     @staticmethod
-    def _on_item(acc: _Accumulator, ev: Any, *, done: bool) -> ToolCallStarted | None:
+    def _on_item(acc: _Accumulator, ev: Any, *, done: bool) -> list[StreamEvent]:
+        """output_item.added / .done: ids, the function call's name, the final encrypted
+        reasoning; content a server put only in `.done` (no deltas) is emitted here."""
+        out: list[StreamEvent] = []
         item = ev.item
         type_ = getattr(item, "type", None) or "other"
         it = acc.item(ev, type_)
@@ -526,7 +528,7 @@ class OpenAIResponsesProvider:
             if done and not it.segments:
                 for n, s in enumerate(getattr(item, "summary", None) or []):
                     if getattr(s, "text", None):
-                        it.segments[("s", n)] = [s.text]
+                        out.append(ThinkingDelta(it.add_reasoning(("s", n), s.text)))
         elif type_ == "function_call":
             it.call_id = it.call_id or getattr(item, "call_id", None) or ""
             it.name = it.name or getattr(item, "name", None) or ""
@@ -536,9 +538,10 @@ class OpenAIResponsesProvider:
                 it.started = True
                 if not it.call_id:
                     it.call_id = it.id or f"call_{len(acc.calls()) - 1}"
-                return ToolCallStarted(id=it.call_id, name=it.name)
+                out.append(ToolCallStarted(id=it.call_id, name=it.name))
         elif type_ == "message" and done and not it.text and not it.refusal:
             for part in getattr(item, "content", None) or []:
                 if getattr(part, "type", None) == "output_text" and part.text:
                     it.text.append(part.text)
-        return None
+                    out.append(TextDelta(part.text))
+        return out

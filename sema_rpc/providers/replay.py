@@ -2,7 +2,7 @@
 
 Cassette format (JSONL, UTF-8; one model exchange per line, in call order)::
 
-    {"provider": "anthropic" | "openai-chat",
+    {"provider": "anthropic" | "openai-chat" | "openai-responses",
      "request": {...},          # the request body as sent (informational; not matched)
      "status": 200,             # HTTP status of the response
      "headers": {...},          # response headers (content-type defaults to text/event-stream)
@@ -11,7 +11,7 @@ Cassette format (JSONL, UTF-8; one model exchange per line, in call order)::
 Blank lines and lines starting with `#` are ignored. A recorder writes the same format.
 
 On the n-th `stream()` call the n-th exchange's body is served to the matching provider
-class (AnthropicProvider / OpenAIChatProvider) through an in-process httpx2 transport, so
+class (AnthropicProvider / OpenAIChatProvider / OpenAIResponsesProvider) through an in-process httpx2 transport, so
 the bytes go through the SDK's HTTP, SSE and error handling exactly as over the network
 (in small pieces, like a real socket). SDK retries are off: a recorded 429 is served
 once and becomes ResponseFailed(rate_limit). When the exchanges run out, the stream ends
@@ -35,7 +35,12 @@ from sema_rpc.providers.base import (
 __all__ = ["Exchange", "ReplayProvider", "load_cassette"]
 
 PIECE_SIZE = 61
-_PROVIDERS = {"anthropic": "anthropic", "openai-chat": "openai-chat", "openai": "openai-chat"}
+_PROVIDERS = {
+    "anthropic": "anthropic",
+    "openai-chat": "openai-chat",
+    "openai": "openai-chat",
+    "openai-responses": "openai-responses",
+}
 
 
 class Exchange:
@@ -80,7 +85,7 @@ def load_cassette(path: str | Path) -> list[Exchange]:
         if provider is None:
             raise CassetteError(
                 f"{path}:{n}: unknown provider {obj.get('provider')!r}"
-                " (expected anthropic or openai-chat)"
+                " (expected anthropic, openai-chat or openai-responses)"
             )
         out.append(
             Exchange(
@@ -194,6 +199,12 @@ class ReplayProvider:
 
             inner = AnthropicProvider(
                 "replay", "http://replay.invalid", max_retries=0, http_client=http_client
+            )
+        elif exchange.provider == "openai-responses":
+            from sema_rpc.providers.openai_responses import OpenAIResponsesProvider
+
+            inner = OpenAIResponsesProvider(
+                "replay", "http://replay.invalid/v1", max_retries=0, http_client=http_client
             )
         else:
             from sema_rpc.providers.openai_chat import OpenAIChatProvider

@@ -309,8 +309,9 @@ class SemaServer(JsonRPCServer):
                 )
             )
             return
+        assert msg_id is not None or "id" in obj
         self.protocol.handle_message(
-            JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)
+            JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)  # type: ignore[arg-type]
         )
 
     def _on_response(self, obj: dict[str, Any]) -> None:
@@ -327,7 +328,7 @@ class SemaServer(JsonRPCServer):
                     data=error.get("data"),
                 ),
             )
-            self.protocol.handle_message(message)
+            self.protocol.handle_message(message)  # type: ignore[arg-type]  # pygls routes it as an error response
         else:
             self.protocol.handle_message(
                 JsonRPCResponseMessage(id=obj["id"], jsonrpc="2.0", result=obj.get("result"))
@@ -340,7 +341,8 @@ class SemaServer(JsonRPCServer):
             # Cancelling a prompt is an interrupt: it still answers once, `interrupted`.
             self.engine.interrupt(session_id)
             return
-        self.protocol._handle_cancel_notification(target)
+        if isinstance(target, str | int):
+            self.protocol._handle_cancel_notification(target)
 
     # ------------------------------------------------------------------ ClientBridge
 

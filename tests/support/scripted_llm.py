@@ -13,7 +13,11 @@ test exercises the whole provider stack: HTTP, SSE framing, SDK parsing, retries
         assert llm.requests[0].path == "/v1/messages"
 
 Endpoints: `POST /v1/messages` (Anthropic: `event:` + `data:` lines), `POST
-/v1/chat/completions` (OpenAI chat: data-only chunks, usage chunk, `data: [DONE]`).
+/v1/chat/completions` (OpenAI chat: data-only chunks, usage chunk, `data: [DONE]`), `POST
+/v1/responses` (OpenAI Responses: named events with `sequence_number`, `response.created`
+first; reasoning summary, message, function_call items; `response.completed`, or
+`response.incomplete` for max_tokens/refusal; a mid-stream error is `error` then
+`response.failed`).
 Each request consumes the next scripted `Reply`, rendered in the format of the endpoint
 called. An empty script answers a 500 (with `x-should-retry: false`) saying so: a test
 fails loudly instead of hanging.
@@ -289,6 +293,8 @@ class Reply:
                 self._rendered[key] = [*pieces, b"__GATE__"] if pieces else [b"__GATE__"]
             elif fmt == "anthropic":
                 self._rendered[key] = self._render_anthropic(model)
+            elif fmt == "responses":
+                self._rendered[key] = self._render_responses(model)
             else:
                 self._rendered[key] = self._render_openai(model)
         parts = self._rendered[key]
@@ -499,6 +505,154 @@ class Reply:
             out.append(f"data: {json.dumps(err)}\n\n".encode())
         return out
 
+    def _render_responses(self, model: str) -> list[bytes]:
+        """OpenAI Responses API events (the error body of `error_body` is OpenAI's)."""
+        out: list[bytes] = []
+        seq = itertools.count()
+        rid = f"resp_scripted{next(_ids):06d}"
+        created = int(time.time())
+
+        def ev(name: str, data: dict[str, Any]) -> None:
+            obj = {"type": name, **data, "sequence_number": next(seq)}
+            out.append(
+                f"event: {name}\ndata: {json.dumps(obj, separators=(',', ':'))}\n\n".encode()
+            )
+
+        def response(status: str, output: list[Any], **extra: Any) -> dict[str, Any]:
+            return {
+                "id": rid,
+                "object": "response",
+                "created_at": created,
+                "status": status,
+                "error": None,
+                "incomplete_details": None,
+                "instructions": None,
+                "max_output_tokens": None,
+                "metadata": {},
+                "model": model,
+                "output": output,
+                "parallel_tool_calls": True,
+                "store": False,
+                "temperature": 1.0,
+                "tool_choice": "auto",
+                "tools": [],
+                "top_p": 1.0,
+                "usage": None,
+                **extra,
+            }
+
+        ev("response.created", {"response": response("in_progress", [])})
+        ev("response.in_progress", {"response": response("in_progress", [])})
+        output: list[dict[str, Any]] = []
+        idx = 0
+        if self.reasoning is not None:
+            item = {
+                "id": f"rs_scripted{next(_ids):06d}",
+                "type": "reasoning",
+                "summary": [],
+                "encrypted_content": self.signature,
+            }
+            loc = {"item_id": item["id"], "output_index": idx}
+            ev("response.output_item.added", {"output_index": idx, "item": item})
+            part = {"type": "summary_text", "text": ""}
+            ev("response.reasoning_summary_part.added", {**loc, "summary_index": 0, "part": part})
+            for piece in _split(self.reasoning, self.thinking_chunks):
+                ev(
+                    "response.reasoning_summary_text.delta",
+                    {**loc, "summary_index": 0, "delta": piece},
+                )
+            done_part = {"type": "summary_text", "text": self.reasoning}
+            ev(
+                "response.reasoning_summary_text.done",
+                {**loc, "summary_index": 0, "text": self.reasoning},
+            )
+            ev(
+                "response.reasoning_summary_part.done",
+                {**loc, "summary_index": 0, "part": done_part},
+            )
+            item = {**item, "summary": [done_part]}
+            ev("response.output_item.done", {"output_index": idx, "item": item})
+            output.append(item)
+            idx += 1
+        if self.answer:
+            item = {
+                "id": f"msg_scripted{next(_ids):06d}",
+                "type": "message",
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            }
+            loc = {"item_id": item["id"], "output_index": idx}
+            ev("response.output_item.added", {"output_index": idx, "item": item})
+            part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+            ev("response.content_part.added", {**loc, "content_index": 0, "part": part})
+            for piece in _split(self.answer, self.chunks):
+                ev(
+                    "response.output_text.delta",
+                    {**loc, "content_index": 0, "delta": piece, "logprobs": []},
+                )
+            if self.end == "ok":
+                part = {**part, "text": self.answer}
+                ev(
+                    "response.output_text.done",
+                    {**loc, "content_index": 0, "text": self.answer, "logprobs": []},
+                )
+                ev("response.content_part.done", {**loc, "content_index": 0, "part": part})
+                item = {**item, "status": "completed", "content": [part]}
+                ev("response.output_item.done", {"output_index": idx, "item": item})
+                output.append(item)
+            idx += 1
+        if self.end == "ok":
+            for (name, args, _), tid in zip(
+                self.tool_calls, self._tool_ids("call_scripted"), strict=True
+            ):
+                item = {
+                    "id": f"fc_scripted{next(_ids):06d}",
+                    "type": "function_call",
+                    "status": "in_progress",
+                    "arguments": "",
+                    "call_id": tid,
+                    "name": name,
+                }
+                loc = {"item_id": item["id"], "output_index": idx}
+                ev("response.output_item.added", {"output_index": idx, "item": item})
+                raw = json.dumps(args)
+                for piece in _split(raw, 2):
+                    ev("response.function_call_arguments.delta", {**loc, "delta": piece})
+                ev("response.function_call_arguments.done", {**loc, "arguments": raw})
+                item = {**item, "status": "completed", "arguments": raw}
+                ev("response.output_item.done", {"output_index": idx, "item": item})
+                output.append(item)
+                idx += 1
+        out.append(b"__GATE__")
+        inp, outp = self.usage
+        usage = {
+            "input_tokens": inp,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": outp,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": inp + outp,
+        }
+        if self.end == "ok":
+            reason = {"max_tokens": "max_output_tokens", "refusal": "content_filter"}.get(
+                self._resolved_stop()
+            )
+            if reason is None:
+                final = response("completed", output, usage=usage)
+                ev("response.completed", {"response": final})
+            else:
+                final = response(
+                    "incomplete", output, usage=usage, incomplete_details={"reason": reason}
+                )
+                ev("response.incomplete", {"response": final})
+        elif self.end == "mid_stream_error":
+            code = self.error_type or "server_error"
+            msg = self.error_message or "The server had an error while processing your request."
+            ev("error", {"code": code, "message": msg, "param": None})
+            failed = response("failed", output, error={"code": code, "message": msg})
+            ev("response.failed", {"response": failed})
+        return out
+
     def error_body(self, fmt: str) -> bytes:
         msg = self.error_message or f"scripted error {self.status}"
         if fmt == "anthropic":
@@ -524,6 +678,8 @@ def _fmt_for(path: str) -> str | None:
         return "anthropic"
     if p.endswith("/chat/completions"):
         return "openai"
+    if p.endswith("/responses"):
+        return "responses"
     return None
 
 
