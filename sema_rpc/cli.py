@@ -29,7 +29,8 @@ def serve_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="sema-rpc",
         description="Agent backend over stdio JSON-RPC 2.0 (LSP framing; --jsonl for one message per line).",
-        epilog="Subcommands: `sema-rpc run PROMPT` runs one prompt and prints the event stream.",
+        epilog="Subcommands: `sema-rpc run PROMPT` runs one prompt and prints the event stream; "
+        "`sema-rpc replay DIR` replays a recorded transcript and prints the difference.",
     )
     parser.add_argument(
         "--jsonl",
@@ -38,6 +39,12 @@ def serve_main(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--log-level", default=None, help="stderr log level (default WARNING; env SEMA_LOG_LEVEL)"
+    )
+    parser.add_argument(
+        "--record",
+        metavar="DIR",
+        default=None,
+        help="record the wire transcript and each session's model cassette under DIR (for `sema-rpc replay`)",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     args = parser.parse_args(argv)
@@ -54,7 +61,9 @@ def serve_main(argv: list[str]) -> int:
     from sema_rpc.rpc.server import serve
 
     try:
-        return asyncio.run(serve(sys.stdin.buffer, protocol_out, jsonl=args.jsonl))  # type: ignore[arg-type]
+        return asyncio.run(
+            serve(sys.stdin.buffer, protocol_out, jsonl=args.jsonl, record_dir=args.record)  # type: ignore[arg-type]
+        )
     except KeyboardInterrupt:
         return 130
 
@@ -101,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
         code = run_main(argv[1:])
+    elif argv and argv[0] == "replay":
+        from sema_rpc.transcript import replay_main
+
+        code = replay_main(argv[1:])
     else:
         code = serve_main(argv)
     sys.exit(code)

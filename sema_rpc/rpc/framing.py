@@ -203,6 +203,8 @@ class FrameWriter:
         self._jsonl = jsonl
         self._transport: asyncio.WriteTransport | None = None
         self.closed = False
+        self.tap: Callable[[bytes], None] | None = None
+        """Sees every outgoing message body (the transcript recorder)."""
 
     async def start(self, loop: asyncio.AbstractEventLoop) -> None:
         mode = os.fstat(self._stream.fileno()).st_mode
@@ -211,6 +213,8 @@ class FrameWriter:
             self._transport = transport  # type: ignore[assignment]
 
     def write(self, body: bytes) -> None:
+        if self.tap is not None:
+            self.tap(body)
         if self.closed:
             return
         frame = encode_frame(body, self._jsonl)

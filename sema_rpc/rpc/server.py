@@ -21,7 +21,8 @@ import itertools
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import cattrs
 from lsprotocol.types import ResponseError, ResponseErrorMessage
@@ -60,6 +61,9 @@ from sema_rpc.rpc.framing import (
     JsonlDecoder,
     read_stream,
 )
+
+if TYPE_CHECKING:
+    from sema_rpc.transcript import TranscriptRecorder
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +147,11 @@ class SemaServer(JsonRPCServer):
 
     protocol: SemaProtocol
 
-    def __init__(self, writer: FrameWriter):
+    def __init__(self, writer: FrameWriter, recorder: TranscriptRecorder | None = None):
         super().__init__(SemaProtocol, cattrs.Converter)
+        self.recorder = recorder
+        if recorder is not None:
+            writer.tap = lambda body: recorder.record("out", body)
         self.protocol.frame_writer = writer
         self.writer = writer
         self.capabilities = ClientCapabilities()
@@ -231,6 +238,8 @@ class SemaServer(JsonRPCServer):
 
     def on_body(self, body: bytes) -> None:
         """Check one message's envelope and hand it to pygls."""
+        if self.recorder is not None:
+            self.recorder.record("in", body)
         try:
             obj = json.loads(body)
         except ValueError as exc:  # includes invalid UTF-8
@@ -414,12 +423,20 @@ def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)
 
 
-async def serve(stdin: BinaryIO, stdout: BinaryIO, *, jsonl: bool) -> int:
+async def serve(
+    stdin: BinaryIO, stdout: BinaryIO, *, jsonl: bool, record_dir: str | None = None
+) -> int:
     """Serve one client until `exit` or end of input. Returns the process exit code."""
     loop = asyncio.get_running_loop()
     writer = FrameWriter(stdout, jsonl=jsonl)
     await writer.start(loop)
-    server = SemaServer(writer)
+    recorder = None
+    if record_dir is not None:
+        from sema_rpc.transcript import TranscriptRecorder
+
+        recorder = TranscriptRecorder(Path(record_dir))
+    server = SemaServer(writer, recorder)
+    server.engine.record_dir = recorder.run_dir if recorder is not None else None
     decoder_cls = JsonlDecoder if jsonl else ContentLengthDecoder
     decoder = decoder_cls(server.on_body, server.on_frame_error)
     reading = asyncio.ensure_future(read_stream(stdin, decoder.feed, loop))
@@ -432,4 +449,6 @@ async def serve(stdin: BinaryIO, stdout: BinaryIO, *, jsonl: bool) -> int:
     reading.cancel()
     await server.engine.shutdown()
     await writer.drain()
+    if recorder is not None:
+        recorder.close()
     return server.exit_code
