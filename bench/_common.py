@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -84,7 +83,13 @@ def print_table(title: str, header: list[str], rows: list[list[Any]]) -> None:
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     print(f"\n{title}")
     for n, r in enumerate(cells):
-        print("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+        print(
+            "  "
+            + "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
         if n == 0:
             print("  " + "  ".join("-" * w for w in widths))
 
@@ -137,5 +142,4 @@ def round_sig(x: float | None, nd: int = 3) -> float | None:
         return None
     if x == 0:
         return 0.0
-    return round(x, max(0, nd - 1 - int(math.floor(math.log10(abs(x))))))
-
+    return round(x, max(0, nd - 1 - math.floor(math.log10(abs(x)))))

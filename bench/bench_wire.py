@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import re
 import sys
@@ -148,7 +149,9 @@ async def import_profile(env: dict[str, str]) -> tuple[list[tuple[str, float, in
 # --------------------------------------------------------------------------- 2. round trips
 
 
-async def round_trips(client: WireClient, method: str, params: dict[str, Any], expect: Any) -> list[float]:
+async def round_trips(
+    client: WireClient, method: str, params: dict[str, Any], expect: Any
+) -> list[float]:
     for _ in range(RTT_WARMUP):
         await client.call(method, params)
     samples = []
@@ -172,7 +175,9 @@ async def rtt_server(env: dict[str, str], jsonl: bool, workspace: Path) -> dict[
         await settle(pid_of(client))  # the SDK warm-up import runs in a thread after session/create
         cpu0 = cpu_seconds(pid_of(client))
         t0 = time.perf_counter()
-        samples = await round_trips(client, "session/interrupt", {"sessionId": sid}, {"interrupted": False})
+        samples = await round_trips(
+            client, "session/interrupt", {"sessionId": sid}, {"interrupted": False}
+        )
         wall = time.perf_counter() - t0
         cpu1 = cpu_seconds(pid_of(client))
         hwm = vm_hwm_kb(pid_of(client))
@@ -198,21 +203,27 @@ async def rtt_echo_floor() -> dict[str, Any]:
     client._tasks.append(asyncio.create_task(client._drain_stderr()))
     try:
         t0 = time.perf_counter()
-        samples = await round_trips(client, "session/interrupt", {"sessionId": "x"}, {"interrupted": False})
+        samples = await round_trips(
+            client, "session/interrupt", {"sessionId": "x"}, {"interrupted": False}
+        )
         wall = time.perf_counter() - t0
     finally:
         await client.close()
     return _rtt_row(samples, wall, None, None, None)
 
 
-def _rtt_row(samples: list[float], wall: float, hwm: int | None, cpu0: float | None, cpu1: float | None) -> dict[str, Any]:
+def _rtt_row(
+    samples: list[float], wall: float, hwm: int | None, cpu0: float | None, cpu1: float | None
+) -> dict[str, Any]:
     return {
         "rps": len(samples) / wall,
         "mean": sum(samples) / len(samples),
         "p50": pct(samples, 50),
         "p99": pct(samples, 99),
         "max": max(samples),
-        "server_cpu_us": None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / len(samples) * 1e6,
+        "server_cpu_us": None
+        if cpu0 is None or cpu1 is None
+        else (cpu1 - cpu0) / len(samples) * 1e6,
         "rss_kb": hwm,
     }
 
@@ -220,7 +231,9 @@ def _rtt_row(samples: list[float], wall: float, hwm: int | None, cpu0: float | N
 # --------------------------------------------------------------------------- 3. streaming
 
 
-async def stream(env: dict[str, str], llm: ScriptedLLM, workspace: Path, model: str, jsonl: bool) -> dict[str, Any]:
+async def stream(
+    env: dict[str, str], llm: ScriptedLLM, workspace: Path, model: str, jsonl: bool
+) -> dict[str, Any]:
     client = WireClient(env=env, jsonl=jsonl)
     row: dict[str, Any] = {}
     try:
@@ -234,7 +247,9 @@ async def stream(env: dict[str, str], llm: ScriptedLLM, workspace: Path, model: 
         t0 = time.perf_counter()
         first = await client.call("session/prompt", {"sessionId": sid, "input": "hi"}, timeout=60)
         row["first_prompt_ms"] = (time.perf_counter() - t0) * 1000
-        checks.check(first.get("stopReason") == "end_turn", f"{model}: warm-up prompt ended {first}")
+        checks.check(
+            first.get("stopReason") == "end_turn", f"{model}: warm-up prompt ended {first}"
+        )
 
         reply = Reply.text(deltas=DELTAS)
         llm.script(reply)
@@ -244,7 +259,9 @@ async def stream(env: dict[str, str], llm: ScriptedLLM, workspace: Path, model: 
         cpu0 = cpu_seconds(pid)
         own0 = time.process_time()
         t0 = time.monotonic()
-        result = await client.call("session/prompt", {"sessionId": sid, "input": "stream"}, timeout=120)
+        result = await client.call(
+            "session/prompt", {"sessionId": sid, "input": "stream"}, timeout=120
+        )
         t1 = time.monotonic()
         cpu1 = cpu_seconds(pid)
         row["client_cpu_s"] = time.process_time() - own0
@@ -252,7 +269,11 @@ async def stream(env: dict[str, str], llm: ScriptedLLM, workspace: Path, model: 
     finally:
         await client.close()
 
-    chunks = [r for r in client.received[mark:] if r.method == "message:text:chunk" and r.params.get("sessionId") == sid]
+    chunks = [
+        r
+        for r in client.received[mark:]
+        if r.method == "message:text:chunk" and r.params.get("sessionId") == sid
+    ]
     tag = f"{model} ({'jsonl' if jsonl else 'content-length'})"
     checks.check(result.get("stopReason") == "end_turn", f"{tag}: prompt ended {result}")
     checks.check(len(chunks) == DELTAS, f"{tag}: {len(chunks)} text chunks, expected {DELTAS}")
@@ -261,7 +282,9 @@ async def stream(env: dict[str, str], llm: ScriptedLLM, workspace: Path, model: 
         f"{tag}: chunk deltas do not concatenate to the scripted text",
     )
     seqs = [c.params.get("seq") for c in chunks]
-    checks.check(all(b == a + 1 for a, b in zip(seqs, seqs[1:])), f"{tag}: chunk seq not contiguous")
+    checks.check(
+        all(b == a + 1 for a, b in itertools.pairwise(seqs)), f"{tag}: chunk seq not contiguous"
+    )
     wall = t1 - t0
     row["wall_s"] = wall
     row["count"] = len(chunks)
@@ -286,9 +309,13 @@ async def main(quick: bool) -> int:
         SPAWNS, RTT_N, RTT_WARMUP = 3, 200, 50
     summary: dict[str, Any] = {"bench": "wire", "python": sys.version.split()[0]}
     load = os.getloadavg()[0]
-    print(f"host: {os.cpu_count()} CPUs, load average {load:.2f} at start; python {sys.version.split()[0]}")
+    print(
+        f"host: {os.cpu_count()} CPUs, load average {load:.2f} at start; python {sys.version.split()[0]}"
+    )
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        print("note: PYTHONDONTWRITEBYTECODE is set: modules without a .pyc are compiled on every spawn")
+        print(
+            "note: PYTHONDONTWRITEBYTECODE is set: modules without a .pyc are compiled on every spawn"
+        )
     with tempfile.TemporaryDirectory(prefix="sema-bench-wire-") as tmp, ScriptedLLM() as llm:
         root = Path(tmp) / "sema-root"
         root.mkdir()
@@ -309,18 +336,33 @@ async def main(quick: bool) -> int:
                 ms, hwm = await spawn_once(env, jsonl)
                 times.append(ms)
                 hwms.append(hwm or 0)
-            spawn[name] = {"median": median(times), "min": min(times), "max": max(times), "rss_kb": max(hwms)}
+            spawn[name] = {
+                "median": median(times),
+                "min": min(times),
+                "max": max(times),
+                "rss_kb": max(hwms),
+            }
         floor_ms = median(floor)
         print_table(
             f"spawn → initialize answered (median of {SPAWNS} fresh processes; target < {TARGET_INIT_MS:.0f} ms)",
             ["", "median ms", "min ms", "max ms", "over floor ms", "peak RSS MB", "target"],
             [["python -c pass (floor)", floor_ms, min(floor), max(floor), None, None, ""]]
             + [
-                [f"sema-rpc {n}", s["median"], s["min"], s["max"], s["median"] - floor_ms, mb(s["rss_kb"]), verdict(s["median"] < TARGET_INIT_MS)]
+                [
+                    f"sema-rpc {n}",
+                    s["median"],
+                    s["min"],
+                    s["max"],
+                    s["median"] - floor_ms,
+                    mb(s["rss_kb"]),
+                    verdict(s["median"] < TARGET_INIT_MS),
+                ]
                 for n, s in spawn.items()
             ],
         )
-        print(f"\n  imports before the initialize answer (-X importtime): {import_count} modules, {import_total_ms:.0f} ms total; top 8 cumulative:")
+        print(
+            f"\n  imports before the initialize answer (-X importtime): {import_count} modules, {import_total_ms:.0f} ms total; top 8 cumulative:"
+        )
         for name, cum, depth in imports[:8]:
             print(f"    {cum:7.1f} ms  {'  ' * depth}{name}")
 
@@ -331,17 +373,39 @@ async def main(quick: bool) -> int:
         rtt["echo floor (jsonl)"] = await rtt_echo_floor()
         print_table(
             f"{RTT_N:,} sequential session/interrupt round trips (idle session; target mean < {TARGET_RTT_MS:g} ms)",
-            ["", "req/s", "mean ms", "p50 ms", "p99 ms", "max ms", "server CPU µs/req", "peak RSS MB", "target"],
             [
-                [n, r["rps"], r["mean"], r["p50"], r["p99"], r["max"], r["server_cpu_us"], mb(r["rss_kb"]),
-                 "" if n.startswith("echo") else verdict(r["mean"] < TARGET_RTT_MS)]
+                "",
+                "req/s",
+                "mean ms",
+                "p50 ms",
+                "p99 ms",
+                "max ms",
+                "server CPU µs/req",
+                "peak RSS MB",
+                "target",
+            ],
+            [
+                [
+                    n,
+                    r["rps"],
+                    r["mean"],
+                    r["p50"],
+                    r["p99"],
+                    r["max"],
+                    r["server_cpu_us"],
+                    mb(r["rss_kb"]),
+                    "" if n.startswith("echo") else verdict(r["mean"] < TARGET_RTT_MS),
+                ]
                 for n, r in rtt.items()
             ],
         )
 
         # ---- streaming
         streams: dict[str, dict[str, Any]] = {}
-        for label, model in [("anthropic", "anthropic/claude-bench"), ("openai-chat", "openai/gpt-bench")]:
+        for label, model in [
+            ("anthropic", "anthropic/claude-bench"),
+            ("openai-chat", "openai/gpt-bench"),
+        ]:
             for fname, jsonl in FRAMINGS:
                 key = f"{label} {fname}"
                 try:
@@ -351,11 +415,33 @@ async def main(quick: bool) -> int:
                     llm.reset()
         print_table(
             f"{DELTAS:,}-delta text stream → message:text:chunk (prompt sent → answered; target ≥ {TARGET_NOTIF_PER_S:,}/s)",
-            ["", "notif/s", "wall s", "1st chunk ms", "chunk-span/s", "server CPU s", "µs CPU/chunk", "bench CPU s", "1st prompt ms", "peak RSS MB", "target"],
             [
-                [k, s["notif_per_s"], s["wall_s"], s.get("first_chunk_ms"), s.get("chunk_span_per_s"),
-                 s.get("server_cpu_s"), s.get("server_us_per_chunk"), s.get("client_cpu_s"), s["first_prompt_ms"], mb(s.get("rss_kb")),
-                 verdict(s["notif_per_s"] >= TARGET_NOTIF_PER_S)]
+                "",
+                "notif/s",
+                "wall s",
+                "1st chunk ms",
+                "chunk-span/s",
+                "server CPU s",
+                "µs CPU/chunk",
+                "bench CPU s",
+                "1st prompt ms",
+                "peak RSS MB",
+                "target",
+            ],
+            [
+                [
+                    k,
+                    s["notif_per_s"],
+                    s["wall_s"],
+                    s.get("first_chunk_ms"),
+                    s.get("chunk_span_per_s"),
+                    s.get("server_cpu_s"),
+                    s.get("server_us_per_chunk"),
+                    s.get("client_cpu_s"),
+                    s["first_prompt_ms"],
+                    mb(s.get("rss_kb")),
+                    verdict(s["notif_per_s"] >= TARGET_NOTIF_PER_S),
+                ]
                 for k, s in streams.items()
             ],
         )
@@ -370,12 +456,18 @@ async def main(quick: bool) -> int:
             "req_per_s": {k: round_sig(v["rps"]) for k, v in rtt.items()},
             "notif_per_s": {k: round_sig(v["notif_per_s"]) for k, v in streams.items()},
             "peak_rss_mb": round_sig(
-                max([mb(s.get("rss_kb")) or 0 for s in streams.values()] + [mb(r["rss_kb"]) or 0 for r in rtt.values()])
+                max(
+                    [mb(s.get("rss_kb")) or 0 for s in streams.values()]
+                    + [mb(r["rss_kb"]) or 0 for r in rtt.values()]
+                )
             ),
             "targets": {
                 "init_lt_500ms": all(v["median"] < TARGET_INIT_MS for v in spawn.values()),
-                "rtt_lt_1ms": all(v["mean"] < TARGET_RTT_MS for k, v in rtt.items() if not k.startswith("echo")),
-                "notif_ge_20k": bool(streams) and all(v["notif_per_s"] >= TARGET_NOTIF_PER_S for v in streams.values()),
+                "rtt_lt_1ms": all(
+                    v["mean"] < TARGET_RTT_MS for k, v in rtt.items() if not k.startswith("echo")
+                ),
+                "notif_ge_20k": bool(streams)
+                and all(v["notif_per_s"] >= TARGET_NOTIF_PER_S for v in streams.values()),
             },
         }
     )
@@ -384,7 +476,9 @@ async def main(quick: bool) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer spawns and round trips (smoke run)")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer spawns and round trips (smoke run)"
+    )
     args = parser.parse_args()
     os.chdir(REPO)
     sys.exit(asyncio.run(main(args.quick)))

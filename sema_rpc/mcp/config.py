@@ -151,7 +151,7 @@ def _parse_entry(
     kind = raw.get("type", raw.get("transport"))
     if kind not in (None, "stdio") or ("url" in raw and "command" not in raw):
         raise _EntryError(
-            f"only stdio servers (with a \"command\") are supported, not {kind or 'url'!r}"
+            f'only stdio servers (with a "command") are supported, not {kind or "url"!r}'
         )
     command = raw.get("command")
     if not isinstance(command, str) or not command.strip():

@@ -63,9 +63,32 @@ _STDERR_LINES = 40
 _STDERR_LINE_CHARS = 400
 _STDERR_TAIL_LINES = 10
 _STDERR_TAIL_CHARS = 1500
-MCP_MISSING = (
-    "the `mcp` package is not installed; install it with `pip install 'sema-rpc[mcp]'`"
+PASSTHROUGH_ENV = (
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_RUNTIME_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
 )
+"""Inherited on top of the SDK's minimal set (HOME, PATH, SHELL, TERM, USER, LOGNAME).
+
+Locale, temp dir, proxies and CA bundles only: no secrets. Anything else a server needs
+is configured in its `env` (files may say `"TOKEN": "${TOKEN}"`)."""
+MCP_MISSING = "the `mcp` package is not installed; install it with `pip install 'sema-rpc[mcp]'`"
 
 
 class _StderrTail:
@@ -184,8 +207,9 @@ class _ServerHandle:
         from sema_rpc import __version__
 
         cfg = self.config
+        env = {k: v for k in PASSTHROUGH_ENV if (v := os.environ.get(k)) is not None}
         params = StdioServerParameters(
-            command=cfg.command, args=cfg.args, env=cfg.env or None, cwd=cfg.cwd
+            command=cfg.command, args=cfg.args, env=env | cfg.env, cwd=cfg.cwd
         )
         async with AsyncExitStack() as stack:
             try:
@@ -352,6 +376,11 @@ class McpManager:
             raise RuntimeError("McpManager is closed")
         if isinstance(servers, McpConfig):
             for error in servers.errors:
+                if any(
+                    e["source"] == error.source and e["name"] in (error.server, error.source)
+                    for e in self._extra_status
+                ):
+                    continue
                 self._extra_status.append(
                     {
                         "name": error.server or error.source,

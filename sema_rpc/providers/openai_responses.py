@@ -42,7 +42,14 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.engine.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from sema_rpc.engine.messages import (
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 from sema_rpc.providers._common import (
     LoopBoundClient,
     looks_like_context_overflow,
@@ -110,12 +117,11 @@ def _assistant_items(m: Message) -> list[dict[str, Any]]:
                 )
 
     for b in m.content:
-        t = b.type
-        if t == "text":
+        if isinstance(b, TextBlock):
             texts.append(b.text)
             continue
         flush_text()
-        if t == "thinking":
+        if isinstance(b, ThinkingBlock):
             if b.encrypted_content:  # anything else cannot be sent back with store=False
                 items.append(
                     {
@@ -126,7 +132,7 @@ def _assistant_items(m: Message) -> list[dict[str, Any]]:
                         "encrypted_content": b.encrypted_content,
                     }
                 )
-        elif t == "tool_use":
+        elif isinstance(b, ToolUseBlock):
             items.append(
                 {
                     "type": "function_call",
@@ -152,14 +158,14 @@ def to_input_items(messages: list[Message]) -> list[dict[str, Any]]:
             continue
         texts: list[str] = []
         for b in m.content:
-            if b.type == "tool_result":
+            if isinstance(b, ToolResultBlock):
                 content = b.content
                 if b.is_error and not content.lower().startswith("error"):
                     content = f"Error: {content}"
                 out.append(
                     {"type": "function_call_output", "call_id": b.tool_use_id, "output": content}
                 )
-            elif b.type == "text":
+            elif isinstance(b, TextBlock):
                 texts.append(b.text)
         if texts:
             out.append(_user_message(texts))
@@ -271,6 +277,17 @@ class _Accumulator:
             if item_id:
                 self.by_id[item_id] = it
         return it
+
+    def final_reasoning(self, output: Any) -> None:
+        """The final response's reasoning items carry the encrypted content to keep (it
+        differs from the one in output_item.added, and even from output_item.done)."""
+        for item in output or []:
+            if getattr(item, "type", None) != "reasoning":
+                continue
+            it = self.by_id.get(getattr(item, "id", None) or "")
+            enc = getattr(item, "encrypted_content", None)
+            if it is not None and enc:
+                it.encrypted = enc
 
     def calls(self) -> list[_Item]:
         return [it for _, it in sorted(self.items.items()) if it.type == "function_call"]
@@ -462,6 +479,7 @@ class OpenAIResponsesProvider:
                     )
                     acc.incomplete_reason = getattr(resp.incomplete_details, "reason", None)
                     acc.usage = resp.usage
+                    acc.final_reasoning(resp.output)
                     if acc.status in ("failed", "cancelled"):
                         err = resp.error
                         failure = _failure(
@@ -524,7 +542,7 @@ class OpenAIResponsesProvider:
         if type_ == "reasoning":
             enc = getattr(item, "encrypted_content", None)
             if enc:
-                it.encrypted = enc  # the final one (output_item.done) wins
+                it.encrypted = enc  # the latest wins (response.completed has the last word)
             if done and not it.segments:
                 for n, s in enumerate(getattr(item, "summary", None) or []):
                     if getattr(s, "text", None):

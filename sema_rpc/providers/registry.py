@@ -3,8 +3,15 @@
     provider = provider_for(resolve_model("anthropic/claude-sonnet-4-5"))
     warm_up(profile)   # once a session names its model: `import anthropic` off the loop
 
+    # `--record DIR`: one recording provider per session, closed with the session
+    provider = provider_for(profile, record_to=recording.cassette_path(DIR, session_id))
+    ...
+    await provider.aclose()
+
 Providers are cached per (provider, base_url, api_key) — for replay per cassette path, so
 one process plays a cassette once across sessions (`ReplayProvider.reset()` rewinds).
+Recording providers are cached per (provider, base_url, api_key, cassette path): calling
+`provider_for` every turn returns the same one; after `aclose()` it reopens on next use.
 """
 
 from __future__ import annotations
@@ -12,7 +19,8 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sema_rpc.config import ConfigError, ModelProfile, max_retries
 
@@ -24,6 +32,7 @@ __all__ = ["aclose_all", "clear_cache", "provider_for", "warm_up"]
 log = logging.getLogger("sema_rpc.providers")
 
 _cache: dict[tuple[str, str | None, str | None], Provider] = {}
+_recording: dict[tuple[str, str | None, str | None, str], Provider] = {}
 _lock = threading.Lock()
 _warming: dict[str, threading.Thread] = {}
 
@@ -36,16 +45,20 @@ def _cache_key(profile: ModelProfile) -> tuple[str, str | None, str | None]:
     return (profile.provider, profile.base_url, profile.api_key)
 
 
-def _create(profile: ModelProfile) -> Provider:
+def _create(profile: ModelProfile, http_client: Any = None) -> Provider:
     p = profile.provider
     if p == "anthropic":
         from sema_rpc.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(profile.api_key, profile.base_url, max_retries=max_retries())
+        return AnthropicProvider(
+            profile.api_key, profile.base_url, max_retries=max_retries(), http_client=http_client
+        )
     if p == "openai":
         from sema_rpc.providers.openai_chat import OpenAIChatProvider
 
-        return OpenAIChatProvider(profile.api_key, profile.base_url, max_retries=max_retries())
+        return OpenAIChatProvider(
+            profile.api_key, profile.base_url, max_retries=max_retries(), http_client=http_client
+        )
     if p == "replay":
         from sema_rpc.providers.replay import ReplayProvider
 
@@ -56,13 +69,38 @@ def _create(profile: ModelProfile) -> Provider:
         except ImportError:
             raise ConfigError("provider 'openai-responses' is not available yet") from None
         return mod.OpenAIResponsesProvider(  # type: ignore[no-any-return]
-            profile.api_key, profile.base_url, max_retries=max_retries()
+            profile.api_key, profile.base_url, max_retries=max_retries(), http_client=http_client
         )
     raise ConfigError(f"unknown provider {p!r} in profile {profile.name!r}")
 
 
-def provider_for(profile: ModelProfile) -> Provider:
-    """The (cached) provider for a profile. Raises ConfigError for an unknown provider."""
+def _create_recording(profile: ModelProfile, path: Path) -> Provider:
+    if profile.provider not in _SDK_FOR:
+        raise ConfigError(f"unknown provider {profile.provider!r} in profile {profile.name!r}")
+    from sema_rpc.providers.recording import RecordingProvider
+
+    try:
+        return RecordingProvider(
+            profile.provider, lambda http: _create(profile, http_client=http), path
+        )
+    except OSError as e:
+        raise ConfigError(f"cannot record to {path}: {e.strerror or e}") from None
+
+
+def provider_for(profile: ModelProfile, record_to: str | Path | None = None) -> Provider:
+    """The (cached) provider for a profile. Raises ConfigError for an unknown provider.
+
+    `record_to`: a cassette file (see `recording.cassette_path`); every model exchange is
+    appended to it, replayable with `replay/<path>`. A replay profile is never recorded.
+    """
+    if record_to is not None and profile.provider != "replay":
+        path = Path(record_to).expanduser().resolve()
+        rkey = (*_cache_key(profile), str(path))
+        with _lock:
+            provider = _recording.get(rkey)
+            if provider is None:
+                provider = _recording[rkey] = _create_recording(profile, path)
+            return provider
     key = _cache_key(profile)
     with _lock:
         provider = _cache.get(key)
@@ -108,6 +146,8 @@ def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
                 mods.append("sema_rpc.providers.anthropic")
             if "openai" in modules:
                 mods.append("sema_rpc.providers.openai_chat")
+            if profile.provider == "openai-responses":
+                mods.append("sema_rpc.providers.openai_responses")
             _import_quietly(mods)
 
         thread = threading.Thread(target=run, name=f"warm-{key}", daemon=True)
@@ -120,13 +160,15 @@ def clear_cache() -> None:
     """Forget cached providers (tests)."""
     with _lock:
         _cache.clear()
+        _recording.clear()
 
 
 async def aclose_all() -> None:
-    """Close every cached provider's HTTP client (at shutdown)."""
+    """Close every cached provider's HTTP client (at shutdown), recording files too."""
     with _lock:
-        providers = list(_cache.values())
+        providers = [*_cache.values(), *_recording.values()]
         _cache.clear()
+        _recording.clear()
     for p in providers:
         try:
             await p.aclose()

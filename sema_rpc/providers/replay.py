@@ -8,7 +8,8 @@ Cassette format (JSONL, UTF-8; one model exchange per line, in call order)::
      "headers": {...},          # response headers (content-type defaults to text/event-stream)
      "body": "<raw response text>"}   # the SSE stream verbatim (or the JSON error body)
 
-Blank lines and lines starting with `#` are ignored. A recorder writes the same format.
+Blank lines and lines starting with `#` are ignored. `recording.py` writes this format
+(plus informational keys such as `path`, `incomplete`, `error`, ignored here).
 
 On the n-th `stream()` call the n-th exchange's body is served to the matching provider
 class (AnthropicProvider / OpenAIChatProvider / OpenAIResponsesProvider) through an in-process httpx2 transport, so

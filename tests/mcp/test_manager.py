@@ -192,6 +192,15 @@ async def test_call_timeout_and_config_errors_in_status(
         assert slow.is_error and "timed out" in slow.content and "'crashy'" in slow.content
         echo = await call(tools["mcp__crashy__echo"], tmp_path, text="still here")
         assert echo.content == "still here"
+
+        # An interrupted call (the engine cancels the tool) leaves the connection usable.
+        monkeypatch.setenv("SEMA_MCP_TIMEOUT_S", "30")
+        with anyio.move_on_after(0.3) as scope:
+            await call(tools["mcp__crashy__sleep"], tmp_path, seconds=5)
+        assert scope.cancelled_caught
+        echo = await call(tools["mcp__crashy__echo"], tmp_path, text="after cancel")
+        assert echo.content == "after cancel"
+        assert manager.status()[0]["state"] == "connected"
     finally:
         await manager.aclose()
 

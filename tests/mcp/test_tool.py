@@ -79,9 +79,7 @@ def test_schema_input_and_permission(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 async def test_a_broken_server_gives_an_error_result(tmp_path: Path) -> None:
     tool = McpTool(_Dead(), "list_dir", None, SCHEMA)
-    out = await tool.call(
-        tool.Input.model_validate({"path": "."}), ToolContext(tmp_path, "s")
-    )
+    out = await tool.call(tool.Input.model_validate({"path": "."}), ToolContext(tmp_path, "s"))
     assert out.is_error
     assert "'files'" in out.content and "pipe closed" in out.content
 
