@@ -100,3 +100,51 @@ def _abandon(client: Any) -> None:
         http._state = ClientState.CLOSED
     except Exception:  # pragma: no cover - private API moved; only noise is lost
         pass
+
+
+class SdkProvider:
+    """What every provider built on an official SDK shares: its connection settings and one
+    SDK client per event loop. Subclasses set `name` and implement `_sdk_client(**kwargs)`
+    (importing the SDK there, lazily) and `stream()`."""
+
+    name = "sdk"
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        http_client: Any = None,
+    ) -> None:
+        self._api_key = api_key
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self._http_client = http_client
+        self._client = LoopBoundClient()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+    def _sdk_client(self, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def _make_client(self) -> Any:
+        api_key = self._api_key
+        if api_key is None and self.base_url:
+            api_key = "sema-no-key"  # local and proxy servers often need none
+        kwargs: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": self.base_url,
+            "max_retries": self.max_retries,
+        }
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
+        if self._http_client is not None:
+            kwargs["http_client"] = self._http_client
+        return self._sdk_client(**kwargs)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from sema_rpc.engine.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sema_rpc.providers._common import (
-    LoopBoundClient,
+    SdkProvider,
     looks_like_context_overflow,
     parse_tool_input,
 )
@@ -251,49 +251,15 @@ def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
     return classify_other(exc, started=started)
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(SdkProvider):
     """A configured connection to an OpenAI Chat Completions endpoint."""
 
     name = "openai"
 
-    def __init__(
-        self,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        *,
-        max_retries: int = 2,
-        timeout: float | None = None,
-        http_client: Any = None,
-    ) -> None:
-        self._api_key = api_key
-        self.base_url = base_url
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self._http_client = http_client
-        self._client = LoopBoundClient()
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatProvider(base_url={self.base_url!r})"
-
-    def _make_client(self) -> Any:
+    def _sdk_client(self, **kwargs: Any) -> Any:
         import openai
 
-        api_key = self._api_key
-        if api_key is None and self.base_url:
-            api_key = "sema-no-key"  # local OpenAI-compatible servers often need none
-        kwargs: dict[str, Any] = {
-            "api_key": api_key,
-            "base_url": self.base_url,
-            "max_retries": self.max_retries,
-        }
-        if self.timeout is not None:
-            kwargs["timeout"] = self.timeout
-        if self._http_client is not None:
-            kwargs["http_client"] = self._http_client
         return openai.AsyncOpenAI(**kwargs)
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         acc = _Accumulator()

@@ -5,8 +5,9 @@ a snapshot on every event) and accumulates deltas in lists, per output item:
 
 - `response.output_text.delta` (and `refusal.delta`) → TextDelta;
 - `response.reasoning_summary_text.delta` / `reasoning_text.delta` → ThinkingDelta; the
-  reasoning item's id and `encrypted_content` (taken from `output_item.done`: it differs
-  from the one in `output_item.added`) are kept on the ThinkingBlock;
+  reasoning item's id and `encrypted_content` are kept on the ThinkingBlock (the latest
+  one: `output_item.added`, `.done` and `response.completed` each carry a different
+  string; the final response's is what the SDK helper returns);
 - `response.output_item.added` of a `function_call` → ToolCallStarted(call_id, name); the
   arguments stream as `function_call_arguments.delta`, `.done` carries the whole string;
 - `response.completed` / `response.incomplete` end the response (usage, status,
@@ -51,7 +52,7 @@ from sema_rpc.engine.messages import (
     Usage,
 )
 from sema_rpc.providers._common import (
-    LoopBoundClient,
+    SdkProvider,
     looks_like_context_overflow,
     parse_tool_input,
 )
@@ -379,49 +380,15 @@ def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
     return err
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(SdkProvider):
     """A configured connection to an OpenAI Responses endpoint."""
 
     name = "openai-responses"
 
-    def __init__(
-        self,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        *,
-        max_retries: int = 2,
-        timeout: float | None = None,
-        http_client: Any = None,
-    ) -> None:
-        self._api_key = api_key
-        self.base_url = base_url
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self._http_client = http_client
-        self._client = LoopBoundClient()
-
-    def __repr__(self) -> str:
-        return f"OpenAIResponsesProvider(base_url={self.base_url!r})"
-
-    def _make_client(self) -> Any:
+    def _sdk_client(self, **kwargs: Any) -> Any:
         import openai
 
-        api_key = self._api_key
-        if api_key is None and self.base_url:
-            api_key = "sema-no-key"  # local Responses-compatible servers often need none
-        kwargs: dict[str, Any] = {
-            "api_key": api_key,
-            "base_url": self.base_url,
-            "max_retries": self.max_retries,
-        }
-        if self.timeout is not None:
-            kwargs["timeout"] = self.timeout
-        if self._http_client is not None:
-            kwargs["http_client"] = self._http_client
         return openai.AsyncOpenAI(**kwargs)
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         acc = _Accumulator()
