@@ -84,7 +84,11 @@ def run_main(argv: list[str]) -> int:
         "--permission-mode", choices=["default", "acceptEdits", "bypass"], default="default"
     )
     parser.add_argument(
-        "--yes", "-y", action="store_true", help="allow every tool call (permission mode bypass)"
+        "--yes",
+        "-y",
+        action="store_true",
+        help="allow every tool call (permission mode bypass; paths outside the workspace are "
+        "allowed too). Without it, calls that need consent are refused and the model is told.",
     )
     parser.add_argument("--log-level", default=None)
     args = parser.parse_args(argv)
@@ -95,15 +99,20 @@ def run_main(argv: list[str]) -> int:
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     from sema_rpc.runner import run_once
 
-    return asyncio.run(
-        run_once(
-            prompt,
-            model=args.model,
-            working_dir=os.path.abspath(args.cwd),
-            output_format=args.format,
-            permission_mode="bypass" if args.yes else args.permission_mode,
+    try:
+        return asyncio.run(
+            run_once(
+                prompt,
+                model=args.model,
+                working_dir=os.path.abspath(args.cwd),
+                output_format=args.format,
+                permission_mode="bypass" if args.yes else args.permission_mode,
+                yes=args.yes,
+                log_level=args.log_level,
+            )
         )
-    )
+    except KeyboardInterrupt:
+        return 130
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,74 +1,217 @@
-"""`sema-rpc run`: one prompt, in process, printing the event stream.
+"""`sema-rpc run`: one prompt through a real server, driven by the Python client.
 
-`--format jsonl` prints every notification exactly as the server would send it, then the
-prompt's answer as a JSON-RPC response (`{"jsonrpc":"2.0","id":1,"result":{...}}`).
-`--format text` prints the answer text on stdout and one line per tool call on stderr.
-The exit code follows the stop reason (see cli.EXIT_CODES).
+`run` spawns `python -m sema_rpc --jsonl` with `sema_client.SemaClient`, so it exercises
+exactly what an editor sees. `--format jsonl` prints every notification as received on
+the wire (one JSON object per line), then the prompt's response message
+(`{"jsonrpc":"2.0","id":…,"result":{…}}`). `--format text` streams the answer text to
+stdout and one line per tool call to stderr (`→ title` on start, `✗ title: error` on
+error). The exit code follows the stop reason (cli.EXIT_CODES); 2 for usage and
+configuration errors (no model, a bad working directory, an unreadable models.json).
+
+Permissions: without `--yes` the client declares no `permissions` capability, so a call
+that needs consent (a write, a non-read-only command, a path outside the workspace) is
+refused and the model gets a tool error saying why. `--yes` sets the permission mode to
+`bypass`; paths outside the workspace stay refused even then (bypass never extends past
+the workspace, and nobody is there to ask).
+
+Ctrl-C sends `session/interrupt` and waits for the prompt's answer (exit 130); a second
+Ctrl-C stops waiting.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import contextlib
+import os
+import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sema_rpc.protocol import (
-    EventParams,
-    RpcError,
-    SessionCreateParams,
-    SessionPromptParams,
-    WireModel,
-)
+if TYPE_CHECKING:
+    from sema_client import SemaClient
+
+USAGE_ERROR = 2
+
+# JSON-RPC errors from session/create or session/prompt that mean "fix your invocation or
+# configuration" rather than "the turn failed".
+_CONFIG_ERROR_CODES = {-32602, -32012, -32014}
 
 
-class PrintingBridge:
+class _Output:
+    """Writes the event stream in the chosen format."""
+
     def __init__(self, output_format: str):
         self.format = output_format
-        self.out = sys.stdout
+        self.stdout = sys.stdout
+        self.at_line_start = True
+        self.broken = False
 
-    def notify(self, event: EventParams) -> None:
-        if self.format == "jsonl":
-            line = json.dumps({"jsonrpc": "2.0", "method": event.event, "params": event.wire()})
-            self.out.write(line + "\n")
-            self.out.flush()
+    # ---- jsonl ------------------------------------------------------------------------
+    def raw_line(self, raw: bytes) -> None:
+        if self.broken:
             return
+        try:
+            out = self.stdout.buffer
+            out.write(raw.rstrip(b"\r\n") + b"\n")
+            out.flush()
+        except BrokenPipeError:
+            self._stdout_gone()
+
+    def on_message(self, message: dict[str, Any], raw: bytes) -> None:
+        method = message.get("method")
+        if isinstance(method, str) and "id" not in message and not method.startswith("$/"):
+            self.raw_line(raw)
+
+    # ---- text -------------------------------------------------------------------------
+    def text(self, delta: str) -> None:
+        if self.broken or not delta:
+            return
+        try:
+            self.stdout.write(delta)
+            self.stdout.flush()
+        except BrokenPipeError:
+            self._stdout_gone()
+            return
+        self.at_line_start = delta.endswith("\n")
+
+    def end_line(self) -> None:
+        if not self.at_line_start:
+            self.text("\n")
+
+    @staticmethod
+    def note(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    def on_event(self, event: Any) -> None:
         name = event.event
         if name == "message:text:chunk":
-            self.out.write(event.delta)  # type: ignore[attr-defined]
-            self.out.flush()
+            self.text(event.delta)
+        elif name == "message:complete":
+            self.end_line()
         elif name == "tool:execution:start":
-            print(f"→ {event.title}", file=sys.stderr)  # type: ignore[attr-defined]
+            self.end_line()
+            self.note(f"→ {event.title}")
         elif name == "tool:execution:error":
-            print(f"✗ {event.title}: {event.content[:200]}", file=sys.stderr)  # type: ignore[attr-defined]
+            self.end_line()
+            first = (event.content.strip().splitlines() or [""])[0]
+            self.note(f"✗ {event.title}: {first[:300]}")
         elif name == "session:error":
-            print(f"error: {event.error.message}", file=sys.stderr)  # type: ignore[attr-defined]
+            self.end_line()
+            self.note(f"error: {event.error.message}")
+        elif name == "session:interrupted":
+            self.end_line()
+            self.note("interrupted")
+        # config:no_models is not echoed: the prompt's -32012 answer says the same.
 
-    async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
-        return None  # nobody to ask: the permission mode decides
+    def _stdout_gone(self) -> None:
+        # The reader went away (`| head`): stop printing, let the turn finish quietly.
+        self.broken = True
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stdout.fileno())
+
+
+def _forward_stderr(chunk: bytes) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.buffer.write(chunk)
+        sys.stderr.flush()
 
 
 async def run_once(
-    prompt: str, *, model: str | None, working_dir: str, output_format: str, permission_mode: str
+    prompt: str,
+    *,
+    model: str | None,
+    working_dir: str,
+    output_format: str,
+    permission_mode: str,
+    yes: bool = False,
+    log_level: str | None = None,
 ) -> int:
-    from sema_rpc.cli import EXIT_CODES
-    from sema_rpc.engine.engine import SemaEngine
+    """Run one prompt through a spawned server; returns the process exit code."""
+    from sema_client import SemaClient, SemaConnectionError, SemaRpcError
 
-    bridge = PrintingBridge(output_format)
-    engine = SemaEngine(bridge)
+    from sema_rpc.cli import EXIT_CODES
+
+    out = _Output(output_format)
+    argv = [sys.executable, "-m", "sema_rpc", "--jsonl"]
+    if log_level:
+        argv += ["--log-level", log_level]
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    client: SemaClient | None = None
+    session_id: str | None = None
+    interrupts = 0
+    background: set[asyncio.Task[None]] = set()
+
+    def on_sigint() -> None:
+        # First Ctrl-C during a turn: interrupt it and wait for the answer. Before the
+        # turn, or a second time: stop waiting.
+        nonlocal interrupts
+        interrupts += 1
+        if client is None or session_id is None or interrupts > 1:
+            if main is not None:
+                main.cancel()
+            return
+        out.end_line()
+        out.note("^C interrupting… (Ctrl-C again to quit)")
+        task = loop.create_task(_interrupt(client, session_id))
+        background.add(task)
+        task.add_done_callback(background.discard)
+
+    sigint_installed = False
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        sigint_installed = True
+
+    responses: dict[Any, bytes] = {}
+
+    def tap(message: dict[str, Any], raw: bytes) -> None:
+        if "method" not in message and "id" in message:
+            responses[message["id"]] = raw
+        elif output_format == "jsonl":
+            out.on_message(message, raw)
+
+    code = 1
     try:
-        ready = await engine.create_session(
-            SessionCreateParams(
-                working_dir=working_dir, model=model, permission_mode=permission_mode
-            )  # type: ignore[arg-type]
+        client = await SemaClient.spawn(argv, jsonl=True, stderr_callback=_forward_stderr)
+        client.on_message(tap)
+        if output_format != "jsonl":
+            client.on_notification(out.on_event)
+        await client.initialize(client_info="sema-rpc run")
+        ready = await client.create_session(
+            working_dir, model=model, permission_mode="bypass" if yes else permission_mode
         )
-        result = await engine.prompt(SessionPromptParams(session_id=ready.session_id, input=prompt))
-    except RpcError as exc:
-        print(f"sema-rpc: {exc.message}", file=sys.stderr)
-        return 2
-    answer: dict[str, Any] = result.wire()
-    if output_format == "jsonl":
-        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": 1, "result": answer}) + "\n")
-    else:
-        sys.stdout.write("\n")
-    sys.stdout.flush()
-    return EXIT_CODES.get(result.stop_reason, 1)
+        session_id = ready.session_id
+        prompt_id = client.new_id()
+        try:
+            result = await client.prompt(ready.session_id, prompt, msg_id=prompt_id)
+        finally:
+            if output_format == "jsonl" and prompt_id in responses:
+                out.raw_line(responses[prompt_id])
+        out.end_line()
+        code = EXIT_CODES.get(result.stop_reason, 1)
+    except SemaRpcError as exc:
+        out.note(f"sema-rpc: {exc.message}")
+        code = USAGE_ERROR if exc.code in _CONFIG_ERROR_CODES else 1
+    except SemaConnectionError as exc:
+        out.note(f"sema-rpc: {exc}")
+        code = 1
+    except OSError as exc:
+        out.note(f"sema-rpc: could not start the server: {exc}")
+        code = 1
+    except asyncio.CancelledError:
+        code = 130
+        if main is not None:
+            main.uncancel()
+    finally:
+        if sigint_installed:
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(signal.SIGINT)
+        if client is not None:
+            await client.close()
+    return code
+
+
+async def _interrupt(client: SemaClient, session_id: str) -> None:
+    with contextlib.suppress(Exception):
+        await client.interrupt(session_id)

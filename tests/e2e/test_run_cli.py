@@ -1,0 +1,141 @@
+"""`sema-rpc run` as a user runs it: a subprocess that spawns the server through sema_client."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.support.scripted_llm import Reply, ScriptedLLM
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = "anthropic/claude-test"
+
+
+def run(
+    *args: str, env: dict[str, str], stdin: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sema_rpc", "run", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env={**os.environ, "PYTHONIOENCODING": "utf-8", **env},
+        cwd=REPO,
+        timeout=timeout,
+    )
+
+
+def jsonl(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def test_text_format_prompt_from_stdin_and_yes_lets_a_write_through(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": "out.txt", "content": "42\n"})], text="Writing."),
+        Reply.text("The answer is written.", chunks=4),
+    )
+    proc = run(
+        "--format", "text", "--yes", "--model", MODEL, "--cwd", str(workspace), "-",
+        env=server_env,
+        stdin="write the answer\n",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (workspace / "out.txt").read_text() == "42\n"
+    assert proc.stdout == "Writing.\nThe answer is written.\n"
+    assert "→ Write" in proc.stderr
+    user = scripted_llm.requests[0].body["messages"][0]["content"]
+    assert "write the answer" in json.dumps(user)
+
+
+def test_jsonl_without_yes_refuses_the_write_and_a_provider_error_exits_1(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": "out.txt", "content": "x"})]),
+        Reply.error(400, message="scripted failure"),
+    )
+    proc = run("--model", MODEL, "--cwd", str(workspace), "write it", env=server_env)
+    assert proc.returncode == 1, proc.stderr
+    assert not (workspace / "out.txt").exists()
+    messages = jsonl(proc.stdout)
+    *events, answer = messages
+    assert all(m["jsonrpc"] == "2.0" and "method" in m and "id" not in m for m in events)
+    assert answer["result"]["stopReason"] == "error" and isinstance(answer["id"], int)
+    methods = [m["method"] for m in events]
+    assert methods[0] == "session:ready" and "session:error" in methods
+    [error] = [m["params"] for m in events if m["method"] == "tool:execution:error"]
+    assert "no one can be asked" in error["content"], "the refusal is a clear tool error"
+    seqs = [m["params"]["seq"] for m in events]
+    assert seqs == list(range(1, len(seqs) + 1)), "every notification, in wire order"
+
+
+def test_no_model_is_a_usage_error(tmp_path: Path, workspace: Path):
+    env = {"SEMA_ROOT": str(tmp_path / "root"), "ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
+    proc = run("--format", "text", "--cwd", str(workspace), "hi", env=env)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "no model" in proc.stderr.lower()
+
+
+def test_demo_command_prints_the_whole_event_stream():
+    proc = run(
+        "--model", "replay/demo", "--format", "jsonl",
+        "--cwd", "sema_rpc/data/demo-workspace", "What is in this project?",
+        env={},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert all(line.startswith('{"jsonrpc":"2.0",') for line in lines)
+    *events, answer = [json.loads(line) for line in lines]
+    methods = [m["method"] for m in events]
+    assert methods[0] == "session:ready" and methods[-1] == "state:update"
+    assert methods.count("tool:execution:complete") == 2
+    assert answer["result"]["stopReason"] == "end_turn"
+
+
+def test_ctrl_c_interrupts_the_turn_and_exits_130(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    gate = threading.Event()
+    reply = Reply.text("This answer never finishes.", chunks=6, gate=gate)
+    scripted_llm.script(reply)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sema_rpc", "run", "--model", MODEL, "--cwd", str(workspace), "go"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **server_env},
+        cwd=REPO,
+    )
+    try:
+        assert proc.stdout is not None
+        seen = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read() if proc.stderr else ""
+            seen.append(json.loads(line))
+            if seen[-1].get("method") == "message:text:chunk":
+                break
+        assert reply.at_gate.wait(10)
+        proc.send_signal(signal.SIGINT)
+        rest, stderr = proc.communicate(timeout=30)
+    finally:
+        gate.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    *events, answer = seen + jsonl(rest)
+    assert answer["result"]["stopReason"] == "interrupted"
+    assert "session:interrupted" in [m["method"] for m in events]
