@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -27,9 +28,12 @@ __all__ = [
     "RpcFailure",
     "ScriptedLLM",
     "WireClient",
+    "close_client",
+    "host_header",
     "pct",
     "print_table",
     "server_env",
+    "stderr_tail",
     "verdict",
     "vm_hwm_kb",
 ]
@@ -74,6 +78,18 @@ def vm_hwm_kb(pid: int | None) -> int | None:
     return None
 
 
+def host_header() -> dict[str, Any]:
+    """Print the host line (CPUs, load) and warn when the machine is busy."""
+    cpus = os.cpu_count() or 1
+    load = os.getloadavg()[0]
+    print(f"host: {cpus} CPUs, load average {load:.2f} at start; python {sys.version.split()[0]}")
+    if load > 0.5 * cpus:
+        print(
+            "warning: the machine is busy: wall-clock figures will be noisy (CPU columns less so)"
+        )
+    return {"cpus": cpus, "load": round(load, 2)}
+
+
 def verdict(ok: bool | None) -> str:
     return "-" if ok is None else ("PASS" if ok else "MISS")
 
@@ -112,6 +128,21 @@ def _fmt(c: Any) -> str:
     return str(c)
 
 
+_last_stderr = [b""]
+
+
+async def close_client(client: WireClient) -> None:
+    """Close a server process; keep its stderr tail for failure reports."""
+    try:
+        await client.close()
+    finally:
+        _last_stderr[0] = bytes(client.stderr[-4000:])
+
+
+def stderr_tail(n: int = 1500) -> str:
+    return _last_stderr[0][-n:].decode("utf-8", "replace").strip()
+
+
 class Checks:
     """Functional failures collected across a script: any → non-zero exit."""
 
@@ -126,6 +157,14 @@ class Checks:
 
     def fail(self, what: str) -> None:
         self.check(False, what)
+
+    def section_failed(self, what: str, exc: BaseException) -> None:
+        """A section of a script raised: record it with the last server's stderr tail."""
+        tail = stderr_tail()
+        self.fail(
+            f"{what}: {type(exc).__name__}: {exc}"
+            + (f"\n    server stderr: {tail}" if tail else "")
+        )
 
     def finish(self, summary: dict[str, Any]) -> int:
         summary["ok"] = not self.failures

@@ -34,6 +34,8 @@ from _common import (
     RpcFailure,
     ScriptedLLM,
     WireClient,
+    close_client,
+    host_header,
     median,
     pct,
     print_table,
@@ -110,7 +112,7 @@ async def spawn_once(env: dict[str, str], jsonl: bool) -> tuple[float, int | Non
         elapsed = (time.perf_counter() - t0) * 1000
         return elapsed, vm_hwm_kb(pid_of(client))
     finally:
-        await client.close()
+        await close_client(client)
 
 
 async def python_floor_once() -> float:
@@ -132,7 +134,7 @@ async def import_profile(env: dict[str, str]) -> tuple[list[tuple[str, float, in
         await asyncio.sleep(0.1)  # let stderr catch up with stdout
         text = bytes(client.stderr).decode("utf-8", "replace")
     finally:
-        await client.close()
+        await close_client(client)
     rows = []
     total_us = 0
     for line in text.splitlines():
@@ -182,7 +184,7 @@ async def rtt_server(env: dict[str, str], jsonl: bool, workspace: Path) -> dict[
         cpu1 = cpu_seconds(pid_of(client))
         hwm = vm_hwm_kb(pid_of(client))
     finally:
-        await client.close()
+        await close_client(client)
     return _rtt_row(samples, wall, hwm, cpu0, cpu1)
 
 
@@ -208,7 +210,7 @@ async def rtt_echo_floor() -> dict[str, Any]:
         )
         wall = time.perf_counter() - t0
     finally:
-        await client.close()
+        await close_client(client)
     return _rtt_row(samples, wall, None, None, None)
 
 
@@ -267,7 +269,7 @@ async def stream(
         row["client_cpu_s"] = time.process_time() - own0
         row["rss_kb"] = vm_hwm_kb(pid)
     finally:
-        await client.close()
+        await close_client(client)
 
     chunks = [
         r
@@ -303,19 +305,19 @@ async def stream(
 # --------------------------------------------------------------------------- main
 
 
+FAILURES = (RpcFailure, TimeoutError, OSError, AssertionError, KeyError)
+
+
 async def main(quick: bool) -> int:
     global SPAWNS, RTT_N, RTT_WARMUP
     if quick:
         SPAWNS, RTT_N, RTT_WARMUP = 3, 200, 50
-    summary: dict[str, Any] = {"bench": "wire", "python": sys.version.split()[0]}
-    load = os.getloadavg()[0]
-    print(
-        f"host: {os.cpu_count()} CPUs, load average {load:.2f} at start; python {sys.version.split()[0]}"
-    )
+    summary: dict[str, Any] = {"bench": "wire", "host": host_header()}
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         print(
             "note: PYTHONDONTWRITEBYTECODE is set: modules without a .pyc are compiled on every spawn"
         )
+    targets: dict[str, bool] = {}
     with tempfile.TemporaryDirectory(prefix="sema-bench-wire-") as tmp, ScriptedLLM() as llm:
         root = Path(tmp) / "sema-root"
         root.mkdir()
@@ -324,52 +326,65 @@ async def main(quick: bool) -> int:
         (workspace / "README.md").write_text("# bench\n")
         env = server_env(llm, root)
 
-        # ---- imports (also compiles .pyc on a fresh checkout, before the timed spawns)
-        imports, import_total_ms, import_count = await import_profile(env)
-
-        # ---- spawn → initialize
-        floor = [await python_floor_once() for _ in range(SPAWNS)]
-        spawn: dict[str, dict[str, Any]] = {}
-        for name, jsonl in FRAMINGS:
-            times, hwms = [], []
-            for _ in range(SPAWNS):
-                ms, hwm = await spawn_once(env, jsonl)
-                times.append(ms)
-                hwms.append(hwm or 0)
-            spawn[name] = {
-                "median": median(times),
-                "min": min(times),
-                "max": max(times),
-                "rss_kb": max(hwms),
+        # ---- spawn → initialize (the import profile first: it also compiles .pyc files
+        # on a fresh checkout, before the timed spawns)
+        try:
+            imports, import_total_ms, import_count = await import_profile(env)
+            floor = [await python_floor_once() for _ in range(SPAWNS)]
+            spawn: dict[str, dict[str, Any]] = {}
+            for name, jsonl in FRAMINGS:
+                times, hwms = [], []
+                for _ in range(SPAWNS):
+                    ms, hwm = await spawn_once(env, jsonl)
+                    times.append(ms)
+                    hwms.append(hwm or 0)
+                spawn[name] = {
+                    "median": median(times),
+                    "min": min(times),
+                    "max": max(times),
+                    "rss_kb": max(hwms),
+                }
+            floor_ms = median(floor)
+            print_table(
+                f"spawn → initialize answered (median of {SPAWNS} fresh processes; target < {TARGET_INIT_MS:.0f} ms)",
+                ["", "median ms", "min ms", "max ms", "over floor ms", "peak RSS MB", "target"],
+                [["python -c pass (floor)", floor_ms, min(floor), max(floor), None, None, ""]]
+                + [
+                    [
+                        f"sema-rpc {n}",
+                        v["median"],
+                        v["min"],
+                        v["max"],
+                        v["median"] - floor_ms,
+                        mb(v["rss_kb"]),
+                        verdict(v["median"] < TARGET_INIT_MS),
+                    ]
+                    for n, v in spawn.items()
+                ],
+            )
+            print(
+                f"\n  imports before the initialize answer (-X importtime): {import_count} modules, "
+                f"{import_total_ms:.0f} ms total; top 8 cumulative:"
+            )
+            for name, cum, depth in imports[:8]:
+                print(f"    {cum:7.1f} ms  {'  ' * depth}{name}")
+            summary["init_ms"] = {k: round_sig(v["median"]) for k, v in spawn.items()}
+            summary["python_floor_ms"] = round_sig(floor_ms)
+            summary["imports_before_init"] = {
+                "count": import_count,
+                "ms": round_sig(import_total_ms),
             }
-        floor_ms = median(floor)
-        print_table(
-            f"spawn → initialize answered (median of {SPAWNS} fresh processes; target < {TARGET_INIT_MS:.0f} ms)",
-            ["", "median ms", "min ms", "max ms", "over floor ms", "peak RSS MB", "target"],
-            [["python -c pass (floor)", floor_ms, min(floor), max(floor), None, None, ""]]
-            + [
-                [
-                    f"sema-rpc {n}",
-                    s["median"],
-                    s["min"],
-                    s["max"],
-                    s["median"] - floor_ms,
-                    mb(s["rss_kb"]),
-                    verdict(s["median"] < TARGET_INIT_MS),
-                ]
-                for n, s in spawn.items()
-            ],
-        )
-        print(
-            f"\n  imports before the initialize answer (-X importtime): {import_count} modules, {import_total_ms:.0f} ms total; top 8 cumulative:"
-        )
-        for name, cum, depth in imports[:8]:
-            print(f"    {cum:7.1f} ms  {'  ' * depth}{name}")
+            targets["init_lt_500ms"] = all(v["median"] < TARGET_INIT_MS for v in spawn.values())
+        except FAILURES as exc:
+            checks.section_failed("spawn → initialize", exc)
 
         # ---- round trips
         rtt: dict[str, dict[str, Any]] = {}
         for name, jsonl in FRAMINGS:
-            rtt[name] = await rtt_server(env, jsonl, workspace)
+            try:
+                rtt[name] = await rtt_server(env, jsonl, workspace)
+            except FAILURES as exc:
+                checks.section_failed(f"round trips ({name})", exc)
         rtt["echo floor (jsonl)"] = await rtt_echo_floor()
         print_table(
             f"{RTT_N:,} sequential session/interrupt round trips (idle session; target mean < {TARGET_RTT_MS:g} ms)",
@@ -399,6 +414,12 @@ async def main(quick: bool) -> int:
                 for n, r in rtt.items()
             ],
         )
+        summary["rtt_mean_ms"] = {k: round_sig(v["mean"]) for k, v in rtt.items()}
+        summary["rtt_p99_ms"] = {k: round_sig(v["p99"]) for k, v in rtt.items()}
+        summary["req_per_s"] = {k: round_sig(v["rps"]) for k, v in rtt.items()}
+        servers = [v for k, v in rtt.items() if not k.startswith("echo")]
+        if servers:
+            targets["rtt_lt_1ms"] = all(v["mean"] < TARGET_RTT_MS for v in servers)
 
         # ---- streaming
         streams: dict[str, dict[str, Any]] = {}
@@ -410,8 +431,8 @@ async def main(quick: bool) -> int:
                 key = f"{label} {fname}"
                 try:
                     streams[key] = await stream(env, llm, workspace, model, jsonl)
-                except (RpcFailure, TimeoutError, OSError) as exc:
-                    checks.fail(f"{key}: {type(exc).__name__}: {exc}")
+                except FAILURES as exc:
+                    checks.section_failed(f"stream {key}", exc)
                     llm.reset()
         print_table(
             f"{DELTAS:,}-delta text stream → message:text:chunk (prompt sent → answered; target ≥ {TARGET_NOTIF_PER_S:,}/s)",
@@ -431,46 +452,32 @@ async def main(quick: bool) -> int:
             [
                 [
                     k,
-                    s["notif_per_s"],
-                    s["wall_s"],
-                    s.get("first_chunk_ms"),
-                    s.get("chunk_span_per_s"),
-                    s.get("server_cpu_s"),
-                    s.get("server_us_per_chunk"),
-                    s.get("client_cpu_s"),
-                    s["first_prompt_ms"],
-                    mb(s.get("rss_kb")),
-                    verdict(s["notif_per_s"] >= TARGET_NOTIF_PER_S),
+                    v["notif_per_s"],
+                    v["wall_s"],
+                    v.get("first_chunk_ms"),
+                    v.get("chunk_span_per_s"),
+                    v.get("server_cpu_s"),
+                    v.get("server_us_per_chunk"),
+                    v.get("client_cpu_s"),
+                    v["first_prompt_ms"],
+                    mb(v.get("rss_kb")),
+                    verdict(v["notif_per_s"] >= TARGET_NOTIF_PER_S),
                 ]
-                for k, s in streams.items()
+                for k, v in streams.items()
             ],
         )
-
-    summary.update(
-        {
-            "init_ms": {k: round_sig(v["median"]) for k, v in spawn.items()},
-            "python_floor_ms": round_sig(floor_ms),
-            "imports_before_init": {"count": import_count, "ms": round_sig(import_total_ms)},
-            "rtt_mean_ms": {k: round_sig(v["mean"]) for k, v in rtt.items()},
-            "rtt_p99_ms": {k: round_sig(v["p99"]) for k, v in rtt.items()},
-            "req_per_s": {k: round_sig(v["rps"]) for k, v in rtt.items()},
-            "notif_per_s": {k: round_sig(v["notif_per_s"]) for k, v in streams.items()},
-            "peak_rss_mb": round_sig(
-                max(
-                    [mb(s.get("rss_kb")) or 0 for s in streams.values()]
-                    + [mb(r["rss_kb"]) or 0 for r in rtt.values()]
-                )
-            ),
-            "targets": {
-                "init_lt_500ms": all(v["median"] < TARGET_INIT_MS for v in spawn.values()),
-                "rtt_lt_1ms": all(
-                    v["mean"] < TARGET_RTT_MS for k, v in rtt.items() if not k.startswith("echo")
-                ),
-                "notif_ge_20k": bool(streams)
-                and all(v["notif_per_s"] >= TARGET_NOTIF_PER_S for v in streams.values()),
-            },
+        summary["notif_per_s"] = {k: round_sig(v["notif_per_s"]) for k, v in streams.items()}
+        summary["us_cpu_per_chunk"] = {
+            k: round_sig(v.get("server_us_per_chunk")) for k, v in streams.items()
         }
-    )
+        if streams:
+            targets["notif_ge_20k"] = all(
+                v["notif_per_s"] >= TARGET_NOTIF_PER_S for v in streams.values()
+            )
+        rss = [mb(v.get("rss_kb")) or 0 for v in [*streams.values(), *rtt.values()]]
+        summary["peak_rss_mb"] = round_sig(max(rss)) if rss else None
+
+    summary["targets"] = targets
     return checks.finish(summary)
 
 

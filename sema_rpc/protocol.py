@@ -52,6 +52,7 @@ class ErrorCode:
     NO_MODEL_CONFIGURED = -32012
     SHUTTING_DOWN = -32013
     CONFIG_ERROR = -32014
+    HISTORY_UNREADABLE = -32015
 
 
 class RpcError(Exception):
@@ -316,6 +317,75 @@ class TodosUpdateParams(EventParams):
     todos: list[TodoItem]
 
 
+# --------------------------------------------------------------------------- sessions that last
+# session/list, session/dispose, session/compact; session:cleared, compact:exec.
+
+CompactTrigger = Literal["auto", "manual", "overflow"]
+CompactStrategy = Literal["summary", "truncate", "none"]
+
+
+class SessionListParams(WireModel):
+    working_dir: str | None = Field(
+        None, description="Only sessions created in this directory; omitted: every project."
+    )
+
+
+class SessionListItem(WireModel):
+    session_id: str
+    working_dir: str | None = Field(None, description="Where the session was created.")
+    title: str | None = Field(None, description="The first user input (first 100 characters).")
+    updated_at: str = Field(description="ISO 8601 UTC time of the last write to its history.")
+    message_count: int = Field(description="Messages in the full history on disk.")
+
+
+class SessionListResult(WireModel):
+    sessions: list[SessionListItem] = Field(description="Newest first.")
+
+
+SessionDisposeParams = SessionRef
+
+
+class SessionDisposeResult(WireModel):
+    disposed: bool = True
+    interrupted: bool = Field(False, description="A turn was running and was interrupted.")
+
+
+class SessionCompactParams(WireModel):
+    session_id: str
+    instructions: str | None = Field(
+        None, description="Extra instructions for the summary (what to keep, what to focus on)."
+    )
+
+
+class CompactFigures(WireModel):
+    strategy: CompactStrategy = Field(
+        description="`summary`; `truncate` (the fallback); `none` (nothing was compacted)."
+    )
+    token_before: int
+    token_compact: int
+    compact_rate: float = Field(description="tokenCompact / tokenBefore.")
+    err_msg: str | None = Field(
+        None, description="Why the summary was not used (then `strategy` is `truncate`/`none`)."
+    )
+
+
+class SessionCompactResult(CompactFigures):
+    usage: TokenUsage
+
+
+class CompactExecParams(EventParams, CompactFigures):
+    event: ClassVar[str] = "compact:exec"
+    trigger: CompactTrigger = Field(
+        "auto",
+        description="`auto` (threshold), `manual` (`/compact`, `session/compact`), "
+        "`overflow` (the provider said the prompt is too long).",
+    )
+
+
+class SessionClearedParams(EventParams):
+    event: ClassVar[str] = "session:cleared"
+
+
 # --------------------------------------------------------------------------- server → client requests
 
 
@@ -335,6 +405,111 @@ class PermissionResult(WireModel):
     feedback: str | None = Field(
         None, description="With `reject`: text returned to the model; the turn continues."
     )
+
+
+# --------------------------------------------------------------------------- context and extensibility
+# @references, subagents, AskUserQuestion, ExitPlanMode, command/list, tool/list (issue 5).
+
+
+class FileReference(WireModel):
+    type: Literal["file", "dir"]
+    name: str = Field(description="Path relative to the working dir, with `:N` / `:N-M` if given.")
+    content: str = Field("", description="Numbered lines (file) or the entries (dir).")
+    error: str | None = Field(
+        None, description="Why it was not read (missing, binary, outside the workspace, …)."
+    )
+
+
+class FileReferenceParams(EventParams):
+    event: ClassVar[str] = "file:reference"
+    references: list[FileReference]
+
+
+class TaskAgentStartParams(EventParams):
+    event: ClassVar[str] = "task:agent:start"
+    task_id: str = Field(description="The subagent's id: its events carry it as `agentId`.")
+    subagent_type: str
+    description: str
+    prompt: str
+
+
+class TaskAgentEndParams(EventParams):
+    event: ClassVar[str] = "task:agent:end"
+    task_id: str
+    status: Literal["completed", "failed", "interrupted"]
+    content: str = Field("", description="The subagent's final text, or the error.")
+
+
+class AskQuestionOption(WireModel):
+    label: str
+    description: str = ""
+
+
+class AskQuestion(WireModel):
+    question: str
+    header: str
+    options: list[AskQuestionOption]
+    multi_select: bool = False
+
+
+class AskQuestionRequestParams(EventParams):
+    event: ClassVar[str] = "ask:question:request"
+    questions: list[AskQuestion]
+
+
+class AskQuestionResult(WireModel):
+    answers: dict[str, str] = Field(
+        description="Question text → the chosen label, labels joined with `, ` (multiSelect), "
+        "or the user's own text."
+    )
+
+
+PlanExitDecision = Literal["startEditing", "clearContextAndStart", "keepPlanning"]
+
+
+class PlanExitRequestParams(EventParams):
+    event: ClassVar[str] = "plan:exit:request"
+    plan_file_path: str = Field(description="Absolute path of the saved plan (.md).")
+    plan_content: str
+    options: list[PlanExitDecision]
+
+
+class PlanExitResult(WireModel):
+    decision: PlanExitDecision
+    feedback: str | None = Field(
+        None, description="Returned to the model (with keepPlanning: what to change)."
+    )
+
+
+class CommandListParams(WireModel):
+    working_dir: str = Field(description="The project whose `.sema/commands` are listed.")
+
+
+class CommandListItem(WireModel):
+    name: str = Field(description="Without the slash, e.g. `frontend:test`.")
+    description: str = ""
+    argument_hint: str | None = None
+    source: Literal["project", "user"]
+
+
+class CommandListResult(WireModel):
+    commands: list[CommandListItem]
+
+
+class ToolListParams(WireModel):
+    session_id: str
+
+
+class ToolListItem(WireModel):
+    name: str
+    description: str
+    source: Literal["builtin", "skill", "mcp"]
+    enabled: bool = Field(description="Offered to the model this turn (useTools, Plan mode).")
+    read_only: bool
+
+
+class ToolListResult(WireModel):
+    tools: list[ToolListItem]
 
 
 # --------------------------------------------------------------------------- registry
@@ -385,6 +560,25 @@ METHODS: dict[str, MethodSpec] = {
             ModeUpdateResult,
             "Switch between Agent and Plan mode. Emits `mode:update`.",
         ),
+        # sessions that last
+        MethodSpec(
+            "session/list",
+            SessionListParams,
+            SessionListResult,
+            "Sessions with a history on disk, newest first; optionally of one project.",
+        ),
+        MethodSpec(
+            "session/dispose",
+            SessionDisposeParams,
+            SessionDisposeResult,
+            "Interrupt the session's turn, wait for it, and drop the session from memory.",
+        ),
+        MethodSpec(
+            "session/compact",
+            SessionCompactParams,
+            SessionCompactResult,
+            "Compact the session's history now (like `/compact`). Emits `compact:exec`.",
+        ),
     ]
 }
 
@@ -409,6 +603,12 @@ _EVENT_MODELS: list[type[EventParams]] = [
     SessionErrorParams,
     ConfigNoModelsParams,
     ModeUpdateEventParams,
+    SessionClearedParams,
+    CompactExecParams,
+    # context and extensibility
+    FileReferenceParams,
+    TaskAgentStartParams,
+    TaskAgentEndParams,
 ]
 NOTIFICATIONS: dict[str, type[EventParams]] = {cls.event: cls for cls in _EVENT_MODELS}
 
@@ -432,5 +632,38 @@ SERVER_REQUESTS: dict[str, ServerRequestSpec] = {
             "permissions",
             "Ask the editor's consent before a tool call that writes or runs.",
         ),
+        # context and extensibility
+        ServerRequestSpec(
+            "ask:question:request",
+            AskQuestionRequestParams,
+            AskQuestionResult,
+            "askQuestion",
+            "AskUserQuestion: 1-4 multiple-choice questions for the user.",
+        ),
+        ServerRequestSpec(
+            "plan:exit:request",
+            PlanExitRequestParams,
+            PlanExitResult,
+            "planExit",
+            "ExitPlanMode: approve the saved plan, or keep planning.",
+        ),
     ]
 }
+
+
+PENDING_METHODS: list[MethodSpec] = [
+    # Context and extensibility: the lead moves these into METHODS together with their
+    # handlers in rpc/server.py (which asserts that every METHODS entry has one).
+    MethodSpec(
+        "command/list",
+        CommandListParams,
+        CommandListResult,
+        "The custom slash commands of a project (`.sema/commands`) and the user's.",
+    ),
+    MethodSpec(
+        "tool/list",
+        ToolListParams,
+        ToolListResult,
+        "The tools of a session: built-in, skill and MCP, and which are offered now.",
+    ),
+]

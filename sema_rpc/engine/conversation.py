@@ -10,6 +10,11 @@ error tool result. An exception escaping `query()` is a bug.
 
 Interrupt checkpoints (see control.py): 1 after the model response (or during its
 stream), 2 after the tool batch, 3 before each tool and 4 during a tool (in run_tools).
+
+The history is the *curated* one (what the model sees); `on_message` hands every
+completed message to the session's persistence (the *comprehensive* history, seed 003).
+Before each model call the main agent may compact the history (compaction.py); a
+"prompt is too long" answer from the provider triggers one compaction and one retry.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
+from sema_rpc.engine.compaction import CompactionResult, Compactor
 from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.events import EventBus
+from sema_rpc.engine.history import append_curated
 from sema_rpc.engine.messages import (
     ContentBlock,
     Message,
@@ -28,7 +35,7 @@ from sema_rpc.engine.messages import (
     Usage,
 )
 from sema_rpc.engine.run_tools import ToolRunner
-from sema_rpc.engine.tokens import estimate_message_tokens
+from sema_rpc.engine.tokens import TokenTracker
 from sema_rpc.protocol import (
     ConversationUsageParams,
     MessageCompleteParams,
@@ -54,7 +61,7 @@ from sema_rpc.providers.base import (
 
 @dataclass
 class TurnOutcome:
-    stop_reason: str  # end_turn | interrupted | max_turns | error
+    stop_reason: str  # end_turn | interrupted | max_turns | error | command
     error: SessionErrorDetail | None = None
 
 
@@ -69,6 +76,8 @@ class LoopConfig:
     max_turns: int = 100
     emits_usage: bool = True
     """Only the main agent reports `conversation:usage`."""
+    compacts: bool = True
+    """Only the main agent compacts its history (and needs a `compactor` to do so)."""
 
 
 @dataclass
@@ -83,16 +92,36 @@ class Conversation:
     on_message: Callable[[Message], None] = lambda _m: None
     """Called once for each message as it completes (persistence hooks in here)."""
     last_usage: TokenUsage = field(default_factory=TokenUsage)
+    tokens: TokenTracker = field(default_factory=TokenTracker)
+    """The prompt's size: provider usage first, local counts for the rest (tokens.py)."""
+    compactor: Compactor | None = None
 
     async def query(self, user_content: list[ContentBlock]) -> TurnOutcome:
+        self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
         self._append(Message(role="user", content=user_content))
+        overflow_retry = True
         for _ in range(self.config.max_turns):
+            if self._compacting:
+                assert self.compactor is not None
+                self._compacted(await self.compactor.maybe_compact(self.history))
             streamed = await self._stream_response()
             if isinstance(streamed, ResponseFailed):
+                if (
+                    streamed.error.kind == "context_length_exceeded"
+                    and overflow_retry
+                    and self._compacting
+                    and not self.control.interrupted
+                ):
+                    overflow_retry = False  # one compaction, one retry
+                    assert self.compactor is not None
+                    result = await self.compactor.compact(self.history, "overflow")
+                    if self._compacted(result):
+                        continue
                 return self._fail(streamed.error)
-            if streamed is None:  # interrupted while streaming
+            if streamed is None:  # interrupted while streaming (or compacting)
                 return self._interrupted(1)
             message = streamed.message
+            self._account(streamed.usage, message)
             self._append(message)
             tool_uses = message.tool_uses()
             self._emit(
@@ -106,7 +135,8 @@ class Conversation:
                     stop_reason=streamed.stop_reason,
                 )
             )
-            self._report_usage(streamed.usage)
+            if self.config.emits_usage:
+                self._emit(ConversationUsageParams(usage=self.last_usage))
 
             if self.control.observe(1):
                 if tool_uses:
@@ -125,7 +155,9 @@ class Conversation:
             if not tool_uses:
                 return TurnOutcome("end_turn")
 
-            results = await self.runner.run_batch(tool_uses, truncated=set(streamed.raw_tool_inputs))
+            results = await self.runner.run_batch(
+                tool_uses, truncated=set(streamed.raw_tool_inputs)
+            )
             self._append(Message(role="user", content=list(results)))
             if self.control.observe(2):
                 return self._interrupted(2)
@@ -158,16 +190,24 @@ class Conversation:
             )
         return outcome
 
+    @property
+    def _compacting(self) -> bool:
+        return self.compactor is not None and self.config.compacts
+
+    def _compacted(self, result: CompactionResult | None) -> bool:
+        if result is None or not result.changed:
+            return False
+        tokens = result.token_compact
+        self.last_usage = TokenUsage(
+            use_tokens=tokens, max_tokens=self.config.context_length, prompt_tokens=tokens
+        )
+        return True
+
     def _append(self, message: Message) -> None:
         # Consecutive user messages (a prompt after an error, an interrupt note) are merged
-        # so the history always alternates, as every provider requires.
-        if message.role == "user" and self.history and self.history[-1].role == "user":
-            last = self.history[-1]
-            merged = Message(role="user", content=[*last.content, *message.content])
-            self.history[-1] = merged
-            self.on_message(message)
-            return
-        self.history.append(message)
+        # so the history always alternates, as every provider requires. Persistence gets
+        # the message as it completed; the loader merges the same way.
+        append_curated(self.history, message)
         self.on_message(message)
 
     def _interrupted(self, checkpoint: int) -> TurnOutcome:
@@ -201,17 +241,19 @@ class Conversation:
         self._emit(SessionErrorParams(type=kind, error=detail))
         return TurnOutcome("error", detail)
 
-    def _report_usage(self, usage: Usage) -> None:
+    def _account(self, usage: Usage, message: Message) -> None:
+        """Record the response's usage before `message` joins the history (so its
+        persisted entry carries the provider's figure)."""
         prompt = usage.prompt_tokens
-        if prompt == 0:  # the provider reported nothing (e.g. Azure without include_usage)
-            prompt = sum(estimate_message_tokens(m) for m in self.history)
+        if prompt > 0:
+            self.tokens.record_response(self.history, message, prompt, usage.output_tokens)
+        else:  # the provider reported nothing (e.g. Azure without include_usage)
+            prompt = self.tokens.count(self.history)
         self.last_usage = TokenUsage(
             use_tokens=prompt + usage.output_tokens,
             max_tokens=self.config.context_length,
             prompt_tokens=prompt,
         )
-        if self.config.emits_usage:
-            self._emit(ConversationUsageParams(usage=self.last_usage))
 
     def _emit(self, event) -> None:
         self.bus.emit(event, agent_id=self.agent_id)

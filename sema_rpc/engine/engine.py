@@ -3,6 +3,11 @@
 One engine serves every session of a process. A session runs one turn at a time; a
 prompt that arrives while a turn runs waits its turn (followUp delivery) and is answered
 when its own turn ends.
+
+Sessions last (seed 003): each keeps its curated history (what the model sees) in
+memory and appends every completed message to its comprehensive history on disk
+(history.py). `session/create` with a known id loads it back; compaction (compaction.py)
+keeps the curated history inside the model's window; token figures come from tokens.py.
 """
 
 from __future__ import annotations
@@ -12,23 +17,51 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sema_rpc.config import ConfigError, ModelProfile, resolve_model
+from sema_rpc.engine.compaction import (
+    CompactionResult,
+    CompactionState,
+    Compactor,
+    compact_threshold,
+)
 from sema_rpc.engine.control import TurnControl
 from sema_rpc.engine.conversation import Conversation, LoopConfig, TurnOutcome
 from sema_rpc.engine.events import ClientBridge, EventBus
+from sema_rpc.engine.history import (
+    HistoryError,
+    HistoryStore,
+    InputHistory,
+    LoadedHistory,
+    append_curated,
+    dangling_tool_results,
+    list_sessions,
+    load_history,
+    valid_session_id,
+)
 from sema_rpc.engine.messages import Message, TextBlock
 from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.system_prompt import build_system_prompt
+from sema_rpc.engine.tokens import TokenCounter, TokenTracker, counter_for_model
 from sema_rpc.protocol import (
     ConfigNoModelsParams,
+    ConversationUsageParams,
     ErrorCode,
     ModeUpdateEventParams,
     ModeUpdateParams,
     ModeUpdateResult,
     RpcError,
+    SessionClearedParams,
+    SessionCompactParams,
+    SessionCompactResult,
     SessionCreateParams,
+    SessionDisposeParams,
+    SessionDisposeResult,
+    SessionListItem,
+    SessionListParams,
+    SessionListResult,
     SessionPromptParams,
     SessionPromptResult,
     SessionReadyEventParams,
@@ -48,6 +81,7 @@ NO_MODEL_SUGGESTION = (
     "Set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass `model` (e.g. `anthropic/claude-sonnet-4-5`) "
     "to session/create, or add a profile to $SEMA_ROOT/models.json."
 )
+DISPOSE_GRACE_S = 10.0
 
 
 @dataclass
@@ -61,23 +95,57 @@ class Session:
     profile: ModelProfile | None = None
     use_tools: list[str] | None = None
     history: list[Message] = field(default_factory=list)
+    """The curated history: what the model sees. The comprehensive one is on disk."""
     read_files: dict[str, FileSnapshot] = field(default_factory=dict)
     tool_state: dict = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     control: TurnControl | None = None
     rules: RuleStore | None = None
+    store: HistoryStore | None = None
+    tokens: TokenTracker = field(default_factory=TokenTracker)
+    compaction: CompactionState = field(default_factory=CompactionState)
+    inputs: InputHistory | None = None
+    history_loaded: bool = False
+    disposed: bool = False
 
-    def ready_params(self, history_loaded: bool) -> SessionReadyParams:
+    def ready_params(self) -> SessionReadyParams:
         return SessionReadyParams(
             session_id=self.id,
             working_dir=str(self.working_dir),
-            history_loaded=history_loaded,
+            history_loaded=self.history_loaded or bool(self.history),
             usage=self.usage,
+            project_input_history=self.inputs.items() if self.inputs else [],
             mode=self.mode,  # type: ignore[arg-type]
             permission_mode=self.permission_mode,  # type: ignore[arg-type]
             model=f"{self.profile.provider}/{self.profile.model_name}" if self.profile else None,
         )
+
+    @property
+    def context_length(self) -> int:
+        return self.profile.context_length if self.profile else 0
+
+    def persist(self, message: Message) -> None:
+        """The loop's `on_message` hook: one history entry per completed message."""
+        if self.store is not None:
+            self.store.append_message(message, self.tokens.mark_for(message))
+
+    def set_usage(self, tokens: int) -> None:
+        self.usage = TokenUsage(
+            use_tokens=tokens, max_tokens=self.context_length, prompt_tokens=tokens
+        )
+
+
+def system_command(text: str) -> tuple[str, str] | None:
+    """`/clear` or `/compact [instructions]` → (name, argument); anything else → None
+    (an unknown `/x` goes to the model unchanged)."""
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return None
+    name, _, arg = stripped.partition(" ")
+    if name in ("/clear", "/compact"):
+        return name[1:], arg.strip()
+    return None
 
 
 class SemaEngine:
@@ -85,12 +153,14 @@ class SemaEngine:
         self.bridge = bridge
         self.client_answers_permissions = client_answers_permissions
         self.sessions: dict[str, Session] = {}
+        self.record_dir: Path | str | None = None
+        """`--record DIR`: each session's model exchanges are recorded as a cassette."""
 
     # ------------------------------------------------------------------ sessions
 
     def session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
-        if session is None:
+        if session is None or session.disposed:
             raise session_not_found(session_id)
         return session
 
@@ -105,6 +175,12 @@ class SemaEngine:
             raise RpcError(
                 ErrorCode.INVALID_PARAMS, f"workingDir is not a directory: {params.working_dir}"
             )
+        if params.session_id is not None and not valid_session_id(params.session_id):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                "sessionId must be 1-128 letters, digits, '.', '_' or '-', not starting with "
+                f"'.', '_' or '-': {params.session_id!r}",
+            )
         try:
             profile = resolve_model(params.model)
         except ConfigError as exc:
@@ -114,34 +190,58 @@ class SemaEngine:
 
         session_id = params.session_id or uuid.uuid4().hex
         existing = self.sessions.get(session_id)
-        if existing is not None:
-            ready = existing.ready_params(history_loaded=bool(existing.history))
-            existing.bus.emit(SessionReadyEventParams(**ready.model_dump()))
-            return ready
+        if existing is not None and not existing.disposed:
+            return self._ready(existing)
 
+        loaded: LoadedHistory | None = None
+        if params.session_id is not None:
+            try:
+                loaded = await asyncio.to_thread(load_history, session_id)
+            except HistoryError as exc:
+                raise RpcError(
+                    ErrorCode.HISTORY_UNREADABLE, str(exc), {"sessionId": session_id}
+                ) from exc
+            existing = self.sessions.get(session_id)
+            if existing is not None and not existing.disposed:  # created while we read
+                return self._ready(existing)
+
+        resolved_dir = working_dir.resolve()
+        mode = params.mode
+        if loaded is not None and loaded.mode and "mode" not in params.model_fields_set:
+            mode = loaded.mode  # type: ignore[assignment]
         session = Session(
             id=session_id,
-            working_dir=working_dir.resolve(),
+            working_dir=resolved_dir,
             bus=EventBus(session_id, self.bridge),
-            mode=params.mode,
+            mode=mode,
             permission_mode=params.permission_mode,
             model_spec=params.model,
             profile=profile,
             use_tools=params.use_tools,
+            tokens=TokenTracker(
+                counter_for_model(profile.model_name) if profile else TokenCounter(None)
+            ),
+            store=HistoryStore(
+                session_id, resolved_dir, loaded.message_count if loaded is not None else 0
+            ),
+            inputs=InputHistory(resolved_dir),
         )
         session.rules = RuleStore(session.working_dir)
-        session.tool_state["on_todos"] = lambda todos: session.bus.emit(
-            TodosUpdateParams(todos=[TodoItem.model_validate(t) for t in _as_dicts(todos)])
-        )
+        session.tool_state["on_todos"] = lambda todos: self._todos_changed(session, todos)
         self.sessions[session_id] = session
         if profile is not None:
-            session.usage = TokenUsage(max_tokens=profile.context_length)
             from sema_rpc.providers.registry import warm_up
 
             warm_up(profile)
+            session.tokens.counter.warm_up()
+        if loaded is not None:
+            await self._restore(session, loaded)
+        else:
+            session.set_usage(0)
 
-        ready = session.ready_params(history_loaded=False)
-        session.bus.emit(SessionReadyEventParams(**ready.model_dump()))
+        ready = self._ready(session)
+        if session.tool_state.get("todos"):
+            session.bus.emit(TodosUpdateParams(todos=_todo_items(session.tool_state["todos"])))
         if profile is None:
             session.bus.emit(
                 ConfigNoModelsParams(
@@ -149,6 +249,84 @@ class SemaEngine:
                 )
             )
         return ready
+
+    def _ready(self, session: Session) -> SessionReadyParams:
+        ready = session.ready_params()
+        session.bus.emit(SessionReadyEventParams(**ready.model_dump()))
+        return ready
+
+    async def _restore(self, session: Session, loaded: LoadedHistory) -> None:
+        assert session.store is not None
+        session.history_loaded = loaded.message_count > 0
+        session.history = loaded.messages
+        if loaded.source == "json":  # the seed's format: continue it as JSONL
+            session.store.import_messages(loaded.messages, loaded.todos)
+        repair = dangling_tool_results(session.history)
+        if repair is not None:  # the process died while tools ran
+            append_curated(session.history, repair)
+            session.store.append_message(repair)
+        if loaded.mark is not None:
+            length, tokens = loaded.mark
+            session.tokens.set_mark(length, session.history[length - 1], tokens)
+        if loaded.todos:
+            session.tool_state["todos"] = loaded.todos
+        if session.history:
+            _, specs, system = self._tools_and_prompt(session)
+            session.tokens.set_overhead(system, specs)
+            session.set_usage(await session.tokens.count_async(session.history))
+        else:
+            session.set_usage(0)
+        if loaded.skipped:
+            log.warning(
+                "session %s: %d unreadable history entries were skipped", session.id, loaded.skipped
+            )
+
+    def _todos_changed(self, session: Session, todos: list) -> None:
+        dicts = _as_dicts(todos)
+        if session.store is not None:
+            session.store.append_event("todos", todos=dicts)
+        session.bus.emit(TodosUpdateParams(todos=_todo_items(dicts)))
+
+    async def list_sessions(self, params: SessionListParams) -> SessionListResult:
+        working_dir = None
+        if params.working_dir is not None:
+            working_dir = Path(params.working_dir).expanduser()  # noqa: ASYNC240
+            if not working_dir.is_absolute():
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"workingDir must be an absolute path: {params.working_dir}",
+                )
+            working_dir = await asyncio.to_thread(working_dir.resolve)
+        summaries = await asyncio.to_thread(list_sessions, working_dir)
+        return SessionListResult(
+            sessions=[
+                SessionListItem(
+                    session_id=s.session_id,
+                    working_dir=s.working_dir,
+                    title=s.title,
+                    updated_at=s.updated_iso,
+                    message_count=s.message_count,
+                )
+                for s in summaries
+            ]
+        )
+
+    async def dispose(self, params: SessionDisposeParams) -> SessionDisposeResult:
+        """Interrupt the running turn, wait for it to answer, drop the session from memory.
+        Queued prompts answer `interrupted` without running. The history stays on disk."""
+        session = self.session(params.session_id)
+        session.disposed = True
+        interrupted = session.control.interrupt("dispose") if session.control else False
+        try:
+            await asyncio.wait_for(session.turn_lock.acquire(), DISPOSE_GRACE_S)
+            session.turn_lock.release()
+        except TimeoutError:
+            log.warning("session %s: the turn did not settle before dispose", session.id)
+        if self.sessions.get(session.id) is session:
+            del self.sessions[session.id]
+        if session.store is not None:
+            session.store.close()
+        return SessionDisposeResult(disposed=True, interrupted=interrupted)
 
     def interrupt(self, session_id: str) -> bool:
         control = self.session(session_id).control
@@ -158,11 +336,15 @@ class SemaEngine:
         session = self.session(params.session_id)
         if session.mode != params.mode:
             session.mode = params.mode
+            if session.store is not None:
+                session.store.append_event("mode", mode=params.mode)
             session.bus.emit(ModeUpdateEventParams(mode=params.mode))
         return ModeUpdateResult(mode=params.mode)
 
     async def shutdown(self, grace_s: float = 5.0) -> None:
-        """Interrupt every running turn and wait (briefly) for them to settle."""
+        """Interrupt every running turn and wait (briefly) for them to settle.
+
+        Every completed message is already on disk (each is synced as it completes)."""
         for session in self.sessions.values():
             if session.control is not None:
                 session.control.interrupt("shutdown")
@@ -181,7 +363,10 @@ class SemaEngine:
 
     async def prompt(self, params: SessionPromptParams) -> SessionPromptResult:
         session = self.session(params.session_id)
-        if session.profile is None:
+        if session.inputs is not None:
+            session.inputs.add(params.input)
+        command = system_command(params.input)
+        if session.profile is None and (command is None or command[0] != "clear"):
             session.bus.emit(
                 ConfigNoModelsParams(
                     message="No model is configured.", suggestion=NO_MODEL_SUGGESTION
@@ -191,11 +376,19 @@ class SemaEngine:
                 ErrorCode.NO_MODEL_CONFIGURED, "no model configured: " + NO_MODEL_SUGGESTION
             )
         async with session.turn_lock:
+            if session.disposed:
+                return SessionPromptResult(stop_reason="interrupted", usage=session.usage)
             control = TurnControl()
             session.control = control
             session.bus.emit(StateUpdateParams(state="processing"))
             try:
-                outcome = await self._run_turn(session, params.input, control)
+                if command is None:
+                    outcome = await self._run_turn(session, params.input, control)
+                elif command[0] == "clear":
+                    outcome = self._clear(session)
+                else:
+                    await self._compact(session, control, command[1] or None)
+                    outcome = TurnOutcome("interrupted" if control.interrupted else "command")
             finally:
                 session.control = None
                 session.bus.emit(StateUpdateParams(state="idle"))
@@ -205,15 +398,122 @@ class SemaEngine:
                 error=outcome.error,
             )
 
-    async def _run_turn(self, session: Session, text: str, control: TurnControl) -> TurnOutcome:
+    async def compact(self, params: SessionCompactParams) -> SessionCompactResult:
+        session = self.session(params.session_id)
+        if session.profile is None:
+            raise RpcError(
+                ErrorCode.NO_MODEL_CONFIGURED, "no model configured: " + NO_MODEL_SUGGESTION
+            )
+        async with session.turn_lock:
+            if session.disposed:
+                raise session_not_found(session.id)
+            control = TurnControl()
+            session.control = control
+            session.bus.emit(StateUpdateParams(state="processing"))
+            try:
+                result = await self._compact(session, control, params.instructions)
+            finally:
+                session.control = None
+                session.bus.emit(StateUpdateParams(state="idle"))
+        if result is None:  # interrupted during the summary call
+            before = session.usage.prompt_tokens
+            return SessionCompactResult(
+                strategy="none",
+                token_before=before,
+                token_compact=before,
+                compact_rate=1.0,
+                err_msg="interrupted",
+                usage=session.usage,
+            )
+        return SessionCompactResult(
+            strategy=result.strategy,
+            token_before=result.token_before,
+            token_compact=result.token_compact,
+            compact_rate=result.rate,
+            err_msg=result.err_msg,
+            usage=session.usage,
+        )
+
+    def _clear(self, session: Session) -> TurnOutcome:
+        """`/clear`: a new, empty curated history; the full history stays on disk."""
+        session.history.clear()
+        session.tokens.reset()
+        session.read_files.clear()
+        had_todos = bool(session.tool_state.get("todos"))
+        session.tool_state["todos"] = []
+        if session.store is not None:
+            session.store.append_event("clear")
+        session.set_usage(0)
+        session.bus.emit(SessionClearedParams())
+        if had_todos:
+            session.bus.emit(TodosUpdateParams(todos=[]))
+        session.bus.emit(ConversationUsageParams(usage=session.usage))
+        return TurnOutcome("command")
+
+    async def _compact(
+        self, session: Session, control: TurnControl, instructions: str | None
+    ) -> CompactionResult | None:
+        _, specs, system = self._tools_and_prompt(session)
+        session.tokens.set_overhead(system, specs)
+        compactor = self._compactor(session, control)
+        return await compactor.compact(session.history, "manual", instructions)
+
+    def _compactor(self, session: Session, control: TurnControl) -> Compactor:
+        profile = session.profile
+        assert profile is not None
+
+        def compacted(result: CompactionResult) -> None:
+            if session.store is not None and result.messages is not None:
+                session.store.append_compaction(
+                    result.messages,
+                    strategy=result.strategy,
+                    trigger=result.trigger,
+                    tokenBefore=result.token_before,
+                    tokenCompact=result.token_compact,
+                    **({"errMsg": result.err_msg} if result.err_msg else {}),
+                )
+            session.set_usage(result.token_compact)
+            session.bus.emit(ConversationUsageParams(usage=session.usage))
+
+        return Compactor(
+            provider=self._provider(session),
+            model=profile.model_name,
+            max_tokens=profile.max_tokens,
+            context_length=profile.context_length,
+            tracker=session.tokens,
+            bus=session.bus,
+            control=control,
+            state=session.compaction,
+            threshold=compact_threshold(),
+            on_compacted=compacted,
+        )
+
+    def _provider(self, session: Session) -> Any:
         from sema_rpc.providers.registry import provider_for
+
+        assert session.profile is not None
+        if self.record_dir is not None:
+            from sema_rpc.providers.recording import cassette_path
+
+            return provider_for(
+                session.profile, record_to=cassette_path(self.record_dir, session.id)
+            )
+        return provider_for(session.profile)
+
+    def _tools_and_prompt(self, session: Session) -> tuple[list[Any], list[ToolSpec], str]:
+        from sema_rpc.tools.registry import builtin_tools
+
+        tools = builtin_tools(session.use_tools, plan_mode=session.mode == "Plan")
+        specs = [ToolSpec(t.name, t.description, t.input_schema()) for t in tools]
+        return tools, specs, build_system_prompt(session.working_dir, session.mode)
+
+    async def _run_turn(self, session: Session, text: str, control: TurnControl) -> TurnOutcome:
         from sema_rpc.tools.registry import builtin_tools
 
         profile = session.profile
         assert profile is not None
         plan_mode = session.mode == "Plan"
-        tools = builtin_tools(session.use_tools, plan_mode=plan_mode)
-        tool_specs = [ToolSpec(t.name, t.description, t.input_schema()) for t in tools]
+        _, tool_specs, system_prompt = self._tools_and_prompt(session)
         context = ToolContext(
             working_dir=session.working_dir,
             session_id=session.id,
@@ -240,10 +540,10 @@ class SemaEngine:
         conversation = Conversation(
             agent_id="main",
             history=session.history,
-            provider=provider_for(profile),
+            provider=self._provider(session),
             config=LoopConfig(
                 model=profile.model_name,
-                system_prompt=build_system_prompt(session.working_dir, session.mode),
+                system_prompt=system_prompt,
                 tool_specs=tool_specs,
                 max_tokens=profile.max_tokens,
                 context_length=profile.context_length,
@@ -252,7 +552,10 @@ class SemaEngine:
             bus=session.bus,
             runner=runner,
             control=control,
+            on_message=session.persist,
             last_usage=session.usage,
+            tokens=session.tokens,
+            compactor=self._compactor(session, control),
         )
         outcome = await conversation.query([TextBlock(text=text)])
         session.usage = conversation.last_usage
@@ -261,3 +564,13 @@ class SemaEngine:
 
 def _as_dicts(todos: list) -> list[dict]:
     return [t if isinstance(t, dict) else t.model_dump(by_alias=True) for t in todos]
+
+
+def _todo_items(todos: list[dict]) -> list[TodoItem]:
+    items = []
+    for t in todos:
+        try:
+            items.append(TodoItem.model_validate(t))
+        except ValueError:
+            log.warning("ignoring an invalid todo: %r", t)
+    return items

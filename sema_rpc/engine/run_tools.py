@@ -75,11 +75,14 @@ class ToolRunner:
         self.control = control
         self.agent_id = agent_id
         self.plan_mode = plan_mode
+        self.controls: list[dict[str, Any]] = []
+        """Control signals returned by the last batch's tools (e.g. ExitPlanMode's rebuild)."""
 
     async def run_batch(
         self, calls: list[ToolUseBlock], truncated: set[str] = frozenset()  # type: ignore[assignment]
     ) -> list[ToolResultBlock]:
         """`truncated`: ids of calls whose arguments were cut off (max_tokens); never run."""
+        self.controls = []
         prepared = [
             _Prepared(call, self.tools.get(call.name), error=TRUNCATED_CALL.format(name=call.name))
             if call.id in truncated
@@ -152,7 +155,7 @@ class ToolRunner:
         if refusal:
             return self._error(call, title, refusal)
 
-        if self.plan_mode and not tool.is_read_only(p.args):
+        if self.plan_mode and not tool.allowed_in_plan_mode(p.args):
             return self._error(call, title, PLAN_MODE_REFUSAL.format(name=call.name))
 
         denial = await self._check_permission(tool, p.args, ctx, title)
@@ -173,6 +176,8 @@ class ToolRunner:
         if output is None:  # cancelled by an interrupt while running
             self.control.observe(4)
             return self._error(call, title, CANCEL_MESSAGE)
+        if output.control is not None:
+            self.controls.append(output.control)
         if output.is_error:
             return self._error(call, title, output.content)
         self._emit(

@@ -169,6 +169,10 @@ class SemaServer(JsonRPCServer):
             "session/prompt": self._prompt,
             "session/interrupt": self._interrupt,
             "mode/update": self.engine.update_mode,
+            # sessions that last
+            "session/list": self.engine.list_sessions,
+            "session/dispose": self.engine.dispose,
+            "session/compact": self.engine.compact,
         }
         missing = set(METHODS) - set(handlers)
         assert not missing, f"methods without a handler: {missing}"

@@ -72,6 +72,9 @@ class ToolOutput:
     is_error: bool = False
     display: str | None = None
     """Richer content for the editor (e.g. a unified diff), when it differs from `content`."""
+    control: dict[str, Any] | None = None
+    """A signal for the loop, e.g. ExitPlanMode's `{"rebuildContext": {"reason":
+    "mode_changed", "newMode": "Agent", "rebuildMessage": str | None}}` (seed 000 §上下文重建)."""
 
 
 class Tool:
@@ -83,6 +86,12 @@ class Tool:
     def is_read_only(self, args: Any) -> bool:
         """Whether this call may run concurrently with other read-only calls."""
         return self.read_only
+
+    def allowed_in_plan_mode(self, args: Any) -> bool:
+        """Whether Plan mode lets this call run. Read-only calls, plus calls that change
+        nothing in the project although they are not concurrency-safe (ExitPlanMode, a
+        Task whose subagent only reads)."""
+        return self.is_read_only(args)
 
     def title(self, args: Any) -> str:
         """A short human title for the call, e.g. `Read src/app.py`."""

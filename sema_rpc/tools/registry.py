@@ -44,3 +44,53 @@ def builtin_tools(use_tools: list[str] | None = None, plan_mode: bool = False) -
             continue
         tools.append(cls())
     return tools
+
+
+# --------------------------------------------------------------------------- agent tools
+# Tools that need the engine's help through ctx.state callbacks (`run_subagent`,
+# `ask_user`, `plan_exit`) or the project's definitions (skills, agents). Kept apart from
+# BUILTIN_TOOLS so the engine opts in once it provides those callbacks.
+
+from pathlib import Path  # noqa: E402
+
+from sema_rpc.engine.agents import SUBAGENT_EXCLUDED  # noqa: E402
+
+from .ask_user_question import AskUserQuestionTool  # noqa: E402
+from .exit_plan_mode import ExitPlanModeTool  # noqa: E402
+from .skill import SkillTool  # noqa: E402
+from .task import TaskTool  # noqa: E402
+
+AGENT_TOOLS: list[type[Tool]] = [TaskTool, SkillTool, AskUserQuestionTool, ExitPlanModeTool]
+"""Offered after BUILTIN_TOOLS, in this order."""
+
+SUBAGENT_EXCLUDED_TOOLS: frozenset[str] = SUBAGENT_EXCLUDED
+"""Never given to a subagent: no nesting, no talking to the user, no session todo list."""
+
+
+def agent_tools(
+    working_dir: Path,
+    use_tools: list[str] | None = None,
+    plan_mode: bool = False,
+    *,
+    has_skills: bool = True,
+    subagent: bool = False,
+) -> list[Tool]:
+    """Fresh instances of the agent tools for one turn, in `AGENT_TOOLS` order.
+
+    ExitPlanMode only in Plan mode; Skill only when the project has skills
+    (`has_skills`); none of SUBAGENT_EXCLUDED_TOOLS for a subagent; `use_tools` keeps
+    only the named tools. Task's description lists the project's agents.
+    """
+    wanted = None if use_tools is None else set(use_tools)
+    tools: list[Tool] = []
+    for cls in AGENT_TOOLS:
+        if wanted is not None and cls.name not in wanted:
+            continue
+        if subagent and cls.name in SUBAGENT_EXCLUDED_TOOLS:
+            continue
+        if cls is ExitPlanModeTool and not plan_mode:
+            continue
+        if cls is SkillTool and not has_skills:
+            continue
+        tools.append(TaskTool(working_dir) if cls is TaskTool else cls())
+    return tools

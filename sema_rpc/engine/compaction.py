@@ -1,0 +1,380 @@
+"""Compaction: keep a long conversation inside the model's window (seed 000 §上下文压缩).
+
+Before each main-agent model call, when the prompt is larger than contextLength ×
+threshold (`SEMA_COMPACT_THRESHOLD`, default 0.75) and the history has at least three
+messages, the older history is summarised by the model and replaced:
+
+    [user: summary + the latest real user message's text]  + the recent tail
+
+The tail starts at an assistant message (so tool calls keep their results) and holds at
+most a quarter of the window. When the summary call fails, or its result does not make
+the context smaller, the older history is dropped instead (truncation, keeping at most
+half of it) and `compact:exec` says so in `errMsg`. One compaction never retries itself;
+when even the fallback leaves the prompt above the threshold, automatic compaction pauses
+until the prompt has been measured below it again, so a conversation that cannot shrink
+never loops on compaction. The comprehensive history on disk keeps every message; a
+compaction writes a marker holding the new curated history.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
+from sema_rpc.engine.events import EventBus
+from sema_rpc.engine.messages import (
+    ContentBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from sema_rpc.engine.tokens import CHARS_PER_TOKEN, TokenTracker
+from sema_rpc.protocol import CompactExecParams
+from sema_rpc.providers.base import ModelRequest, Provider, ResponseDone, ResponseFailed
+
+log = logging.getLogger(__name__)
+
+DEFAULT_THRESHOLD = 0.75
+MIN_MESSAGES = 3
+TAIL_SHARE = 0.25
+"""The kept tail holds at most this share of the context window."""
+TRUNCATE_SHARE = 0.5
+"""Truncation keeps at most this share of the history's tokens."""
+TRANSCRIPT_SHARE = 0.5
+"""The transcript sent to the summariser fits in this share of the window."""
+TOOL_RESULT_CHARS = 2000
+
+Trigger = Literal["auto", "manual", "overflow"]
+Strategy = Literal["summary", "truncate", "none"]
+
+SUMMARY_SYSTEM = (
+    "You summarise a conversation between a user and a coding agent so that the agent can "
+    "continue the work without the original messages. Be precise and complete; keep file "
+    "paths, function names, commands and error messages verbatim."
+)
+
+SUMMARY_PROMPT = """Summarise the conversation transcript below. It will replace the \
+conversation: the agent continues from your summary alone, followed by the user's latest \
+message. Write these sections, in this order:
+
+1. Primary request and intent: everything the user asked for, in detail.
+2. Key technical concepts: technologies, frameworks and conventions discussed.
+3. Files and code: each file examined, created or modified, why it matters, and the \
+important snippets or changes.
+4. Errors and fixes: every error met and how it was fixed, including user corrections.
+5. Problem solving: problems solved and investigations still open.
+6. All user messages: every message the user wrote (not tool results), briefly.
+7. Pending tasks: what the user asked for that is not done yet.
+8. Current work: precisely what was being done just before this summary.
+9. Next step: the next step, in line with the user's latest explicit request; quote it.
+
+Answer with the summary only.{instructions}
+
+<transcript>
+{transcript}
+</transcript>"""
+
+SUMMARY_HEADER = (
+    "This session continues a previous conversation that was compacted to fit the context "
+    "window. Summary of the earlier conversation:\n\n"
+)
+TRUNCATION_NOTICE = (
+    "[Earlier messages of this conversation were removed to fit the context window; "
+    "a summary could not be made. Ask the user if you need something from them.]"
+)
+LATEST_REQUEST = "The user's latest message follows."
+
+
+def compact_threshold() -> float:
+    """`SEMA_COMPACT_THRESHOLD` (0 < t ≤ 1), default 0.75."""
+    raw = os.environ.get("SEMA_COMPACT_THRESHOLD", "").strip()
+    if not raw:
+        return DEFAULT_THRESHOLD
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value <= 1.0:
+        log.warning("ignoring SEMA_COMPACT_THRESHOLD=%r (expected 0 < t <= 1)", raw)
+        return DEFAULT_THRESHOLD
+    return value
+
+
+@dataclass
+class CompactionState:
+    """Per session: automatic compaction pauses after one that could not get below the
+    threshold, until a prompt is measured below the threshold again."""
+
+    armed: bool = True
+    count: int = 0
+
+
+@dataclass
+class CompactionResult:
+    trigger: Trigger
+    strategy: Strategy
+    token_before: int
+    token_compact: int
+    err_msg: str | None = None
+    messages: list[Message] | None = field(default=None, repr=False)
+    """The new curated history; None when nothing changed."""
+
+    @property
+    def changed(self) -> bool:
+        return self.messages is not None
+
+    @property
+    def rate(self) -> float:
+        """tokenCompact / tokenBefore: the share of the context that remains."""
+        return round(self.token_compact / self.token_before, 4) if self.token_before else 1.0
+
+    def event(self) -> CompactExecParams:
+        return CompactExecParams(
+            trigger=self.trigger,
+            strategy=self.strategy,
+            token_before=self.token_before,
+            token_compact=self.token_compact,
+            compact_rate=self.rate,
+            err_msg=self.err_msg,
+        )
+
+
+@dataclass
+class Compactor:
+    provider: Provider
+    model: str
+    max_tokens: int
+    context_length: int
+    tracker: TokenTracker
+    bus: EventBus
+    control: TurnControl
+    state: CompactionState = field(default_factory=CompactionState)
+    threshold: float = DEFAULT_THRESHOLD
+    on_compacted: Callable[[CompactionResult], None] = lambda _r: None
+    """Called with every compaction that changed the history (persistence hooks in)."""
+    agent_id: str = "main"
+
+    @property
+    def limit(self) -> int:
+        return int(self.context_length * self.threshold)
+
+    async def maybe_compact(self, history: list[Message]) -> CompactionResult | None:
+        """The automatic check before a model call."""
+        tokens = await self.tracker.count_async(history)
+        if tokens <= self.limit:
+            self.state.armed = True
+            return None
+        if not self.state.armed or len(history) < MIN_MESSAGES:
+            return None
+        return await self.compact(history, "auto", tokens_before=tokens)
+
+    async def compact(
+        self,
+        history: list[Message],
+        trigger: Trigger,
+        instructions: str | None = None,
+        tokens_before: int | None = None,
+    ) -> CompactionResult | None:
+        """Compact `history` in place and emit `compact:exec`. None when interrupted."""
+        before = (
+            tokens_before if tokens_before is not None else await self.tracker.count_async(history)
+        )
+        plan = self._plan(history, self.context_length * TAIL_SHARE)
+        if plan is None:
+            result = CompactionResult(trigger, "none", before, before, "nothing to compact")
+            self._finish(result, history)
+            return result
+        latest, k = plan
+        summary, error = await self._summarise(history[:k], instructions)
+        if self.control.interrupted:
+            return None
+        result: CompactionResult | None = None
+        if summary:
+            head = Message(role="user", content=[TextBlock(text=SUMMARY_HEADER + summary), *latest])
+            messages = [head, *history[k:]]
+            after = self._size_after(before, history[:k], head)
+            if after < before:
+                result = CompactionResult(trigger, "summary", before, after, None, messages)
+            else:
+                error = f"the summary did not make the context smaller ({after} >= {before} tokens)"
+        if result is None:
+            result = self._truncate(history, latest, trigger, before, error or "no summary")
+        self._finish(result, history)
+        return result
+
+    # ---- steps
+
+    def _plan(
+        self, history: list[Message], tail_budget: float
+    ) -> tuple[list[ContentBlock], int] | None:
+        """(the latest real user message's own blocks, start of the kept tail)."""
+        u = _latest_user_index(history)
+        latest: list[ContentBlock] = _own_blocks(history[u]) if u >= 0 else []
+        counts = [self.tracker.counter.count_message(m) for m in history[u + 1 :]]
+        n = len(history)
+        k, tail = n, 0
+        # Walk back from the end: a tail may start at an assistant message only.
+        for i in range(n - 1, u, -1):
+            tail += counts[i - u - 1]
+            if tail > tail_budget:
+                break
+            if history[i].role == "assistant":
+                k = i
+        if k <= 1 and (u <= 0):
+            return None  # nothing before the kept part
+        return latest, k
+
+    def _truncate(
+        self,
+        history: list[Message],
+        latest: list[ContentBlock],
+        trigger: Trigger,
+        before: int,
+        reason: str,
+    ) -> CompactionResult:
+        history_tokens = max(0, before - self.tracker.overhead)
+        budget = min(self.context_length * TAIL_SHARE, history_tokens * TRUNCATE_SHARE)
+        plan = self._plan(history, budget)
+        k = plan[1] if plan is not None else len(history)
+        head = Message(role="user", content=[TextBlock(text=TRUNCATION_NOTICE), *latest])
+        messages = [head, *history[k:]]
+        after = self._size_after(before, history[:k], head)
+        return CompactionResult(
+            trigger, "truncate", before, after, f"{reason}; fell back to truncation", messages
+        )
+
+    async def _summarise(
+        self, messages: list[Message], instructions: str | None
+    ) -> tuple[str | None, str | None]:
+        """(summary, None) or (None, why not)."""
+        budget_tokens = int(self.context_length * TRANSCRIPT_SHARE)
+        budget_chars = int(budget_tokens * CHARS_PER_TOKEN)
+        transcript = render_transcript(messages, budget_chars)
+        tokens = self.tracker.counter.count_text(transcript)
+        if tokens > budget_tokens:  # dense text (code, CJK): fewer chars per token
+            transcript = render_transcript(messages, budget_chars * budget_tokens // tokens)
+        extra = f"\n\nAdditional instructions from the user: {instructions}" if instructions else ""
+        request = ModelRequest(
+            model=self.model,
+            system=SUMMARY_SYSTEM,
+            messages=[
+                Message.user_text(SUMMARY_PROMPT.format(instructions=extra, transcript=transcript))
+            ],
+            tools=[],
+            max_tokens=max(256, min(self.max_tokens, self.context_length // 8)),
+            thinking_budget=None,
+        )
+        outcome: ResponseDone | ResponseFailed | None = None
+        try:
+            with self.control.cancellable():
+                async with aclosing(self.provider.stream(request)) as events:
+                    async for event in events:
+                        if isinstance(event, ResponseDone | ResponseFailed):
+                            outcome = event
+        except Exception as exc:  # a provider bug must not lose the turn
+            log.exception("summary call failed")
+            return None, f"the summary call failed: {type(exc).__name__}: {exc}"
+        if isinstance(outcome, ResponseFailed):
+            return None, f"the summary call failed: {outcome.error.message}"
+        if outcome is None:
+            return None, "the summary call returned nothing"
+        text = outcome.message.text().strip()
+        if not text:
+            return None, "the summary was empty"
+        return text, None
+
+    def _size_after(self, before: int, removed: list[Message], added: Message) -> int:
+        """The prompt size after replacing `removed` with `added`: the figure before (the
+        provider's, when it had one) minus and plus local counts, so that both figures
+        share one base (system prompt and tools are not re-estimated)."""
+        count = self.tracker.counter.count_message
+        return max(0, before - sum(count(m) for m in removed) + count(added))
+
+    def _finish(self, result: CompactionResult, history: list[Message]) -> None:
+        if result.messages is not None:
+            history[:] = result.messages
+            # The new size becomes the baseline until the provider reports the next one.
+            self.tracker.set_mark(len(history), history[-1], result.token_compact)
+            self.state.count += 1
+            self.on_compacted(result)
+        # Still above the threshold: pause automatic compaction (no loop).
+        self.state.armed = result.token_compact <= self.limit
+        self.bus.emit(result.event(), agent_id=self.agent_id)
+        log.info(
+            "compaction (%s, %s): %d -> %d tokens%s",
+            result.trigger,
+            result.strategy,
+            result.token_before,
+            result.token_compact,
+            f" ({result.err_msg})" if result.err_msg else "",
+        )
+
+
+def _is_real_text(block: ContentBlock) -> bool:
+    return isinstance(block, TextBlock) and block.text not in (INTERRUPT_MESSAGE, CANCEL_MESSAGE)
+
+
+def _latest_user_index(history: list[Message]) -> int:
+    for i in range(len(history) - 1, -1, -1):
+        m = history[i]
+        if m.role == "user" and any(_is_real_text(b) for b in m.content):
+            return i
+    return -1
+
+
+def _own_blocks(message: Message) -> list[ContentBlock]:
+    """The user's own blocks of a (possibly merged) user message: no tool results."""
+    return [b for b in message.content if _is_real_text(b)]
+
+
+def render_transcript(messages: list[Message], budget_chars: int) -> str:
+    """A plain-text transcript for the summariser, at most about `budget_chars` long.
+
+    Tool results are cut to their first and last characters; when the whole is still too
+    long, the oldest messages after the first one (the original request) are dropped."""
+    parts = [_render(m) for m in messages]
+    total = sum(len(p) for p in parts)
+    if total <= budget_chars:
+        return "\n\n".join(parts)
+    if len(parts) == 1:
+        return _clip(parts[0], budget_chars)
+    first, rest = parts[0][: budget_chars // 4], parts[1:]
+    room = budget_chars - len(first)
+    kept: list[str] = []
+    for p in reversed(rest):
+        if len(p) > room:
+            break
+        kept.append(p)
+        room -= len(p)
+    kept.reverse()
+    dropped = len(rest) - len(kept)
+    return "\n\n".join([first, f"[… {dropped} messages omitted …]", *kept])
+
+
+def _render(message: Message) -> str:
+    lines: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            lines.append(f"{message.role.capitalize()}: {block.text}")
+        elif isinstance(block, ToolUseBlock):
+            lines.append(f"Assistant called {block.name} {_clip(str(block.input), 500)}")
+        elif isinstance(block, ToolResultBlock):
+            status = "error" if block.is_error else "result"
+            lines.append(f"Tool {status}: {_clip(block.content, TOOL_RESULT_CHARS)}")
+        elif isinstance(block, ThinkingBlock):
+            continue  # private reasoning: not needed to continue the work
+    return "\n".join(lines)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[… {len(text) - limit} characters cut …]\n{text[-half:]}"

@@ -1,0 +1,655 @@
+"""Session history on disk: one append-only JSONL file per session (seed 003).
+
+    $SEMA_ROOT/history/<sessionId>.jsonl        mode 0600, folder 0700
+
+The file is the *comprehensive* history: every completed message, todo list, mode
+change, `/clear` and compaction, one JSON object per line, appended and fsync'd as each
+completes. The *curated* history (what the model sees) is rebuilt from it on load: the
+messages after the last `clear`, starting from the last `compact` marker's messages.
+
+Entries (`t` is the kind, `n` the number of messages written so far, `at` a Unix time):
+
+    {"t":"meta","v":1,"n":0,"at":…,"sessionId":…,"workingDir":…}        first line
+    {"t":"message","n":7,"at":…,"role":"assistant","content":[…],"u":{"c":7,"k":1234}}
+    {"t":"todos","n":7,"at":…,"todos":[…]}
+    {"t":"mode","n":7,"at":…,"mode":"Plan"}
+    {"t":"clear","n":7,"at":…}
+    {"t":"compact","n":7,"at":…,"strategy":"summary","trigger":"auto","tokenBefore":…,
+     "tokenCompact":…,"messages":[…the curated history after compaction…]}
+
+`u` on an assistant message is the provider's usage for the prompt it answered plus its
+output: `k` tokens for the first `c` curated messages. A resumed session starts from that
+figure instead of tokenizing its whole history.
+
+A line that does not parse (a torn last line after a kill, or garbage) is skipped with a
+warning; when the file does not end with a newline the next append starts with one, so
+a torn line never swallows a good one. A failed write (disk full, read-only root) is
+logged and kept in memory; it is retried, in order, with the next append.
+
+Also here: the seed's `{messages, todos}` JSON (`history/<sessionId>.json`), which is
+imported into the JSONL file on first load, `session/list`, and the per-project input
+history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sema_rpc.config import sema_root
+from sema_rpc.engine.messages import Message, TextBlock, ToolResultBlock
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+TITLE_CHARS = 100
+INPUT_HISTORY_CAP = 100
+INPUT_HISTORY_MAX_CHARS = 10_000
+_HEAD_BYTES = 256 * 1024
+_TAIL_BYTES = 64 * 1024
+
+ORPHANED_TOOL_RESULT = (
+    "[The session ended before this tool call finished; it may or may not have run.]"
+)
+
+
+def history_dir() -> Path:
+    return sema_root() / "history"
+
+
+def valid_session_id(session_id: str) -> bool:
+    """Session ids name files: letters, digits, `.`, `_`, `-`; 1-128 chars; no leading dot."""
+    return bool(_SESSION_ID.fullmatch(session_id))
+
+
+def history_path(session_id: str) -> Path:
+    return history_dir() / f"{session_id}.jsonl"
+
+
+def seed_json_path(session_id: str) -> Path:
+    return history_dir() / f"{session_id}.json"
+
+
+def _ensure_private_dir(path: Path) -> None:
+    if not path.is_dir():
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o700)
+
+
+def _dumps(entry: dict[str, Any]) -> bytes:
+    # ASCII: lone surrogates from odd tool output stay valid JSON; never a raw newline.
+    return json.dumps(entry, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+def append_curated(history: list[Message], message: Message) -> None:
+    """Append to a curated history, merging consecutive user messages (providers require
+    alternating roles). The loop and the loader share this, so both build the same list."""
+    if message.role == "user" and history and history[-1].role == "user":
+        last = history[-1]
+        history[-1] = Message(role="user", content=[*last.content, *message.content])
+    else:
+        history.append(message)
+
+
+def dangling_tool_results(history: list[Message]) -> Message | None:
+    """A tool-result message for tool calls the history leaves unanswered at its end
+    (the process died while they ran), or None."""
+    if not history or history[-1].role != "assistant":
+        return None
+    uses = history[-1].tool_uses()
+    if not uses:
+        return None
+    return Message(
+        role="user",
+        content=[
+            ToolResultBlock(tool_use_id=u.id, content=ORPHANED_TOOL_RESULT, is_error=True)
+            for u in uses
+        ],
+    )
+
+
+def message_title(message: Message) -> str | None:
+    for block in message.content:
+        if isinstance(block, TextBlock) and block.text.strip():
+            line = " ".join(block.text.split())
+            return line[:TITLE_CHARS]
+    return None
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class HistoryStore:
+    """Appends one session's entries to its JSONL file. Never raises on I/O errors."""
+
+    def __init__(self, session_id: str, working_dir: Path, message_count: int = 0):
+        self.session_id = session_id
+        self.working_dir = working_dir
+        self.path = history_path(session_id)
+        self.message_count = message_count
+        self._fd: int | None = None
+        self._pending: list[bytes] = []
+        self._failing = False
+        self._closed = False
+        self.write_seconds = 0.0
+        """Total time spent writing and syncing (for the benchmark)."""
+
+    # ---- entries
+
+    def append_message(self, message: Message, usage: tuple[int, int] | None = None) -> None:
+        self.message_count += 1
+        entry: dict[str, Any] = {"t": "message", "n": self.message_count, "at": _now()}
+        entry.update(message.model_dump(mode="json", exclude_none=True))
+        if usage is not None:
+            entry["u"] = {"c": usage[0], "k": usage[1]}
+        self._write([_dumps(entry)])
+
+    def append_event(self, kind: str, **fields: Any) -> None:
+        self._write([_dumps({"t": kind, "n": self.message_count, "at": _now(), **fields})])
+
+    def append_compaction(self, messages: list[Message], **fields: Any) -> None:
+        self.append_event(
+            "compact",
+            **fields,
+            messages=[m.model_dump(mode="json", exclude_none=True) for m in messages],
+        )
+
+    def import_messages(self, messages: list[Message], todos: list[dict] | None) -> None:
+        """Write an imported history (the seed's JSON) in one append."""
+        lines = []
+        for message in messages:
+            self.message_count += 1
+            entry: dict[str, Any] = {"t": "message", "n": self.message_count, "at": _now()}
+            entry.update(message.model_dump(mode="json", exclude_none=True))
+            lines.append(_dumps(entry))
+        if todos:
+            lines.append(
+                _dumps({"t": "todos", "n": self.message_count, "at": _now(), "todos": todos})
+            )
+        self._write(lines)
+
+    # ---- file
+
+    @property
+    def healthy(self) -> bool:
+        return not self._pending
+
+    def close(self) -> None:
+        if self._pending:
+            self._flush()
+        self._closed = True
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def _write(self, lines: list[bytes]) -> None:
+        if self._closed:
+            log.warning("history of %s is closed; entry dropped", self.session_id)
+            return
+        self._pending.extend(lines)
+        self._flush()
+
+    def _flush(self) -> None:
+        started = time.perf_counter()
+        try:
+            fd = self._open()
+            data = b"".join(self._pending)
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+            except OSError:
+                with contextlib.suppress(OSError):  # never leave half a line behind
+                    os.ftruncate(fd, size)
+                raise
+        except OSError as exc:
+            if not self._failing:
+                log.error(
+                    "cannot write session history %s: %s (the session continues in memory;"
+                    " the write is retried with the next message)",
+                    self.path,
+                    exc,
+                )
+            self._failing = True
+            self._close_fd()
+            return
+        finally:
+            self.write_seconds += time.perf_counter() - started
+        if self._failing:
+            log.warning("session history %s is writable again", self.path)
+        self._failing = False
+        self._pending.clear()
+
+    def _open(self) -> int:
+        if self._fd is not None:
+            return self._fd
+        _ensure_private_dir(self.path.parent)
+        flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        created = False
+        try:
+            fd = os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+            created = True
+        except FileExistsError:
+            fd = os.open(self.path, flags)
+        try:
+            os.fchmod(fd, 0o600)
+            if created:
+                meta = {
+                    "t": "meta",
+                    "v": FORMAT_VERSION,
+                    "n": 0,
+                    "at": _now(),
+                    "sessionId": self.session_id,
+                    "workingDir": str(self.working_dir),
+                }
+                os.write(fd, _dumps(meta))
+                _fsync_dir(self.path.parent)
+            elif not _ends_with_newline(self.path):
+                os.write(fd, b"\n")  # a torn last line stays a line of its own
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return fd
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+
+def _now() -> float:
+    return round(time.time(), 3)
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() == 0:
+                return True
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) == b"\n"
+    except OSError:
+        return True
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass
+class LoadedHistory:
+    messages: list[Message] = field(default_factory=list)
+    """The curated history."""
+    message_count: int = 0
+    """Messages in the comprehensive history (every completed message ever written)."""
+    todos: list[dict[str, Any]] | None = None
+    mode: str | None = None
+    mark: tuple[int, int] | None = None
+    """(curated length, tokens): the provider's last figure, when still valid."""
+    working_dir: str | None = None
+    skipped: int = 0
+    source: str = "jsonl"
+    """`jsonl`, or `json` for the seed's format (not yet imported)."""
+
+
+class HistoryError(Exception):
+    """The history file exists but cannot be read at all."""
+
+
+def load_history(session_id: str) -> LoadedHistory | None:
+    """The session's history, or None when it has none on disk. Blocking; use a thread.
+
+    Unparsable lines are skipped with a warning. Raises HistoryError only when the file
+    exists but cannot be read (permissions, I/O error)."""
+    path = history_path(session_id)
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):  # no file (or no history folder)
+        return _load_seed_json(session_id)
+    except OSError as exc:
+        raise HistoryError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return parse_history(data, str(path))
+
+
+def parse_history(data: bytes, where: str = "history") -> LoadedHistory:
+    out = LoadedHistory()
+    curated: list[Message] = []
+    mark: tuple[int, Message, int] | None = None
+    lines = data.split(b"\n")
+    torn_tail = not data.endswith(b"\n")
+    last = len(lines) - 1
+    for number, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+            if not isinstance(obj, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            out.skipped += 1
+            if number == last and torn_tail:
+                log.warning(
+                    "%s: skipping a torn last line (the process was killed mid-write)", where
+                )
+            else:
+                log.warning("%s: skipping unreadable line %d", where, number + 1)
+            continue
+        kind = obj.get("t")
+        try:
+            if kind == "message":
+                message = Message.model_validate(obj)
+                out.message_count += 1
+                append_curated(curated, message)
+                u = obj.get("u")
+                if isinstance(u, dict) and u.get("c") == len(curated) and curated[-1] is message:
+                    mark = (len(curated), message, int(u.get("k", 0)))
+            elif kind == "compact":
+                curated = [Message.model_validate(m) for m in obj.get("messages") or []]
+                mark = None
+            elif kind == "clear":
+                curated = []
+                out.todos = []
+                mark = None
+            elif kind == "todos":
+                todos = obj.get("todos")
+                if isinstance(todos, list):
+                    out.todos = [t for t in todos if isinstance(t, dict)]
+            elif kind == "mode":
+                if obj.get("mode") in ("Agent", "Plan"):
+                    out.mode = obj["mode"]
+            elif kind == "meta":
+                if isinstance(obj.get("workingDir"), str):
+                    out.working_dir = out.working_dir or obj["workingDir"]
+            # unknown kinds: written by a newer version; ignored
+        except (ValidationError, TypeError, ValueError) as exc:
+            out.skipped += 1
+            log.warning(
+                "%s: skipping invalid %s entry on line %d: %s", where, kind, number + 1, exc
+            )
+    out.messages = curated
+    if mark is not None and mark[0] <= len(curated) and curated[mark[0] - 1] is mark[1]:
+        out.mark = (mark[0], mark[2])
+    return out
+
+
+def _load_seed_json(session_id: str) -> LoadedHistory | None:
+    path = seed_json_path(session_id)
+    try:
+        raw = json.loads(path.read_bytes())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (OSError, ValueError) as exc:
+        raise HistoryError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise HistoryError(f"{path}: expected an object with `messages` and `todos`")
+    out = LoadedHistory(source="json")
+    curated: list[Message] = []
+    for item in raw.get("messages") or []:
+        message = import_message(item)
+        if message is None:
+            out.skipped += 1
+            continue
+        out.message_count += 1
+        append_curated(curated, message)
+    out.messages = curated
+    todos = raw.get("todos")
+    if isinstance(todos, list):
+        out.todos = [t for t in todos if isinstance(t, dict)]
+    return out
+
+
+_KNOWN_BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "tool_result"}
+
+
+def import_message(item: Any) -> Message | None:
+    """A message in Anthropic's shape (`{role, content}`, content a string or blocks),
+    possibly wrapped as `{type, message: {role, content}}`; unknown blocks are dropped."""
+    if isinstance(item, dict) and isinstance(item.get("message"), dict):
+        item = item["message"]
+    if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
+        return None
+    content = item.get("content")
+    if isinstance(content, str):
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": content}]
+    elif isinstance(content, list):
+        blocks = []
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") not in _KNOWN_BLOCKS:
+                continue
+            if block["type"] == "tool_result" and not isinstance(block.get("content"), str):
+                parts = block.get("content") or []
+                text = "".join(
+                    p.get("text", "")
+                    for p in parts
+                    if isinstance(p, dict) and p.get("type") == "text"
+                )
+                block = {**block, "content": text}
+            blocks.append(block)
+    else:
+        return None
+    if not blocks:
+        return None
+    try:
+        return Message.model_validate({"role": item["role"], "content": blocks})
+    except ValidationError:
+        return None
+
+
+# --------------------------------------------------------------------------- listing
+
+
+@dataclass
+class SessionSummary:
+    session_id: str
+    working_dir: str | None
+    title: str | None
+    updated_at: float
+    message_count: int
+
+    @property
+    def updated_iso(self) -> str:
+        return (
+            datetime.datetime.fromtimestamp(self.updated_at, datetime.UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z")
+        )
+
+
+def list_sessions(working_dir: Path | None = None) -> list[SessionSummary]:
+    """Every session on disk (newest first), or only those created in `working_dir`.
+    Unreadable files are skipped with a warning. Blocking; use a thread."""
+    root = history_dir()
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        log.warning("cannot list %s: %s", root, exc)
+        return []
+    wanted = str(working_dir) if working_dir is not None else None
+    jsonl_ids = {e.name[:-6] for e in entries if e.name.endswith(".jsonl")}
+    out: list[SessionSummary] = []
+    for entry in entries:
+        name = entry.name
+        try:
+            if name.endswith(".jsonl") and valid_session_id(name[:-6]):
+                summary = _summarise_jsonl(Path(entry.path), name[:-6])
+            elif (
+                name.endswith(".json")
+                and valid_session_id(name[:-5])
+                and name[:-5] not in jsonl_ids
+            ):
+                summary = _summarise_seed_json(Path(entry.path), name[:-5])
+            else:
+                continue
+        except (OSError, ValueError) as exc:
+            log.warning("session/list: skipping %s: %s", entry.path, exc)
+            continue
+        if summary is None:
+            continue
+        if wanted is not None and summary.working_dir != wanted:
+            continue
+        out.append(summary)
+    out.sort(key=lambda s: s.updated_at, reverse=True)
+    return out
+
+
+def _summarise_jsonl(path: Path, session_id: str) -> SessionSummary | None:
+    with open(path, "rb") as f:
+        stat = os.fstat(f.fileno())
+        head = f.read(_HEAD_BYTES)
+        if stat.st_size > len(head):
+            f.seek(max(len(head), stat.st_size - _TAIL_BYTES))
+            tail_start = f.tell()
+            tail = f.read()
+        else:
+            tail_start, tail = 0, head
+    working_dir = title = None
+    head_lines = head.split(b"\n")
+    if len(head) < stat.st_size:
+        head_lines = head_lines[:-1]  # the last one may be cut by the read
+    for raw in head_lines:
+        obj = _loads(raw)
+        if obj is None:
+            continue
+        if obj.get("t") == "meta" and working_dir is None:
+            working_dir = obj.get("workingDir")
+        elif obj.get("t") == "message" and obj.get("role") == "user":
+            title = _title_of(obj)
+            if title:
+                break
+        elif obj.get("t") == "compact" and title is None:
+            continue
+    count = None
+    tail_lines = tail.split(b"\n")
+    if tail_start > 0:
+        tail_lines = tail_lines[1:]  # the first one may start mid-line
+    for raw in reversed(tail_lines):
+        obj = _loads(raw)
+        if obj is not None and isinstance(obj.get("n"), int):
+            count = obj["n"]
+            break
+    if count is None:  # one huge last line: count the message lines
+        data = path.read_bytes()
+        count = data.count(b'\n{"t":"message"') + data.startswith(b'{"t":"message"')
+    if working_dir is None and count == 0:
+        return None  # not a history file of ours
+    return SessionSummary(
+        session_id=session_id,
+        working_dir=working_dir if isinstance(working_dir, str) else None,
+        title=title,
+        updated_at=stat.st_mtime,
+        message_count=count,
+    )
+
+
+def _summarise_seed_json(path: Path, session_id: str) -> SessionSummary | None:
+    loaded = _load_seed_json(session_id)
+    if loaded is None:
+        return None
+    title = None
+    for message in loaded.messages:
+        if message.role == "user":
+            title = message_title(message)
+            if title:
+                break
+    return SessionSummary(
+        session_id=session_id,
+        working_dir=None,
+        title=title,
+        updated_at=path.stat().st_mtime,
+        message_count=loaded.message_count,
+    )
+
+
+def _loads(raw: bytes) -> dict[str, Any] | None:
+    if not raw.strip():
+        return None
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _title_of(entry: dict[str, Any]) -> str | None:
+    try:
+        return message_title(Message.model_validate(entry))
+    except ValidationError:
+        return None
+
+
+# --------------------------------------------------------------------------- input history
+
+
+class InputHistory:
+    """What the user typed in one project, newest first; capped and de-duplicated.
+
+    `$SEMA_ROOT/projects/<project-key>/input-history.json` (0600), shared by every
+    session of the project. Inputs longer than 10,000 characters are not recorded.
+    """
+
+    def __init__(self, working_dir: Path):
+        from sema_rpc.engine.permissions import project_key
+
+        self.path = sema_root() / "projects" / project_key(working_dir) / "input-history.json"
+        self._items: list[str] | None = None
+
+    def items(self) -> list[str]:
+        if self._items is None:
+            self._items = self._load()
+        return list(self._items)
+
+    def _load(self) -> list[str]:
+        try:
+            data = json.loads(self.path.read_bytes())
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable input history %s: %s", self.path, exc)
+            return []
+        if not isinstance(data, list):
+            return []
+        return [s for s in data if isinstance(s, str)][:INPUT_HISTORY_CAP]
+
+    def add(self, text: str) -> None:
+        if not text.strip() or len(text) > INPUT_HISTORY_MAX_CHARS:
+            return
+        items = [text, *(s for s in self._load() if s != text)][:INPUT_HISTORY_CAP]
+        self._items = items
+        try:
+            _ensure_private_dir(self.path.parent)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(json.dumps(items, indent=0).encode("ascii"))
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            log.error("cannot write input history %s: %s", self.path, exc)

@@ -1,0 +1,266 @@
+"""Compaction and token figures over real pipes, with a small context window.
+
+The model profile comes from a models.json in the test's SEMA_ROOT:
+contextLength 2000, so the threshold (0.75) is 1500 prompt tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sema_rpc.engine.compaction import SUMMARY_HEADER, TRUNCATION_NOTICE
+from sema_rpc.engine.tokens import MESSAGE_OVERHEAD, TokenCounter
+from tests.support.scripted_llm import Reply, ScriptedLLM
+from tests.support.shared_data import tiktoken_dir
+from tests.support.wire_client import WireClient
+
+pytestmark = pytest.mark.asyncio
+
+TINY = {"provider": "anthropic", "modelName": "claude-test", "contextLength": 2000}
+LONG = " More details about it." * 80
+"""Makes an old answer worth summarising (~750 tokens by the estimate)."""
+
+
+@pytest.fixture
+def tiny_env(server_env: dict[str, str]) -> dict[str, str]:
+    models = {"profiles": {"tiny": TINY}, "pointers": {"main": "tiny"}}
+    (Path(server_env["SEMA_ROOT"]) / "models.json").write_text(json.dumps(models))
+    return server_env
+
+
+def is_summary_request(body: dict[str, Any]) -> bool:
+    return "Primary request and intent" in json.dumps(body.get("messages", []))
+
+
+def texts(message: dict[str, Any]) -> list[str]:
+    content = message["content"]
+    if isinstance(content, str):
+        return [content]
+    return [
+        b.get("text") or (b["content"] if isinstance(b.get("content"), str) else b["type"])
+        for b in content
+    ]
+
+
+def history_entries(env: dict[str, str], sid: str) -> list[dict[str, Any]]:
+    path = Path(env["SEMA_ROOT"]) / "history" / f"{sid}.jsonl"
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+async def test_a_long_conversation_compacts_once_and_continues(
+    tiny_env, scripted_llm: ScriptedLLM, workspace
+):
+    sid = "grows-past-the-window"
+    scripted_llm.script(
+        Reply.text("The first answer, about the README." + LONG, usage=(600, 50)),
+        # The second input: a tool call whose response puts the prompt over 1500.
+        Reply.tools([("Read", {"file_path": "README.md"})], text="Reading.", usage=(1700, 30)),
+        Reply.text("SUMMARY: the user asked about the README; then asked to re-read it."),
+        Reply.text("Re-read: it is a tiny demo.", usage=(400, 20)),
+        Reply.text("Third answer.", usage=(500, 10)),
+    )
+    client = await WireClient(env=tiny_env).start()
+    try:
+        await client.initialize()
+        ready = await client.create_session(workspace, sessionId=sid)
+        assert ready["usage"]["maxTokens"] == 2000 and ready["model"] == "anthropic/claude-test"
+        for text in ["What is in the README?", "Please read the README again"]:
+            result = await client.call("session/prompt", {"sessionId": sid, "input": text})
+            assert result["stopReason"] == "end_turn"
+
+        (event,) = client.events("compact:exec", sid)
+        assert event.params["trigger"] == "auto" and event.params["strategy"] == "summary"
+        assert event.params["tokenBefore"] > 1500
+        assert event.params["tokenCompact"] < event.params["tokenBefore"]
+        assert "errMsg" not in event.params
+
+        summary_call, after = scripted_llm.requests[2].body, scripted_llm.requests[3].body
+        assert is_summary_request(summary_call)
+        assert "The first answer, about the README." in json.dumps(summary_call)
+        # After: [summary + the latest user message], then the tool call and its result.
+        messages = after["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+        head = texts(messages[0])
+        assert head[0].startswith(SUMMARY_HEADER) and "SUMMARY: the user asked" in head[0]
+        assert head[1] == "Please read the README again"
+        assert messages[1]["content"][-1]["type"] == "tool_use"
+        assert messages[2]["content"][0]["type"] == "tool_result"
+        assert "The first answer" not in json.dumps(messages)
+
+        # The usage reported after compaction is the smaller context, then the API's again.
+        usages = [e.params["usage"]["promptTokens"] for e in client.events("conversation:usage")]
+        assert usages == [600, 1700, event.params["tokenCompact"], 400]
+
+        # It continues: no second compaction below the threshold.
+        result = await client.call("session/prompt", {"sessionId": sid, "input": "Thanks"})
+        assert result["stopReason"] == "end_turn"
+        assert len(client.events("compact:exec", sid)) == 1
+        assert not any(is_summary_request(r.body) for r in scripted_llm.requests[4:])
+    finally:
+        await client.close()
+
+    # On disk: every message, plus one compaction marker.
+    entries = history_entries(tiny_env, sid)
+    kinds = [e["t"] for e in entries]
+    assert kinds.count("compact") == 1
+    assert sum(k == "message" for k in kinds) == 8  # 2 + 4 + 2: nothing dropped
+    assert "The first answer, about the README." in json.dumps(entries)
+
+    # A restart resumes the compacted history, not the full one.
+    scripted_llm.script(Reply.text("Resumed.", usage=(450, 5)))
+    client = await WireClient(env=tiny_env).start()
+    try:
+        await client.initialize()
+        ready = await client.create_session(workspace, sessionId=sid)
+        assert ready["historyLoaded"] is True
+        await client.call("session/prompt", {"sessionId": sid, "input": "Still there?"})
+    finally:
+        await client.close()
+    resumed = scripted_llm.requests[-1].body["messages"]
+    assert texts(resumed[0])[0].startswith(SUMMARY_HEADER)
+    assert "The first answer" not in json.dumps(resumed)
+    assert texts(resumed[-1]) == ["Still there?"]
+
+
+async def test_a_summary_that_does_not_shrink_falls_back_once_and_never_loops(
+    tiny_env, scripted_llm: ScriptedLLM, workspace
+):
+    sid = "cannot-shrink"
+    huge_input = "Please consider this log: " + "error line\n" * 700  # ~3,000 tokens alone
+    scripted_llm.script(
+        Reply.text("Hello.", usage=(300, 10)),
+        Reply.text("S" * 20_000),  # a "summary" larger than what it summarises
+        Reply.tools([("Read", {"file_path": "README.md"})], usage=(3100, 20)),
+        Reply.text("Done reading the log.", usage=(3200, 10)),
+    )
+    client = await WireClient(env=tiny_env).start()
+    try:
+        await client.initialize()
+        await client.create_session(workspace, sessionId=sid)
+        await client.call("session/prompt", {"sessionId": sid, "input": "hi"})
+        result = await client.call("session/prompt", {"sessionId": sid, "input": huge_input})
+        assert result["stopReason"] == "end_turn"
+
+        (event,) = client.events("compact:exec", sid)
+        assert event.params["strategy"] == "truncate"
+        assert "did not make the context smaller" in event.params["errMsg"]
+        assert "fell back to truncation" in event.params["errMsg"]
+        summary_calls = [r for r in scripted_llm.requests if is_summary_request(r.body)]
+        assert len(summary_calls) == 1, "the summary is never retried"
+        assert len(scripted_llm.requests) == 4, "two model calls over the threshold, no loop"
+        after = scripted_llm.requests[2].body["messages"]
+        assert texts(after[0])[0] == TRUNCATION_NOTICE
+        assert texts(after[0])[1] == huge_input
+    finally:
+        await client.close()
+
+
+async def test_context_too_long_compacts_and_retries_once(
+    tiny_env, scripted_llm: ScriptedLLM, workspace
+):
+    sid = "overflow"
+    too_long = Reply.error(400, message="prompt is too long: 2100 tokens > 2000 maximum")
+    scripted_llm.script(
+        Reply.text("First." + LONG, usage=(200, 10)),
+        too_long,
+        Reply.text("Short summary of the first exchange."),
+        Reply.text("Answered after compaction.", usage=(300, 10)),
+        # The next prompt: too long again, and again after compacting: the turn fails.
+        too_long,
+        Reply.text("Another summary."),
+        too_long,
+    )
+    client = await WireClient(env=tiny_env).start()
+    try:
+        await client.initialize()
+        await client.create_session(workspace, sessionId=sid)
+        await client.call("session/prompt", {"sessionId": sid, "input": "one"})
+        result = await client.call("session/prompt", {"sessionId": sid, "input": "two"})
+        assert result["stopReason"] == "end_turn"
+        (event,) = client.events("compact:exec", sid)
+        assert event.params["trigger"] == "overflow" and event.params["strategy"] == "summary"
+        assert client.events("session:error", sid) == []
+
+        result = await client.call("session/prompt", {"sessionId": sid, "input": "three"})
+        assert result["stopReason"] == "error"
+        assert result["error"]["code"] == "context_length_exceeded"
+        assert len(client.events("compact:exec", sid)) == 2, "one compaction per turn"
+        assert len(scripted_llm.requests) == 7
+        assert scripted_llm.pending == 0
+    finally:
+        await client.close()
+
+
+async def test_manual_compaction_by_command_and_by_method(
+    tiny_env, scripted_llm: ScriptedLLM, workspace
+):
+    sid = "manual"
+    scripted_llm.script(
+        Reply.text("An answer." + LONG, usage=(300, 40)),
+        Reply.text("Another answer.", usage=(400, 10)),
+        Reply.text("Summary with the file names."),
+    )
+    client = await WireClient(env=tiny_env).start()
+    try:
+        await client.initialize()
+        await client.create_session(workspace, sessionId=sid)
+        empty = await client.call("session/compact", {"sessionId": sid})
+        assert empty["strategy"] == "none" and empty["errMsg"] == "nothing to compact"
+
+        await client.call("session/prompt", {"sessionId": sid, "input": "Explain a.py"})
+        await client.call("session/prompt", {"sessionId": sid, "input": "And b.py?"})
+        result = await client.call(
+            "session/prompt", {"sessionId": sid, "input": "/compact keep the file names"}
+        )
+        assert result["stopReason"] == "command"
+        assert "keep the file names" in json.dumps(scripted_llm.requests[-1].body)
+        event = client.events("compact:exec", sid)[-1]
+        assert event.params["trigger"] == "manual" and event.params["strategy"] == "summary"
+        assert result["usage"]["promptTokens"] == event.params["tokenCompact"]
+
+        again = await client.call("session/compact", {"sessionId": sid})
+        assert again["strategy"] == "none", "a lone summary has nothing left to compact"
+        assert again["usage"]["maxTokens"] == 2000
+    finally:
+        await client.close()
+
+
+def counted(tokens_of_text, *texts_: str) -> int:
+    return sum(tokens_of_text(t) + MESSAGE_OVERHEAD for t in texts_)
+
+
+@pytest.mark.parametrize("with_tiktoken", [True, False], ids=["tiktoken", "estimate"])
+async def test_resumed_usage_counts_with_tiktoken_or_estimates(
+    server_env, scripted_llm: ScriptedLLM, workspace, tmp_path, monkeypatch, with_tiktoken: bool
+):
+    """A history without any provider figure (the seed's JSON format) is counted locally
+    on resume: with the real encodings when TIKTOKEN_CACHE_DIR has them, else chars/2.5."""
+    cache = tiktoken_dir() if with_tiktoken else tmp_path / "empty-cache"
+    cache.mkdir(exist_ok=True)
+    if with_tiktoken and not any(cache.iterdir()):
+        pytest.skip(f"no shared tiktoken files at {cache}")
+    env = {**server_env, "TIKTOKEN_CACHE_DIR": str(cache)}
+    history = Path(env["SEMA_ROOT"]) / "history"
+    history.mkdir()
+    extra = ["The build fails with error E1234 in module façade.", "Fix: rename the import."]
+    base = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
+    more = [*base, {"role": "user", "content": extra[0]}, {"role": "assistant", "content": extra[1]}]
+    (history / "base.json").write_text(json.dumps({"messages": base, "todos": []}))
+    (history / "more.json").write_text(json.dumps({"messages": more, "todos": []}))
+
+    async with WireClient(env=env) as client:
+        await client.initialize()
+        small = await client.create_session(workspace, sessionId="base", model="claude-test")
+        large = await client.create_session(workspace, sessionId="more", model="claude-test")
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    counter = TokenCounter("cl100k_base")
+    counter.load()
+    assert counter.name == ("cl100k_base" if with_tiktoken else "estimate")
+    difference = large["usage"]["promptTokens"] - small["usage"]["promptTokens"]
+    assert difference == counted(counter.count_text, *extra)
+    assert small["historyLoaded"] and small["usage"]["promptTokens"] > 0

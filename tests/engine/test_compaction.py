@@ -1,0 +1,254 @@
+"""Compaction in process, with a fake provider: what is kept, the fallback, no loops."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from sema_rpc.engine.compaction import (
+    SUMMARY_HEADER,
+    TRUNCATION_NOTICE,
+    CompactionState,
+    Compactor,
+    compact_threshold,
+    render_transcript,
+)
+from sema_rpc.engine.control import INTERRUPT_MESSAGE, TurnControl
+from sema_rpc.engine.events import EventBus
+from sema_rpc.engine.messages import (
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from sema_rpc.engine.tokens import TokenCounter, TokenTracker
+from sema_rpc.protocol import EventParams, WireModel
+from sema_rpc.providers.base import (
+    ModelRequest,
+    ProviderError,
+    ResponseDone,
+    ResponseFailed,
+    StreamEvent,
+)
+
+
+class Bridge:
+    def __init__(self) -> None:
+        self.events: list[EventParams] = []
+
+    def notify(self, event: EventParams) -> None:
+        self.events.append(event)
+
+    async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
+        return None
+
+
+class FakeProvider:
+    name = "fake"
+
+    def __init__(self, *answers: str | ProviderError):
+        self.answers = list(answers)
+        self.requests: list[ModelRequest] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        answer = self.answers.pop(0)
+        if isinstance(answer, ProviderError):
+            yield ResponseFailed(answer)
+            return
+        message = Message(role="assistant", content=[TextBlock(text=answer)])
+        yield ResponseDone(message, "end_turn", Usage(input_tokens=10, output_tokens=5))
+
+    async def aclose(self) -> None:
+        pass
+
+
+def make(provider: FakeProvider, context_length: int = 2000, **kw: Any) -> tuple[Compactor, Bridge]:
+    bridge = Bridge()
+    tracker = TokenTracker(TokenCounter(None))  # chars / 2.5
+    compactor = Compactor(
+        provider=provider,  # type: ignore[arg-type]
+        model="m",
+        max_tokens=1024,
+        context_length=context_length,
+        tracker=tracker,
+        bus=EventBus("s", bridge),
+        control=TurnControl(),
+        state=kw.pop("state", CompactionState()),
+        threshold=0.75,
+        **kw,
+    )
+    return compactor, bridge
+
+
+def user(text: str) -> Message:
+    return Message.user_text(text)
+
+
+def assistant(text: str) -> Message:
+    return Message(role="assistant", content=[TextBlock(text=text)])
+
+
+def call(call_id: str, path: str) -> Message:
+    return Message(
+        role="assistant",
+        content=[ToolUseBlock(id=call_id, name="Read", input={"file_path": path})],
+    )
+
+
+def result(call_id: str, text: str) -> Message:
+    return Message(role="user", content=[ToolResultBlock(tool_use_id=call_id, content=text)])
+
+
+def long_conversation() -> list[Message]:
+    """~1,900 tokens (estimate) of old exchanges, then the latest input and a tool pair."""
+    history: list[Message] = []
+    for i in range(6):
+        history += [
+            user(f"old question {i} " + "q" * 300),
+            assistant(f"old answer {i} " + "a" * 900),
+        ]
+    history += [user("Please fix the bug in b.py"), call("t1", "b.py"), result("t1", "x" * 200)]
+    return history
+
+
+def compact_events(bridge: Bridge) -> list[Any]:
+    return [e for e in bridge.events if e.event == "compact:exec"]
+
+
+async def test_summary_keeps_the_latest_user_message_and_the_recent_tail():
+    provider = FakeProvider("S" * 200)
+    compactor, bridge = make(provider)
+    history = long_conversation()
+    latest, tail = history[-3], history[-2:]
+
+    result_ = await compactor.maybe_compact(history)
+
+    assert result_ is not None and result_.strategy == "summary" and result_.trigger == "auto"
+    assert history[1:] == tail, "the tool call and its result are kept whole"
+    head = history[0]
+    assert head.role == "user"
+    assert head.content[0].text == SUMMARY_HEADER + "S" * 200  # type: ignore[union-attr]
+    assert head.content[1:] == latest.content
+    (event,) = compact_events(bridge)
+    assert event.token_before > 1500 and event.token_compact < event.token_before
+    assert event.compact_rate == round(event.token_compact / event.token_before, 4)
+    assert event.err_msg is None
+    # The summariser saw the old conversation as a transcript, with the 9 sections asked.
+    (request,) = provider.requests
+    prompt = request.messages[0].text()
+    assert "old question 0" in prompt and "Primary request" in prompt and "Next step" in prompt
+    assert request.tools == [] and request.thinking_budget is None
+
+
+async def test_below_the_threshold_nothing_happens():
+    provider = FakeProvider()
+    compactor, bridge = make(provider, context_length=200_000)
+    history = long_conversation()
+    before = list(history)
+    assert await compactor.maybe_compact(history) is None
+    assert history == before and bridge.events == [] and provider.requests == []
+
+
+async def test_a_summary_that_does_not_shrink_falls_back_to_truncation_once():
+    provider = FakeProvider("S" * 20_000)
+    compactor, bridge = make(provider)
+    history = long_conversation()
+    latest = history[-3]
+
+    result_ = await compactor.maybe_compact(history)
+
+    assert result_ is not None and result_.strategy == "truncate"
+    assert result_.err_msg and "did not make the context smaller" in result_.err_msg
+    assert len(provider.requests) == 1, "the summary is not retried"
+    assert history[0].content[0].text == TRUNCATION_NOTICE  # type: ignore[union-attr]
+    assert history[0].content[1:] == latest.content
+    assert result_.token_compact < result_.token_before
+    assert len(compact_events(bridge)) == 1
+
+
+async def test_a_failed_summary_call_falls_back_to_truncation():
+    provider = FakeProvider(ProviderError("overloaded", "Overloaded"))
+    compactor, bridge = make(provider)
+    history = long_conversation()
+    result_ = await compactor.compact(history, "manual")
+    assert result_ is not None and result_.strategy == "truncate"
+    assert "the summary call failed: Overloaded" in (result_.err_msg or "")
+    assert compact_events(bridge)[0].trigger == "manual"
+
+
+async def test_a_conversation_that_cannot_shrink_does_not_loop():
+    # The latest input alone is over the threshold: nothing can bring it below.
+    provider = FakeProvider("S" * 20_000)
+    compactor, bridge = make(provider)
+    history = [user("hi"), assistant("hello"), user("z" * 5000)]
+
+    first = await compactor.maybe_compact(history)
+    assert first is not None and first.strategy == "truncate"
+    assert first.token_compact > compactor.limit
+    # The next model calls are still over the threshold: no new compaction.
+    history += [call("t1", "a.py"), result("t1", "r")]
+    assert await compactor.maybe_compact(history) is None
+    assert await compactor.maybe_compact(history) is None
+    assert len(provider.requests) == 1 and len(compact_events(bridge)) == 1
+
+    # Once the prompt measures below the threshold, compaction is armed again.
+    history[:] = [user("small")]
+    assert await compactor.maybe_compact(history) is None
+    assert compactor.state.armed
+
+
+async def test_nothing_to_compact():
+    provider = FakeProvider()
+    compactor, bridge = make(provider)
+    history = [user("only this " * 10)]
+    result_ = await compactor.compact(history, "manual")
+    assert result_ is not None and result_.strategy == "none" and not result_.changed
+    assert result_.err_msg == "nothing to compact"
+    assert provider.requests == []
+    assert compact_events(bridge)[0].strategy == "none"
+
+
+async def test_interrupt_during_the_summary_leaves_the_history_alone():
+    provider = FakeProvider("S")
+    compactor, bridge = make(provider)
+    compactor.control.interrupt()
+    history = long_conversation()
+    before = list(history)
+    assert await compactor.compact(history, "manual") is None
+    assert history == before and compact_events(bridge) == []
+
+
+async def test_instructions_reach_the_summary_prompt_and_interrupt_notes_are_not_user_input():
+    provider = FakeProvider("short summary")
+    compacted = []
+    compactor, _ = make(provider, on_compacted=compacted.append)
+    history = long_conversation()
+    history[-1] = Message(
+        role="user", content=[*history[-1].content, TextBlock(text=INTERRUPT_MESSAGE)]
+    )
+    await compactor.compact(history, "manual", instructions="Keep the file names")
+    assert "Keep the file names" in provider.requests[0].messages[0].text()
+    # The latest *real* input is carried, not the interrupt note.
+    assert history[0].content[1].text == "Please fix the bug in b.py"  # type: ignore[union-attr]
+    assert len(compacted) == 1 and compacted[0].messages == history
+
+
+def test_transcript_is_bounded_and_keeps_the_first_request():
+    messages = [user("the original request")] + [
+        assistant("x" * 1000) if i % 2 else result("t", "y" * 5000) for i in range(50)
+    ]
+    text = render_transcript(messages, 5000)
+    assert len(text) < 6000
+    assert text.startswith("User: the original request")
+    assert "messages omitted" in text
+    assert "characters cut" in text
+
+
+@pytest.mark.parametrize(("raw", "value"), [("", 0.75), ("0.5", 0.5), ("2", 0.75), ("x", 0.75)])
+def test_threshold_setting(monkeypatch, raw, value):
+    monkeypatch.setenv("SEMA_COMPACT_THRESHOLD", raw)
+    assert compact_threshold() == value

@@ -1,0 +1,358 @@
+"""History on disk: append-only JSONL, resume, torn lines, listing, input history."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from sema_rpc.engine.history import (
+    ORPHANED_TOOL_RESULT,
+    HistoryError,
+    HistoryStore,
+    InputHistory,
+    append_curated,
+    dangling_tool_results,
+    history_path,
+    list_sessions,
+    load_history,
+    valid_session_id,
+)
+from sema_rpc.engine.messages import (
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+
+@pytest.fixture(autouse=True)
+def sema_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "sema-root"
+    root.mkdir()
+    monkeypatch.setenv("SEMA_ROOT", str(root))
+    return root
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    d = tmp_path / "project"
+    d.mkdir()
+    return d
+
+
+def user(text: str) -> Message:
+    return Message.user_text(text)
+
+
+def assistant_with_tool(call_id: str = "toolu_1") -> Message:
+    return Message(
+        role="assistant",
+        content=[
+            ThinkingBlock(thinking="Let me look.", signature="sig-abc"),
+            TextBlock(text="Reading it."),
+            ToolUseBlock(id=call_id, name="Read", input={"file_path": "a.py"}),
+        ],
+    )
+
+
+def tool_result(call_id: str = "toolu_1") -> Message:
+    return Message(
+        role="user", content=[ToolResultBlock(tool_use_id=call_id, content="print('hi')")]
+    )
+
+
+def answer(text: str = "It prints hi.") -> Message:
+    return Message(role="assistant", content=[TextBlock(text=text)])
+
+
+def write_session(session_id: str, workdir: Path, messages: list[Message]) -> HistoryStore:
+    store = HistoryStore(session_id, workdir)
+    for m in messages:
+        store.append_message(m)
+    return store
+
+
+def test_round_trip_keeps_every_block_and_signature(workdir):
+    messages = [user("What does a.py do?"), assistant_with_tool(), tool_result(), answer()]
+    store = write_session("s1", workdir, messages)
+    store.append_event("todos", todos=[{"content": "x", "status": "pending", "activeForm": "X"}])
+    store.append_event("mode", mode="Plan")
+    store.close()
+
+    loaded = load_history("s1")
+    assert loaded is not None
+    assert loaded.messages == messages
+    assert loaded.messages[1].content[0].signature == "sig-abc"  # type: ignore[union-attr]
+    assert loaded.message_count == 4
+    assert loaded.todos == [{"content": "x", "status": "pending", "activeForm": "X"}]
+    assert loaded.mode == "Plan"
+    assert loaded.working_dir == str(workdir)
+    assert loaded.skipped == 0
+
+
+def test_files_are_private_and_appended_never_rewritten(workdir, sema_root):
+    store = write_session("s2", workdir, [user("one")])
+    path = history_path("s2")
+    inode = path.stat().st_ino
+    first = path.read_bytes()
+    store.append_message(answer())
+    assert path.read_bytes().startswith(first)
+    assert path.stat().st_ino == inode
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE((sema_root / "history").stat().st_mode) == 0o700
+    lines = path.read_bytes().splitlines()
+    assert [json.loads(x)["t"] for x in lines] == ["meta", "message", "message"]
+    assert [json.loads(x)["n"] for x in lines] == [0, 1, 2]
+
+
+def test_a_torn_last_line_is_skipped_and_the_next_append_starts_a_new_line(workdir, caplog):
+    store = write_session("torn", workdir, [user("one"), answer("two")])
+    store.close()
+    path = history_path("torn")
+    with open(path, "ab") as f:  # killed mid-write
+        f.write(b'{"t":"message","n":3,"role":"user","content":[{"type":"te')
+    with caplog.at_level(logging.WARNING):
+        loaded = load_history("torn")
+    assert loaded is not None and loaded.skipped == 1
+    assert [m.text() for m in loaded.messages] == ["one", "two"]
+    assert "torn last line" in caplog.text
+
+    store = HistoryStore("torn", workdir, loaded.message_count)
+    store.append_message(user("three"))
+    store.close()
+    again = load_history("torn")
+    assert again is not None
+    assert [m.text() for m in again.messages] == ["one", "two", "three"]
+    assert again.skipped == 1
+
+
+def test_garbage_and_invalid_entries_are_skipped_not_fatal(workdir, caplog):
+    path = history_path("junk")
+    store = write_session("junk", workdir, [user("one")])
+    store.close()
+    with open(path, "ab") as f:
+        f.write(b"\x00\xff not json\n")
+        f.write(b'{"t":"message","role":"robot","content":[]}\n')
+        f.write(b"[1, 2, 3]\n")
+        f.write(b'{"t":"from-the-future","x":1}\n')
+    HistoryStore("junk", workdir, 1).append_message(answer("two"))
+    with caplog.at_level(logging.WARNING):
+        loaded = load_history("junk")
+    assert loaded is not None
+    assert [m.text() for m in loaded.messages] == ["one", "two"]
+    assert loaded.skipped == 3
+
+
+def test_unknown_session_has_no_history():
+    assert load_history("never-written") is None
+
+
+def test_an_unreadable_file_is_a_clear_error(workdir):
+    path = history_path("dir-not-file")
+    path.mkdir(parents=True)
+    with pytest.raises(HistoryError, match="cannot read"):
+        load_history("dir-not-file")
+
+
+def test_clear_and_compaction_markers_rebuild_the_curated_history(workdir):
+    store = write_session("mark", workdir, [user("old"), answer("old answer")])
+    store.append_event("clear")
+    store.append_message(user("fresh"))
+    store.append_message(answer("fresh answer"))
+    summary = Message.user_text("Summary: the user asked for fresh things.")
+    store.append_compaction([summary], strategy="summary", trigger="manual")
+    store.append_message(user("after"))
+    store.close()
+    loaded = load_history("mark")
+    assert loaded is not None
+    # The summary is a user message: the next input merges into it, as in the loop.
+    assert len(loaded.messages) == 1
+    assert [b.text for b in loaded.messages[0].content] == [summary.text(), "after"]  # type: ignore[union-attr]
+    assert loaded.message_count == 5, "the comprehensive history keeps everything"
+
+
+def test_consecutive_user_messages_are_merged_the_same_way_on_load(workdir):
+    messages = [user("first"), user("[Request interrupted by user]"), user("second")]
+    write_session("merge", workdir, messages).close()
+    curated: list[Message] = []
+    for m in messages:
+        append_curated(curated, m)
+    loaded = load_history("merge")
+    assert loaded is not None
+    assert loaded.messages == curated and len(curated) == 1
+
+
+def test_usage_mark_survives_a_restart(workdir):
+    store = HistoryStore("mark-usage", workdir)
+    store.append_message(user("q"))
+    store.append_message(answer("a"), usage=(2, 1234))
+    store.append_message(user("next"))
+    store.close()
+    loaded = load_history("mark-usage")
+    assert loaded is not None and loaded.mark == (2, 1234)
+
+
+def test_tool_calls_left_without_results_get_an_error_result():
+    history = [user("run it"), assistant_with_tool("toolu_9")]
+    repair = dangling_tool_results(history)
+    assert repair is not None
+    block = repair.content[0]
+    assert isinstance(block, ToolResultBlock)
+    assert block.tool_use_id == "toolu_9" and block.is_error
+    assert block.content == ORPHANED_TOOL_RESULT
+    assert dangling_tool_results([*history, repair]) is None
+    assert dangling_tool_results([user("x"), answer()]) is None
+
+
+def test_an_unwritable_root_logs_and_keeps_the_entries_for_later(workdir, sema_root, caplog):
+    (sema_root / "history").write_text("a file where the folder should be")
+    store = HistoryStore("later", workdir)
+    with caplog.at_level(logging.ERROR):
+        store.append_message(user("one"))
+        store.append_message(answer("two"))
+    assert "cannot write session history" in caplog.text
+    assert caplog.text.count("cannot write session history") == 1, "logged once per outage"
+    assert not store.healthy
+
+    (sema_root / "history").unlink()  # the disk is back
+    store.append_message(user("three"))
+    assert store.healthy
+    loaded = load_history("later")
+    assert loaded is not None
+    assert [m.text() for m in loaded.messages] == ["one", "two", "three"]
+
+
+def test_seed_json_is_read_and_continued_as_jsonl(workdir, sema_root):
+    (sema_root / "history").mkdir()
+    seed = {
+        "messages": [
+            {"role": "user", "content": "Explain main.py"},
+            {
+                "type": "assistant",
+                "uuid": "u-1",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "Let me read it."},
+                        {
+                            "type": "tool_use",
+                            "id": "t1",
+                            "name": "Read",
+                            "input": {"file_path": "main.py"},
+                        },
+                    ],
+                },
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [{"type": "text", "text": "x = 1"}],
+                    },
+                    {"type": "image", "source": {}},
+                ],
+            },
+            {"role": "assistant", "content": "It sets x."},
+            {"role": "system", "content": "ignored"},
+        ],
+        "todos": [{"content": "Read main.py", "status": "completed", "activeForm": "Reading"}],
+    }
+    (sema_root / "history" / "seed-1.json").write_text(json.dumps(seed))
+    loaded = load_history("seed-1")
+    assert loaded is not None and loaded.source == "json"
+    assert [m.role for m in loaded.messages] == ["user", "assistant", "user", "assistant"]
+    result = loaded.messages[2].content[0]
+    assert isinstance(result, ToolResultBlock) and result.content == "x = 1"
+    assert loaded.todos and loaded.todos[0]["status"] == "completed"
+    assert loaded.skipped == 1
+
+    store = HistoryStore("seed-1", workdir)
+    store.import_messages(loaded.messages, loaded.todos)
+    store.append_message(user("more"))
+    store.close()
+    again = load_history("seed-1")
+    assert again is not None and again.source == "jsonl"
+    assert again.messages[:4] == loaded.messages
+    assert again.message_count == 5
+
+
+def test_list_sessions_newest_first_with_title_count_and_project_filter(
+    workdir, tmp_path, sema_root
+):
+    other = tmp_path / "other"
+    other.mkdir()
+    write_session("a", workdir, [user("  First   question\nof a "), answer()]).close()
+    write_session("b", other, [user("Other project"), answer(), user("more")]).close()
+    write_session("c", workdir, [user("Latest")]).close()
+    now = time.time()
+    for i, sid in enumerate(["a", "b", "c"]):
+        os.utime(history_path(sid), (now - 100 + i, now - 100 + i))
+    (sema_root / "history" / "zz.jsonl").write_bytes(b"\x00garbage\n")
+    (sema_root / "history" / "notes.txt").write_text("not a session")
+
+    everything = list_sessions()
+    assert [s.session_id for s in everything] == ["c", "b", "a"]
+    a = everything[2]
+    assert a.title == "First question of a"
+    assert a.message_count == 2
+    assert a.working_dir == str(workdir)
+    assert a.updated_iso.endswith("Z")
+    assert everything[1].message_count == 3
+
+    mine = list_sessions(workdir)
+    assert [s.session_id for s in mine] == ["c", "a"]
+    assert list_sessions(tmp_path / "nowhere") == []
+
+
+def test_list_sessions_counts_without_reading_a_big_file_whole(workdir):
+    store = HistoryStore("big", workdir)
+    for i in range(3000):
+        store.append_message(user(f"q{i}") if i % 2 == 0 else answer("a" * 100))
+    store.close()
+    (summary,) = list_sessions()
+    assert summary.message_count == 3000
+    assert summary.title == "q0"
+
+
+def test_list_sessions_without_a_history_folder_is_empty():
+    assert list_sessions() == []
+
+
+@pytest.mark.parametrize(
+    ("session_id", "ok"),
+    [
+        ("9f2c0d1e", True),
+        ("a.b_c-d", True),
+        ("../etc/passwd", False),
+        ("a/b", False),
+        (".hidden", False),
+        ("", False),
+        ("x" * 129, False),
+    ],
+)
+def test_session_ids_are_safe_file_names(session_id, ok):
+    assert valid_session_id(session_id) is ok
+
+
+def test_input_history_is_newest_first_deduplicated_and_capped(workdir):
+    inputs = InputHistory(workdir)
+    for i in range(120):
+        inputs.add(f"input {i}")
+    inputs.add("input 110")
+    inputs.add("   ")
+    inputs.add("x" * 20_000)
+    items = InputHistory(workdir).items()
+    assert len(items) == 100
+    assert items[0] == "input 110"
+    assert items[1] == "input 119"
+    assert items.count("input 110") == 1
+    assert stat.S_IMODE(inputs.path.stat().st_mode) == 0o600
