@@ -95,7 +95,9 @@ def turn_messages(i: int) -> list[Message]:
         Message(
             role="assistant",
             content=[
-                ThinkingBlock(thinking="I should read the module first. " * 10, signature="s" * 200),
+                ThinkingBlock(
+                    thinking="I should read the module first. " * 10, signature="s" * 200
+                ),
                 TextBlock(text=f"Let me read module {i % 97}."),
                 ToolUseBlock(id=call_id, name="Read", input={"file_path": f"src/mod{i % 97}.py"}),
             ],
@@ -106,7 +108,9 @@ def turn_messages(i: int) -> list[Message]:
         ),
         Message(
             role="assistant",
-            content=[TextBlock(text=f"Module {i % 97} defines a constant. " + "Explanation. " * 25)],
+            content=[
+                TextBlock(text=f"Module {i % 97} defines a constant. " + "Explanation. " * 25)
+            ],
         ),
     ]
 
@@ -122,7 +126,10 @@ def write_history(session_id: str, working_dir: Path, n_messages: int) -> Path:
         written = 0
         i = 0
         while written < n_messages:
-            for m in turn_messages(i):
+            turn = turn_messages(i)
+            if n_messages - written < len(turn):  # end on whole exchanges
+                turn = [turn[0], turn[3]]
+            for m in turn:
                 if written == n_messages:
                     break
                 written += 1
@@ -401,7 +408,14 @@ async def main(quick: bool) -> int:
             "2a. one more turn, engine only (instant model)",
             ["history", "turn ms (median)", "p90 ms", "history write ms/msg", "ratio", ""],
             [
-                [f"{small['history']:,} messages", small["turn_ms"], small["p90_ms"], small["write_ms_per_msg"], None, ""],
+                [
+                    f"{small['history']:,} messages",
+                    small["turn_ms"],
+                    small["p90_ms"],
+                    small["write_ms_per_msg"],
+                    None,
+                    "",
+                ],
                 [
                     f"{big['history']:,} messages",
                     big["turn_ms"],
@@ -419,7 +433,12 @@ async def main(quick: bool) -> int:
             ["history", "turn ms (median)", "request KB", "ratio"],
             [
                 [f"{SMALL:,} messages", w_small["turn_ms"], w_small["request_kb"], None],
-                [f"{BIG:,} messages", w_big["turn_ms"], w_big["request_kb"], w_big["turn_ms"] / w_small["turn_ms"]],
+                [
+                    f"{BIG:,} messages",
+                    w_big["turn_ms"],
+                    w_big["request_kb"],
+                    w_big["turn_ms"] / w_small["turn_ms"],
+                ],
             ],
         )
         print(
@@ -450,7 +469,9 @@ async def main(quick: bool) -> int:
             ["counter", "load ms", "count ms", "again ms (cached)", "result"],
             rows,
         )
-        summary["backlog"] = {r[0]: round_sig(r[2]) if isinstance(r[2], float) else None for r in rows}
+        summary["backlog"] = {
+            r[0]: round_sig(r[2]) if isinstance(r[2], float) else None for r in rows
+        }
     return checks.finish(summary)
 
 

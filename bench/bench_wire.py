@@ -7,7 +7,7 @@
 2. 1,000 sequential `session/interrupt` round trips on an idle session (both framings),
    next to a trivial JSONL echo process driven by the same client (the client's floor);
 3. a 20,000-delta text stream through the Anthropic and the OpenAI-chat SDKs from the
-   scripted model server, forwarded as `message:text:chunk` notifications;
+   scripted model server, forwarded as `message:text:chunk` notifications (best of 2);
 4. peak RSS (VmHWM) of the server at the end of each scenario.
 
 Targets are printed with PASS/MISS and never fail the script; a functional break (error
@@ -53,6 +53,7 @@ SPAWNS = 7
 RTT_WARMUP = 200
 RTT_N = 1_000
 DELTAS = 20_000
+STREAM_RUNS = 2  # best of: the machine's noise only ever slows a run down
 
 FRAMINGS = [("content-length", False), ("jsonl", True)]
 
@@ -233,50 +234,26 @@ def _rtt_row(
 # --------------------------------------------------------------------------- 3. streaming
 
 
-async def stream(
-    env: dict[str, str], llm: ScriptedLLM, workspace: Path, model: str, jsonl: bool
-) -> dict[str, Any]:
-    client = WireClient(env=env, jsonl=jsonl)
-    row: dict[str, Any] = {}
-    try:
-        await client.start()
-        await client.initialize()
-        sid = (await client.create_session(workspace, model=model))["sessionId"]
-
-        # First prompt: SDK import (if the warm-up has not finished), client construction,
-        # HTTP connection. Reported separately; the streamed prompt below is warm.
-        llm.script(Reply.text("warm up", chunks=2))
-        t0 = time.perf_counter()
-        first = await client.call("session/prompt", {"sessionId": sid, "input": "hi"}, timeout=60)
-        row["first_prompt_ms"] = (time.perf_counter() - t0) * 1000
-        checks.check(
-            first.get("stopReason") == "end_turn", f"{model}: warm-up prompt ended {first}"
-        )
-
-        reply = Reply.text(deltas=DELTAS)
-        llm.script(reply)
-        mark = len(client.received)
-        pid = pid_of(client)
-        await settle(pid)
-        cpu0 = cpu_seconds(pid)
-        own0 = time.process_time()
-        t0 = time.monotonic()
-        result = await client.call(
-            "session/prompt", {"sessionId": sid, "input": "stream"}, timeout=120
-        )
-        t1 = time.monotonic()
-        cpu1 = cpu_seconds(pid)
-        row["client_cpu_s"] = time.process_time() - own0
-        row["rss_kb"] = vm_hwm_kb(pid)
-    finally:
-        await close_client(client)
+async def one_stream(client: WireClient, llm: ScriptedLLM, sid: str, tag: str) -> dict[str, Any]:
+    """One 20,000-delta prompt on a warm session; checks the chunks, returns the figures."""
+    reply = Reply.text(deltas=DELTAS)
+    llm.script(reply)
+    mark = len(client.received)
+    pid = pid_of(client)
+    await settle(pid)
+    cpu0 = cpu_seconds(pid)
+    own0 = time.process_time()
+    t0 = time.monotonic()
+    result = await client.call("session/prompt", {"sessionId": sid, "input": "stream"}, timeout=120)
+    t1 = time.monotonic()
+    cpu1 = cpu_seconds(pid)
+    row: dict[str, Any] = {"client_cpu_s": time.process_time() - own0}
 
     chunks = [
         r
         for r in client.received[mark:]
         if r.method == "message:text:chunk" and r.params.get("sessionId") == sid
     ]
-    tag = f"{model} ({'jsonl' if jsonl else 'content-length'})"
     checks.check(result.get("stopReason") == "end_turn", f"{tag}: prompt ended {result}")
     checks.check(len(chunks) == DELTAS, f"{tag}: {len(chunks)} text chunks, expected {DELTAS}")
     checks.check(
@@ -295,11 +272,37 @@ async def stream(
         row["first_chunk_ms"] = (chunks[0].at - t0) * 1000
         span = chunks[-1].at - chunks[0].at
         row["chunk_span_per_s"] = (len(chunks) - 1) / span if span > 0 else float("nan")
-        row["tail_ms"] = (t1 - chunks[-1].at) * 1000
     if cpu0 is not None and cpu1 is not None:
         row["server_cpu_s"] = cpu1 - cpu0
         row["server_us_per_chunk"] = (cpu1 - cpu0) / max(1, len(chunks)) * 1e6
     return row
+
+
+async def stream(
+    env: dict[str, str], llm: ScriptedLLM, workspace: Path, model: str, jsonl: bool
+) -> dict[str, Any]:
+    """Best of STREAM_RUNS streamed prompts (by wall time) in one server process."""
+    tag = f"{model} ({'jsonl' if jsonl else 'content-length'})"
+    client = WireClient(env=env, jsonl=jsonl)
+    try:
+        await client.start()
+        await client.initialize()
+        sid = (await client.create_session(workspace, model=model))["sessionId"]
+
+        # First prompt, right after session/create: SDK import (unless the warm-up thread
+        # has finished), client construction, HTTP connection. The streamed ones are warm.
+        llm.script(Reply.text("warm up", chunks=2))
+        t0 = time.perf_counter()
+        first = await client.call("session/prompt", {"sessionId": sid, "input": "hi"}, timeout=60)
+        first_ms = (time.perf_counter() - t0) * 1000
+        checks.check(first.get("stopReason") == "end_turn", f"{tag}: warm-up prompt ended {first}")
+
+        runs = [await one_stream(client, llm, sid, tag) for _ in range(STREAM_RUNS)]
+        rss = vm_hwm_kb(pid_of(client))
+    finally:
+        await close_client(client)
+    best = min(runs, key=lambda r: r["wall_s"])
+    return {**best, "first_prompt_ms": first_ms, "rss_kb": rss}
 
 
 # --------------------------------------------------------------------------- main
@@ -309,9 +312,9 @@ FAILURES = (RpcFailure, TimeoutError, OSError, AssertionError, KeyError)
 
 
 async def main(quick: bool) -> int:
-    global SPAWNS, RTT_N, RTT_WARMUP
+    global SPAWNS, RTT_N, RTT_WARMUP, STREAM_RUNS
     if quick:
-        SPAWNS, RTT_N, RTT_WARMUP = 3, 200, 50
+        SPAWNS, RTT_N, RTT_WARMUP, STREAM_RUNS = 3, 200, 50, 1
     summary: dict[str, Any] = {"bench": "wire", "host": host_header()}
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         print(
@@ -435,7 +438,7 @@ async def main(quick: bool) -> int:
                     checks.section_failed(f"stream {key}", exc)
                     llm.reset()
         print_table(
-            f"{DELTAS:,}-delta text stream → message:text:chunk (prompt sent → answered; target ≥ {TARGET_NOTIF_PER_S:,}/s)",
+            f"{DELTAS:,}-delta text stream → message:text:chunk (prompt sent → answered, best of {STREAM_RUNS}; target ≥ {TARGET_NOTIF_PER_S:,}/s)",
             [
                 "",
                 "notif/s",

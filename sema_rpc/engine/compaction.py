@@ -188,9 +188,9 @@ class Compactor:
         )
         plan = self._plan(history, self.context_length * TAIL_SHARE)
         if plan is None:
-            result = CompactionResult(trigger, "none", before, before, "nothing to compact")
-            self._finish(result, history)
-            return result
+            nothing = CompactionResult(trigger, "none", before, before, "nothing to compact")
+            self._finish(nothing, history)
+            return nothing
         latest, k = plan
         summary, error = await self._summarise(history[:k], instructions)
         if self.control.interrupted:

@@ -222,7 +222,9 @@ class SemaEngine:
                 counter_for_model(profile.model_name) if profile else TokenCounter(None)
             ),
             store=HistoryStore(
-                session_id, resolved_dir, loaded.message_count if loaded is not None else 0
+                session_id,
+                resolved_dir,
+                loaded.message_count if loaded is not None and loaded.source == "jsonl" else 0,
             ),
             inputs=InputHistory(resolved_dir),
         )

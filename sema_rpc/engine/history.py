@@ -545,8 +545,6 @@ def _summarise_jsonl(path: Path, session_id: str) -> SessionSummary | None:
             title = _title_of(obj)
             if title:
                 break
-        elif obj.get("t") == "compact" and title is None:
-            continue
     count = None
     tail_lines = tail.split(b"\n")
     if tail_start > 0:
@@ -620,12 +618,10 @@ class InputHistory:
         from sema_rpc.engine.permissions import project_key
 
         self.path = sema_root() / "projects" / project_key(working_dir) / "input-history.json"
-        self._items: list[str] | None = None
 
     def items(self) -> list[str]:
-        if self._items is None:
-            self._items = self._load()
-        return list(self._items)
+        """Read from disk each time: other sessions and processes add to it too."""
+        return self._load()
 
     def _load(self) -> list[str]:
         try:
@@ -643,7 +639,6 @@ class InputHistory:
         if not text.strip() or len(text) > INPUT_HISTORY_MAX_CHARS:
             return
         items = [text, *(s for s in self._load() if s != text)][:INPUT_HISTORY_CAP]
-        self._items = items
         try:
             _ensure_private_dir(self.path.parent)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")

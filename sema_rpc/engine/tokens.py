@@ -158,13 +158,15 @@ class TokenCounter:
         self.encoding_name = encoding_name if tiktoken_enabled() else None
         self._encoding: Any = None
         self._resolved = self.encoding_name is None
-        self._key = _key(encoding_name) if self.encoding_name else ("", "")
+        self._key = _key(self.encoding_name) if self.encoding_name else ("", "")
 
     @property
     def name(self) -> str:
         """The encoding actually in use: an encoding name, or `estimate`."""
         self._resolve_if_loaded()
-        return self.encoding_name if self._encoding is not None else ESTIMATE
+        if self.encoding_name is None or self._encoding is None:
+            return ESTIMATE
+        return self.encoding_name
 
     @property
     def ready(self) -> bool:
@@ -327,10 +329,6 @@ class TokenTracker:
         if len(pending) > 64 or sum(message_chars(m) for m in pending) > 200_000:
             return await asyncio.to_thread(self.count, history)
         return self.count(history)
-
-    def local_count(self, messages: list[Message]) -> int:
-        """System + tools + every message counted locally (no provider figure), uncached."""
-        return self._overhead + sum(self.counter.count_message(m) for m in messages)
 
     # ---- internals
 

@@ -248,7 +248,11 @@ async def test_resumed_usage_counts_with_tiktoken_or_estimates(
     history.mkdir()
     extra = ["The build fails with error E1234 in module façade.", "Fix: rename the import."]
     base = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
-    more = [*base, {"role": "user", "content": extra[0]}, {"role": "assistant", "content": extra[1]}]
+    more = [
+        *base,
+        {"role": "user", "content": extra[0]},
+        {"role": "assistant", "content": extra[1]},
+    ]
     (history / "base.json").write_text(json.dumps({"messages": base, "todos": []}))
     (history / "more.json").write_text(json.dumps({"messages": more, "todos": []}))
 
@@ -256,6 +260,10 @@ async def test_resumed_usage_counts_with_tiktoken_or_estimates(
         await client.initialize()
         small = await client.create_session(workspace, sessionId="base", model="claude-test")
         large = await client.create_session(workspace, sessionId="more", model="claude-test")
+        # Imported into JSONL on resume: listed with their own message counts.
+        listed = {s["sessionId"]: s for s in (await client.call("session/list"))["sessions"]}
+        assert listed["base"]["messageCount"] == 2 and listed["more"]["messageCount"] == 4
+        assert listed["more"]["title"] == "hello"
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
     counter = TokenCounter("cl100k_base")

@@ -1,0 +1,146 @@
+"""SemaEngine's input pipeline (seed 001, steps 2 and 6-9): what one user input becomes
+before the loop sees it.
+
+- tools for this turn: built-in + agent tools (Task, Skill, AskUserQuestion, ExitPlanMode)
+  + the session's MCP tools, filtered by `useTools`; Plan mode offers only what it admits
+  (the runner refuses the rest even when called by name);
+- a custom command (`/name args`) expands to its body;
+- `@path` references become system reminders and a `file:reference` event;
+- the system prompt: working dir, platform, date, git snapshot, skills, Plan-mode text;
+- reminders: rules and todos on a session's first query, the Plan reminder on the first
+  query after entering Plan mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from sema_rpc.engine.custom_commands import expand
+from sema_rpc.engine.messages import ContentBlock, TextBlock
+from sema_rpc.engine.references import resolve_references_async
+from sema_rpc.engine.rules import load_rules
+from sema_rpc.engine.skills import list_skills, skill_summaries
+from sema_rpc.engine.system_prompt import (
+    build_system_prompt,
+    first_query_reminders,
+    git_status_summary,
+    plan_mode_reminder,
+)
+from sema_rpc.protocol import FileReferenceParams, ToolListItem
+from sema_rpc.providers.base import ToolSpec
+from sema_rpc.tools.base import Tool
+
+if TYPE_CHECKING:
+    from sema_rpc.engine.engine import Session
+
+
+@dataclass
+class TurnSetup:
+    offered: list[Tool]
+    """Tools the model is offered this turn (their specs are sent)."""
+    accepted: dict[str, Tool]
+    """Tools the runner accepts by name: like `offered`, but in Plan mode also the write
+    tools, so that calling one by name is refused as a Plan-mode violation rather than
+    reported as unknown."""
+    specs: list[ToolSpec]
+    system_prompt: str
+
+
+@dataclass
+class InputPipeline:
+    session: Session
+    mcp_tools: list[Tool] = field(default_factory=list)
+    git_status: str | None = None
+    _git_checked: bool = False
+    plan_reminded: bool = False
+
+    def turn_setup(self, *, mode: str | None = None) -> TurnSetup:
+        from sema_rpc.tools.registry import agent_tools, builtin_tools
+
+        s = self.session
+        mode = mode or s.mode
+        plan = mode == "Plan"
+        skills = list_skills(s.working_dir)
+        wanted = None if s.use_tools is None else set(s.use_tools)
+        mcp = [t for t in self.mcp_tools if wanted is None or t.name in wanted]
+        extras = agent_tools(s.working_dir, s.use_tools, plan, has_skills=bool(skills))
+        offered = [*builtin_tools(s.use_tools, plan_mode=plan), *extras]
+        if not plan:  # MCP tools are never read-only: Plan mode does not offer them
+            offered += mcp
+        accepted = {
+            t.name: t for t in [*builtin_tools(s.use_tools, plan_mode=False), *extras, *mcp]
+        }
+        specs = [ToolSpec(t.name, t.description, t.input_schema()) for t in offered]
+        system = build_system_prompt(
+            s.working_dir,
+            mode,
+            skills_summary=skill_summaries(skills),
+            git_status=self.git_status,
+        )
+        return TurnSetup(offered, accepted, specs, system)
+
+    async def prepare(self, text: str) -> tuple[list[ContentBlock], TurnSetup]:
+        s = self.session
+        if not self._git_checked:
+            # Once per session: a system prompt that changed every turn would defeat
+            # the provider's prompt cache.
+            self.git_status = await anyio.to_thread.run_sync(git_status_summary, s.working_dir)
+            self._git_checked = True
+        setup = self.turn_setup()
+        expanded = expand(text, s.working_dir) or text
+        refs = await resolve_references_async(expanded, s.working_dir, s.read_files)
+        if refs.references:
+            s.bus.emit(FileReferenceParams(references=refs.references))
+        blocks: list[ContentBlock] = [TextBlock(text=expanded)]
+        blocks += [TextBlock(text=r) for r in refs.reminders]
+        if not s.history:
+            blocks += self.first_query_blocks(setup)
+        if s.mode == "Plan" and not self.plan_reminded:
+            blocks.append(TextBlock(text=plan_mode_reminder()))
+            self.plan_reminded = True
+        return blocks, setup
+
+    def first_query_blocks(self, setup: TurnSetup) -> list[ContentBlock]:
+        rules = load_rules(self.session.working_dir)
+        todos = any(t.name == "TodoWrite" for t in setup.offered)
+        return [TextBlock(text=r) for r in first_query_reminders(rules, todos_enabled=todos)]
+
+    def mode_changed(self, mode: str) -> None:
+        if mode == "Plan":
+            self.plan_reminded = False  # entering Plan mode again reminds again
+
+    def tool_list(self) -> list[ToolListItem]:
+        from sema_rpc.tools.registry import agent_tools, builtin_tools
+
+        s = self.session
+        setup = self.turn_setup()
+        offered = {t.name for t in setup.offered}
+        everything: list[tuple[Tool, str]] = [(t, "builtin") for t in builtin_tools(None)]
+        everything += [
+            (t, "skill" if t.name == "Skill" else "builtin")
+            for t in agent_tools(s.working_dir, None, s.mode == "Plan")
+        ]
+        everything += [(t, "mcp") for t in self.mcp_tools]
+        return [
+            ToolListItem(
+                name=t.name,
+                description=t.description,
+                source=source,  # type: ignore[arg-type]
+                enabled=t.name in offered,
+                read_only=bool(t.read_only),
+            )
+            for t, source in everything
+        ]
+
+
+def subagent_setup(
+    working_dir: Path, tool_names: list[str], accepted: dict[str, Any], system_prompt: str
+) -> TurnSetup:
+    """The tools and prompt of a subagent: a subset of the turn's tools, never nested."""
+    tools = [accepted[name] for name in tool_names if name in accepted]
+    specs = [ToolSpec(t.name, t.description, t.input_schema()) for t in tools]
+    return TurnSetup(tools, {t.name: t for t in tools}, specs, system_prompt)

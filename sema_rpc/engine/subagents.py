@@ -1,0 +1,111 @@
+"""Running a Task subagent: the same loop, its own history, the session's interrupt.
+
+A subagent gets a subset of the main agent's tools for this turn (never Task, so it
+cannot nest), its definition's prompt, and its own model. It keeps no history beyond
+the task, never compacts and reports no usage. Its events carry its task id as
+`agentId`, so an editor can fold them under the Task tool card; `task:agent:start` and
+`task:agent:end` frame them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sema_rpc.engine.agents import find_agent, resolve_agent_model, subagent_tool_names
+from sema_rpc.engine.control import TurnControl
+from sema_rpc.engine.conversation import Conversation, LoopConfig
+from sema_rpc.engine.messages import TextBlock
+from sema_rpc.engine.permissions import PermissionPolicy
+from sema_rpc.engine.pipeline import TurnSetup, subagent_setup
+from sema_rpc.engine.run_tools import ToolRunner
+from sema_rpc.engine.system_prompt import build_system_prompt
+from sema_rpc.protocol import TaskAgentEndParams, TaskAgentStartParams
+from sema_rpc.tools.base import ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from sema_rpc.config import ModelProfile
+    from sema_rpc.engine.engine import Session
+    from sema_rpc.providers.base import Provider
+
+SUBAGENT_MAX_TURNS = 50
+
+
+@dataclass
+class SubagentRunner:
+    """`ctx.state["run_subagent"]` for one turn of the main agent."""
+
+    session: Session
+    turn: TurnSetup
+    control: TurnControl
+    policy: PermissionPolicy
+    provider_for: Callable[[ModelProfile], Provider]
+
+    async def __call__(
+        self, subagent_type: str, description: str, prompt: str, *, tool_call_id: str = ""
+    ) -> str:
+        session = self.session
+        agent = find_agent(session.working_dir, subagent_type)
+        if agent is None or session.profile is None:
+            raise ToolError(f"Unknown subagent type: {subagent_type}")
+        task_id = f"task-{tool_call_id}" if tool_call_id else f"task-{id(self):x}"
+        session.bus.emit(
+            TaskAgentStartParams(
+                task_id=task_id, subagent_type=agent.name, description=description, prompt=prompt
+            )
+        )
+        profile = resolve_agent_model(agent, session.profile)
+        names = subagent_tool_names(agent, [t.name for t in self.turn.offered])
+        system = build_system_prompt(session.working_dir, session.mode, extra=agent.full_prompt())
+        setup = subagent_setup(session.working_dir, names, self.turn.accepted, system)
+        context = ToolContext(
+            working_dir=session.working_dir,
+            session_id=session.id,
+            agent_id=task_id,
+            read_files=session.read_files,
+            state=session.tool_state,
+        )
+        runner = ToolRunner(
+            tools=setup.accepted,
+            context=context,
+            policy=self.policy,
+            bus=session.bus,
+            control=self.control,
+            agent_id=task_id,
+            plan_mode=session.mode == "Plan",
+        )
+        conversation = Conversation(
+            agent_id=task_id,
+            history=[],
+            provider=self.provider_for(profile),
+            config=LoopConfig(
+                model=profile.model_name,
+                system_prompt=setup.system_prompt,
+                tool_specs=setup.specs,
+                max_tokens=profile.max_tokens,
+                context_length=profile.context_length,
+                max_turns=SUBAGENT_MAX_TURNS,
+                emits_usage=False,
+                compacts=False,
+            ),
+            bus=session.bus,
+            runner=runner,
+            control=self.control,
+        )
+        outcome = await conversation.query([TextBlock(text=prompt)])
+        final = next(
+            (
+                m.text()
+                for m in reversed(conversation.history)
+                if m.role == "assistant" and m.text()
+            ),
+            "",
+        )
+        if outcome.stop_reason == "error":
+            message = outcome.error.message if outcome.error else "the model call failed"
+            session.bus.emit(TaskAgentEndParams(task_id=task_id, status="failed", content=message))
+            raise ToolError(f"The {agent.name} subagent failed: {message}")
+        status = "interrupted" if outcome.stop_reason == "interrupted" else "completed"
+        session.bus.emit(TaskAgentEndParams(task_id=task_id, status=status, content=final))  # type: ignore[arg-type]
+        return final
