@@ -134,6 +134,27 @@ class EmptyResult(WireModel):
     pass
 
 
+class McpServerParams(WireModel):
+    """An MCP server the editor passes in `session/create` (ACP's stdio shape). `env` may
+    be a list of `{name, value}` or an object."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", defer_build=True
+    )
+    name: str
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: list[dict[str, str]] | dict[str, str] = Field(default_factory=list)
+
+
+class McpServerStatus(WireModel):
+    name: str
+    state: Literal["connected", "failed", "stopped"]
+    error: str | None = None
+    tools: list[str] = Field(default_factory=list)
+    source: str | None = Field(None, description="editor, project, user, or a config file path")
+
+
 class SessionCreateParams(WireModel):
     session_id: str | None = Field(
         None, description="Resume this session when known; otherwise a new id is generated."
@@ -145,6 +166,11 @@ class SessionCreateParams(WireModel):
     )
     use_tools: list[str] | None = Field(None, description="Only these tools (by name).")
     permission_mode: PermissionMode = "default"
+    mcp_servers: list[McpServerParams] | None = Field(
+        None,
+        description="MCP servers to start for this session, on top of .sema/mcp.json and "
+        "$SEMA_ROOT/mcp.json (the editor's entry wins on a name clash).",
+    )
 
 
 class SessionReadyParams(WireModel):
@@ -158,6 +184,7 @@ class SessionReadyParams(WireModel):
     mode: Mode = "Agent"
     permission_mode: PermissionMode = "default"
     model: str | None = None
+    mcp_servers: list[McpServerStatus] = Field(default_factory=list)
 
 
 SessionCreateResult = SessionReadyParams
@@ -290,7 +317,12 @@ class SessionInterruptedParams(EventParams):
 class SessionErrorParams(EventParams):
     event: ClassVar[str] = "session:error"
     type: Literal[
-        "api_error", "fatal_error", "context_length_exceeded", "model_error", "compact_error"
+        "api_error",
+        "fatal_error",
+        "context_length_exceeded",
+        "model_error",
+        "compact_error",
+        "mcp_error",
     ]
     error: SessionErrorDetail
 
@@ -579,6 +611,18 @@ METHODS: dict[str, MethodSpec] = {
             SessionCompactResult,
             "Compact the session's history now (like `/compact`). Emits `compact:exec`.",
         ),
+        MethodSpec(
+            "command/list",
+            CommandListParams,
+            CommandListResult,
+            "The custom slash commands of a project (`.sema/commands`) and the user's.",
+        ),
+        MethodSpec(
+            "tool/list",
+            ToolListParams,
+            ToolListResult,
+            "The tools of a session: built-in, skill and MCP, and which are offered now.",
+        ),
     ]
 }
 
@@ -649,21 +693,3 @@ SERVER_REQUESTS: dict[str, ServerRequestSpec] = {
         ),
     ]
 }
-
-
-PENDING_METHODS: list[MethodSpec] = [
-    # Context and extensibility: the lead moves these into METHODS together with their
-    # handlers in rpc/server.py (which asserts that every METHODS entry has one).
-    MethodSpec(
-        "command/list",
-        CommandListParams,
-        CommandListResult,
-        "The custom slash commands of a project (`.sema/commands`) and the user's.",
-    ),
-    MethodSpec(
-        "tool/list",
-        ToolListParams,
-        ToolListResult,
-        "The tools of a session: built-in, skill and MCP, and which are offered now.",
-    ),
-]

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from sema_rpc.engine.compaction import CompactionResult, Compactor
 from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
@@ -57,12 +58,23 @@ from sema_rpc.providers.base import (
     ThinkingDelta,
     ToolSpec,
 )
+from sema_rpc.tools.base import Tool
 
 
 @dataclass
 class TurnOutcome:
     stop_reason: str  # end_turn | interrupted | max_turns | error | command
     error: SessionErrorDetail | None = None
+
+
+@dataclass
+class ContextRebuild:
+    system_prompt: str
+    tool_specs: list[ToolSpec]
+    tools: dict[str, Tool]
+    plan_mode: bool
+    restart_with: list[ContentBlock] | None = None
+    """clearContextAndStart: the history restarts from this user message."""
 
 
 @dataclass
@@ -95,6 +107,8 @@ class Conversation:
     tokens: TokenTracker = field(default_factory=TokenTracker)
     """The prompt's size: provider usage first, local counts for the rest (tokens.py)."""
     compactor: Compactor | None = None
+    on_rebuild: Callable[[dict[str, Any]], ContextRebuild] | None = None
+    """Applies a tool's `rebuildContext` control signal (see `_rebuild`)."""
 
     async def query(self, user_content: list[ContentBlock]) -> TurnOutcome:
         self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
@@ -161,7 +175,23 @@ class Conversation:
             self._append(Message(role="user", content=list(results)))
             if self.control.observe(2):
                 return self._interrupted(2)
+            for signal in self.runner.controls:
+                if "rebuildContext" in signal and self.on_rebuild is not None:
+                    self._rebuild(self.on_rebuild(signal["rebuildContext"]))
         return TurnOutcome("max_turns")
+
+    def _rebuild(self, rebuilt: ContextRebuild) -> None:
+        """上下文重建 (seed 000): the mode changed mid-turn (ExitPlanMode), so the tools and
+        the system prompt follow; clearContextAndStart also restarts the history from the plan."""
+        self.config = replace(
+            self.config, system_prompt=rebuilt.system_prompt, tool_specs=rebuilt.tool_specs
+        )
+        self.runner.tools = rebuilt.tools
+        self.runner.plan_mode = rebuilt.plan_mode
+        if rebuilt.restart_with is not None:
+            self.history.clear()
+            self._append(Message(role="user", content=rebuilt.restart_with))
+        self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
 
     async def _stream_response(self) -> ResponseDone | ResponseFailed | None:
         request = ModelRequest(

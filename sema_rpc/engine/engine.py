@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from sema_rpc.engine.compaction import (
     compact_threshold,
 )
 from sema_rpc.engine.control import TurnControl
-from sema_rpc.engine.conversation import Conversation, LoopConfig, TurnOutcome
+from sema_rpc.engine.conversation import ContextRebuild, Conversation, LoopConfig, TurnOutcome
 from sema_rpc.engine.events import ClientBridge, EventBus
 from sema_rpc.engine.history import (
     HistoryError,
@@ -42,16 +43,24 @@ from sema_rpc.engine.history import (
 )
 from sema_rpc.engine.messages import Message, TextBlock
 from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
+from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.run_tools import ToolRunner
-from sema_rpc.engine.system_prompt import build_system_prompt
+from sema_rpc.engine.subagents import SubagentRunner
 from sema_rpc.engine.tokens import TokenCounter, TokenTracker, counter_for_model
 from sema_rpc.protocol import (
+    AskQuestionRequestParams,
+    AskQuestionResult,
+    CommandListParams,
+    CommandListResult,
     ConfigNoModelsParams,
     ConversationUsageParams,
     ErrorCode,
+    McpServerStatus,
     ModeUpdateEventParams,
     ModeUpdateParams,
     ModeUpdateResult,
+    PlanExitRequestParams,
+    PlanExitResult,
     RpcError,
     SessionClearedParams,
     SessionCompactParams,
@@ -59,6 +68,8 @@ from sema_rpc.protocol import (
     SessionCreateParams,
     SessionDisposeParams,
     SessionDisposeResult,
+    SessionErrorDetail,
+    SessionErrorParams,
     SessionListItem,
     SessionListParams,
     SessionListResult,
@@ -70,6 +81,8 @@ from sema_rpc.protocol import (
     TodoItem,
     TodosUpdateParams,
     TokenUsage,
+    ToolListParams,
+    ToolListResult,
     session_not_found,
 )
 from sema_rpc.providers.base import ToolSpec
@@ -108,6 +121,10 @@ class Session:
     inputs: InputHistory | None = None
     history_loaded: bool = False
     disposed: bool = False
+    pipeline: InputPipeline | None = None
+    mcp: Any = None
+    """The session's McpManager, when it has MCP servers."""
+    mcp_status: list[dict[str, Any]] = field(default_factory=list)
 
     def ready_params(self) -> SessionReadyParams:
         return SessionReadyParams(
@@ -119,6 +136,7 @@ class Session:
             mode=self.mode,  # type: ignore[arg-type]
             permission_mode=self.permission_mode,  # type: ignore[arg-type]
             model=f"{self.profile.provider}/{self.profile.model_name}" if self.profile else None,
+            mcp_servers=[McpServerStatus.model_validate(s) for s in self.mcp_status],
         )
 
     @property
@@ -134,6 +152,14 @@ class Session:
         self.usage = TokenUsage(
             use_tokens=tokens, max_tokens=self.context_length, prompt_tokens=tokens
         )
+
+
+def mcp_start_timeout() -> float:
+    """Seconds to wait for a session's MCP servers to start (env SEMA_MCP_START_TIMEOUT_S)."""
+    try:
+        return float(os.environ.get("SEMA_MCP_START_TIMEOUT_S", "10"))
+    except ValueError:
+        return 10.0
 
 
 def system_command(text: str) -> tuple[str, str] | None:
@@ -229,8 +255,12 @@ class SemaEngine:
             inputs=InputHistory(resolved_dir),
         )
         session.rules = RuleStore(session.working_dir)
+        session.pipeline = InputPipeline(session)
         session.tool_state["on_todos"] = lambda todos: self._todos_changed(session, todos)
+        session.tool_state["ask_user"] = lambda questions: self._ask_user(session, questions)
+        session.tool_state["plan_exit"] = lambda path, text: self._plan_exit(session, path, text)
         self.sessions[session_id] = session
+        await self._start_mcp(session, params)
         if profile is not None:
             from sema_rpc.providers.registry import warm_up
 
@@ -273,6 +303,9 @@ class SemaEngine:
         if loaded.todos:
             session.tool_state["todos"] = loaded.todos
         if session.history:
+            # Count the overhead with the same encoding as the history, not an estimate
+            # taken while the encoding is still loading.
+            await session.tokens.counter.ensure_loaded()
             _, specs, system = self._tools_and_prompt(session)
             session.tokens.set_overhead(system, specs)
             session.set_usage(await session.tokens.count_async(session.history))
@@ -328,6 +361,7 @@ class SemaEngine:
             del self.sessions[session.id]
         if session.store is not None:
             session.store.close()
+        await self.close_mcp(session)
         return SessionDisposeResult(disposed=True, interrupted=interrupted)
 
     def interrupt(self, session_id: str) -> bool:
@@ -336,11 +370,7 @@ class SemaEngine:
 
     def update_mode(self, params: ModeUpdateParams) -> ModeUpdateResult:
         session = self.session(params.session_id)
-        if session.mode != params.mode:
-            session.mode = params.mode
-            if session.store is not None:
-                session.store.append_event("mode", mode=params.mode)
-            session.bus.emit(ModeUpdateEventParams(mode=params.mode))
+        self._set_mode(session, params.mode)
         return ModeUpdateResult(mode=params.mode)
 
     async def shutdown(self, grace_s: float = 5.0) -> None:
@@ -503,19 +533,14 @@ class SemaEngine:
         return provider_for(session.profile)
 
     def _tools_and_prompt(self, session: Session) -> tuple[list[Any], list[ToolSpec], str]:
-        from sema_rpc.tools.registry import builtin_tools
-
-        tools = builtin_tools(session.use_tools, plan_mode=session.mode == "Plan")
-        specs = [ToolSpec(t.name, t.description, t.input_schema()) for t in tools]
-        return tools, specs, build_system_prompt(session.working_dir, session.mode)
+        assert session.pipeline is not None
+        setup = session.pipeline.turn_setup()
+        return setup.offered, setup.specs, setup.system_prompt
 
     async def _run_turn(self, session: Session, text: str, control: TurnControl) -> TurnOutcome:
-        from sema_rpc.tools.registry import builtin_tools
-
         profile = session.profile
-        assert profile is not None
-        plan_mode = session.mode == "Plan"
-        _, tool_specs, system_prompt = self._tools_and_prompt(session)
+        assert profile is not None and session.pipeline is not None
+        user_content, setup = await session.pipeline.prepare(text)
         context = ToolContext(
             working_dir=session.working_dir,
             session_id=session.id,
@@ -528,13 +553,15 @@ class SemaEngine:
             client_can_answer=self.client_answers_permissions,
         )
         runner = ToolRunner(
-            # Plan mode is enforced by the runner too: a write tool called by name is refused.
-            tools={t.name: t for t in builtin_tools(session.use_tools, plan_mode=False)},
+            tools=setup.accepted,
             context=context,
             policy=policy,
             bus=session.bus,
             control=control,
-            plan_mode=plan_mode,
+            plan_mode=session.mode == "Plan",
+        )
+        session.tool_state["run_subagent"] = SubagentRunner(
+            session, setup, control, policy, self._provider_for_profile(session)
         )
         thinking_budget = (
             max(1024, min(profile.max_tokens // 2, 4000)) if profile.thinking else None
@@ -545,8 +572,8 @@ class SemaEngine:
             provider=self._provider(session),
             config=LoopConfig(
                 model=profile.model_name,
-                system_prompt=system_prompt,
-                tool_specs=tool_specs,
+                system_prompt=setup.system_prompt,
+                tool_specs=setup.specs,
                 max_tokens=profile.max_tokens,
                 context_length=profile.context_length,
                 thinking_budget=thinking_budget,
@@ -558,10 +585,131 @@ class SemaEngine:
             last_usage=session.usage,
             tokens=session.tokens,
             compactor=self._compactor(session, control),
+            on_rebuild=lambda request: self._rebuild(session, request, control, policy),
         )
-        outcome = await conversation.query([TextBlock(text=text)])
+        try:
+            outcome = await conversation.query(user_content)
+        finally:
+            session.tool_state.pop("run_subagent", None)
         session.usage = conversation.last_usage
         return outcome
+
+    def _provider_for_profile(self, session: Session) -> Any:
+        """How a subagent gets its provider (its model may differ from the session's)."""
+        from sema_rpc.providers.registry import provider_for
+
+        def get(profile: ModelProfile) -> Any:
+            if profile is session.profile:
+                return self._provider(session)
+            return provider_for(profile)
+
+        return get
+
+    def _set_mode(self, session: Session, mode: str) -> None:
+        if session.mode == mode:
+            return
+        session.mode = mode
+        if session.pipeline is not None:
+            session.pipeline.mode_changed(mode)
+        if session.store is not None:
+            session.store.append_event("mode", mode=mode)
+        session.bus.emit(ModeUpdateEventParams(mode=mode))  # type: ignore[arg-type]
+
+    def _rebuild(
+        self,
+        session: Session,
+        request: dict[str, Any],
+        control: TurnControl,
+        policy: PermissionPolicy,
+    ) -> ContextRebuild:
+        """ExitPlanMode was approved: switch mode, rebuild tools and prompt (seed 000)."""
+        assert session.pipeline is not None
+        self._set_mode(session, str(request.get("newMode") or "Agent"))
+        setup = session.pipeline.turn_setup()
+        session.tool_state["run_subagent"] = SubagentRunner(
+            session, setup, control, policy, self._provider_for_profile(session)
+        )
+        restart = None
+        message = request.get("rebuildMessage")
+        if message:  # clearContextAndStart: the curated history restarts from the plan
+            session.tokens.reset()
+            if session.store is not None:
+                session.store.append_event("clear")
+            restart = [TextBlock(text=str(message)), *session.pipeline.first_query_blocks(setup)]
+        return ContextRebuild(
+            system_prompt=setup.system_prompt,
+            tool_specs=setup.specs,
+            tools=setup.accepted,
+            plan_mode=session.mode == "Plan",
+            restart_with=restart,
+        )
+
+    async def _ask_user(self, session: Session, questions: Any) -> dict[str, Any] | None:
+        request = AskQuestionRequestParams.model_validate({"questions": questions})
+        answer = await session.bus.ask(request, AskQuestionResult)
+        return None if answer is None else {"answers": answer.answers}
+
+    async def _plan_exit(self, session: Session, path: str, text: str) -> PlanExitResult | None:
+        request = PlanExitRequestParams(
+            plan_file_path=str(path),
+            plan_content=text,
+            options=["startEditing", "clearContextAndStart", "keepPlanning"],
+        )
+        return await session.bus.ask(request, PlanExitResult)
+
+    async def _start_mcp(self, session: Session, params: SessionCreateParams) -> None:
+        from sema_rpc.mcp import load_mcp_config
+
+        editor = (
+            None
+            if params.mcp_servers is None
+            else [m.model_dump(by_alias=True) for m in params.mcp_servers]
+        )
+        config = await asyncio.to_thread(load_mcp_config, session.working_dir, editor)
+        if not config.servers and not config.errors:
+            return
+        from sema_rpc.mcp import McpManager
+
+        def died(name: str, message: str) -> None:
+            session.mcp_status = session.mcp.status() if session.mcp else session.mcp_status
+            if session.pipeline is not None and session.mcp is not None:
+                session.pipeline.mcp_tools = session.mcp.tools()
+            session.bus.emit(
+                SessionErrorParams(
+                    type="mcp_error",
+                    error=SessionErrorDetail(
+                        code="mcp_server_died", message=message, details={"server": name}
+                    ),
+                )
+            )
+
+        session.mcp = McpManager(on_server_error=died)
+        session.mcp_status = await session.mcp.start(config, timeout_s=mcp_start_timeout())
+        assert session.pipeline is not None
+        session.pipeline.mcp_tools = session.mcp.tools()
+
+    async def close_mcp(self, session: Session) -> None:
+        if session.mcp is not None:
+            manager, session.mcp = session.mcp, None
+            await manager.aclose()
+
+    def command_list(self, params: CommandListParams) -> CommandListResult:
+        from sema_rpc.engine.custom_commands import list_commands
+
+        working_dir = Path(params.working_dir).expanduser()
+        if not working_dir.is_absolute() or not working_dir.is_dir():
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"workingDir is not an absolute directory: {params.working_dir}",
+            )
+        return CommandListResult.model_validate(
+            {"commands": [c.wire() for c in list_commands(working_dir.resolve())]}
+        )
+
+    def tool_list(self, params: ToolListParams) -> ToolListResult:
+        session = self.session(params.session_id)
+        assert session.pipeline is not None
+        return ToolListResult(tools=session.pipeline.tool_list())
 
 
 def _as_dicts(todos: list) -> list[dict]:

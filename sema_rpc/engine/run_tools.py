@@ -79,7 +79,9 @@ class ToolRunner:
         """Control signals returned by the last batch's tools (e.g. ExitPlanMode's rebuild)."""
 
     async def run_batch(
-        self, calls: list[ToolUseBlock], truncated: set[str] = frozenset()  # type: ignore[assignment]
+        self,
+        calls: list[ToolUseBlock],
+        truncated: set[str] = frozenset(),  # type: ignore[assignment]
     ) -> list[ToolResultBlock]:
         """`truncated`: ids of calls whose arguments were cut off (max_tokens); never run."""
         self.controls = []

@@ -169,6 +169,8 @@ class SemaServer(JsonRPCServer):
             "session/prompt": self._prompt,
             "session/interrupt": self._interrupt,
             "mode/update": self.engine.update_mode,
+            "command/list": self.engine.command_list,
+            "tool/list": self.engine.tool_list,
             # sessions that last
             "session/list": self.engine.list_sessions,
             "session/dispose": self.engine.dispose,
