@@ -109,6 +109,8 @@ class Conversation:
     compactor: Compactor | None = None
     on_rebuild: Callable[[dict[str, Any]], ContextRebuild] | None = None
     """Applies a tool's `rebuildContext` control signal (see `_rebuild`)."""
+    take_steering: Callable[[], list[str]] = lambda: []
+    """Inputs sent with `delivery: steer` while this turn runs; they join it after a batch."""
 
     async def query(self, user_content: list[ContentBlock]) -> TurnOutcome:
         self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
@@ -178,6 +180,9 @@ class Conversation:
             for signal in self.runner.controls:
                 if "rebuildContext" in signal and self.on_rebuild is not None:
                     self._rebuild(self.on_rebuild(signal["rebuildContext"]))
+            steered = self.take_steering()
+            if steered:  # after the whole batch, before the next model call (pi #1883)
+                self._append(Message(role="user", content=[TextBlock(text=t) for t in steered]))
         return TurnOutcome("max_turns")
 
     def _rebuild(self, rebuilt: ContextRebuild) -> None:

@@ -98,6 +98,14 @@ DISPOSE_GRACE_S = 10.0
 
 
 @dataclass
+class SteerInput:
+    text: str
+    joined: bool = False
+    result: SessionPromptResult | None = None
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
 class Session:
     id: str
     working_dir: Path
@@ -125,6 +133,8 @@ class Session:
     mcp: Any = None
     """The session's McpManager, when it has MCP servers."""
     mcp_status: list[dict[str, Any]] = field(default_factory=list)
+    steering: list[SteerInput] = field(default_factory=list)
+    """`delivery: steer` inputs waiting for the running turn's next tool batch to end."""
 
     def ready_params(self) -> SessionReadyParams:
         return SessionReadyParams(
@@ -407,6 +417,13 @@ class SemaEngine:
             raise RpcError(
                 ErrorCode.NO_MODEL_CONFIGURED, "no model configured: " + NO_MODEL_SUGGESTION
             )
+        if params.delivery == "steer" and command is None and session.control is not None:
+            steer = SteerInput(params.input)
+            session.steering.append(steer)
+            await steer.settled.wait()
+            if steer.result is not None:  # it joined the running turn
+                return steer.result
+            # The turn ended before a tool batch could take it: it runs as its own turn.
         async with session.turn_lock:
             if session.disposed:
                 return SessionPromptResult(stop_reason="interrupted", usage=session.usage)
@@ -424,11 +441,28 @@ class SemaEngine:
             finally:
                 session.control = None
                 session.bus.emit(StateUpdateParams(state="idle"))
-            return SessionPromptResult(
+            result = SessionPromptResult(
                 stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
                 usage=session.usage,
                 error=outcome.error,
             )
+            self._settle_steering(session, result)
+            return result
+
+    def _take_steering(self, session: Session) -> list[str]:
+        """The loop's hook after each tool batch: steer inputs join the running turn."""
+        taken = [s for s in session.steering if not s.joined]
+        for steer in taken:
+            steer.joined = True
+        return [s.text for s in taken]
+
+    def _settle_steering(self, session: Session, result: SessionPromptResult) -> None:
+        """A turn ended: steer inputs that joined it get its answer; the others (no tool
+        batch came to take them) are released to run as turns of their own."""
+        waiting, session.steering = session.steering, []
+        for steer in waiting:
+            steer.result = result if steer.joined else None
+            steer.settled.set()
 
     async def compact(self, params: SessionCompactParams) -> SessionCompactResult:
         session = self.session(params.session_id)
@@ -586,6 +620,7 @@ class SemaEngine:
             tokens=session.tokens,
             compactor=self._compactor(session, control),
             on_rebuild=lambda request: self._rebuild(session, request, control, policy),
+            take_steering=lambda: self._take_steering(session),
         )
         try:
             outcome = await conversation.query(user_content)
