@@ -31,12 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from sema_rpc.log import redact
+from sema_rpc.providers.recording import cassette_path
 
 WIRE_FILE = "wire.jsonl"
-
-
-def cassette_path(run_dir: Path, session_id: str) -> Path:
-    return run_dir / f"cassette-{session_id}.jsonl"
 
 
 def _open_private(path: Path) -> Any:
@@ -179,8 +176,8 @@ def _working_dirs(entries: list[Entry]) -> list[str]:
     return dirs
 
 
-def _session_ids(entries: list[Entry]) -> dict[Any, str]:
-    """Request id of each session/create → the session id the server answered."""
+def _session_ids(entries: list[Entry]) -> dict[Any, tuple[str, str | None]]:
+    """Request id of each session/create → (the session id, the model) the server answered."""
     creates = {
         e.msg["id"]: e
         for e in entries
@@ -192,7 +189,7 @@ def _session_ids(entries: list[Entry]) -> dict[Any, str]:
     answered = {}
     for e in entries:
         if e.direction == "out" and e.msg and e.msg.get("id") in creates and "result" in e.msg:
-            answered[e.msg["id"]] = e.msg["result"]["sessionId"]
+            answered[e.msg["id"]] = (e.msg["result"]["sessionId"], e.msg["result"].get("model"))
     return answered
 
 
@@ -253,6 +250,7 @@ async def replay(
                     return
 
         out_seen = 0
+        model_replacements: list[tuple[str, str]] = []
         for entry in entries:
             if entry.direction == "out":
                 out_seen += 1
@@ -264,12 +262,14 @@ async def replay(
                 and msg.get("method") == "session/create"
                 and msg.get("id") in session_ids
             ):
-                sid = session_ids[msg["id"]]
+                sid, recorded_model = session_ids[msg["id"]]
                 params = dict(msg.get("params") or {})
                 params["sessionId"] = sid
                 cassette = cassette_path(run_dir, sid)
                 if cassette.exists():
                     params["model"] = f"replay/{cassette}"
+                    # The server reports the replay model; the recording named the real one.
+                    model_replacements.append((f'"replay/{cassette}"', json.dumps(recorded_model)))
                 params.pop("recordDir", None)
                 msg = {**msg, "params": params}
                 body = json.dumps(msg).encode()
@@ -291,6 +291,8 @@ async def replay(
     # working dirs and volatile fields need normalising.
     expected = normalise(recorded_out, replacements)
     actual = normalise(received, replacements)
+    for old, new in model_replacements:
+        actual = [line.replace(old, new) for line in actual]
     return ReplayResult(
         diff=diff(expected, actual),
         recorded=expected,

@@ -2,7 +2,7 @@
 
 Per session, ask the registry for a recording provider and close it with the session::
 
-    path = cassette_path(record_dir, session.id)          # DIR/<session-id>.jsonl
+    path = cassette_path(record_dir, session.id)          # DIR/cassette-<session-id>.jsonl
     provider = registry.provider_for(profile, record_to=path)
     ...                                                    # provider.stream(request) as usual
     await provider.aclose()                                # releases its HTTP client and file
@@ -90,9 +90,10 @@ _ATTEMPTS: contextvars.ContextVar[list[Exchange] | None] = contextvars.ContextVa
 
 
 def cassette_path(record_dir: str | Path, session_id: str) -> Path:
-    """`DIR/<session-id>.jsonl`, the session id made safe as a file name."""
+    """`DIR/cassette-<session-id>.jsonl`, the session id made safe as a file name (the
+    prefix keeps it apart from the wire transcript `wire.jsonl` in the same folder)."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id).lstrip(".") or "session"
-    return Path(record_dir).expanduser() / f"{safe}.jsonl"
+    return Path(record_dir).expanduser() / f"cassette-{safe}.jsonl"
 
 
 def is_sensitive_header(name: str) -> bool:

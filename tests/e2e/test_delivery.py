@@ -34,15 +34,24 @@ async def test_steer_joins_after_the_whole_batch_and_follow_up_waits_for_the_end
             ("Bash", {"command": "echo second"}),
         ]
     )
-    scripted_llm.script(batch, Reply.text("Done, and noted the steer."), Reply.text("Follow-up answered."))
+    scripted_llm.script(
+        batch, Reply.text("Done, and noted the steer."), Reply.text("Follow-up answered.")
+    )
 
-    main = asyncio.ensure_future(client.call("session/prompt", {"sessionId": sid, "input": "run both"}))
+    main = asyncio.ensure_future(
+        client.call("session/prompt", {"sessionId": sid, "input": "run both"})
+    )
     await client.wait_for("tool:execution:start", lambda p: p["sessionId"] == sid)
     steer = asyncio.ensure_future(
-        client.call("session/prompt", {"sessionId": sid, "input": "also check the logs", "delivery": "steer"})
+        client.call(
+            "session/prompt",
+            {"sessionId": sid, "input": "also check the logs", "delivery": "steer"},
+        )
     )
     follow = asyncio.ensure_future(
-        client.call("session/prompt", {"sessionId": sid, "input": "then summarise", "delivery": "followUp"})
+        client.call(
+            "session/prompt", {"sessionId": sid, "input": "then summarise", "delivery": "followUp"}
+        )
     )
     results = await asyncio.wait_for(asyncio.gather(main, steer, follow), 20)
 
@@ -71,10 +80,14 @@ async def test_steer_with_no_batch_left_runs_as_its_own_turn(
     gate = threading.Event()
     final = Reply.text("A plain answer, no tools.", gate=gate)
     scripted_llm.script(final, Reply.text("Steer handled on its own."))
-    main = asyncio.ensure_future(client.call("session/prompt", {"sessionId": sid, "input": "answer"}))
+    main = asyncio.ensure_future(
+        client.call("session/prompt", {"sessionId": sid, "input": "answer"})
+    )
     assert await asyncio.get_running_loop().run_in_executor(None, final.at_gate.wait, 10)
     steer = asyncio.ensure_future(
-        client.call("session/prompt", {"sessionId": sid, "input": "and one more thing", "delivery": "steer"})
+        client.call(
+            "session/prompt", {"sessionId": sid, "input": "and one more thing", "delivery": "steer"}
+        )
     )
     await asyncio.sleep(0.1)
     gate.set()
@@ -84,10 +97,14 @@ async def test_steer_with_no_batch_left_runs_as_its_own_turn(
     assert user_texts(scripted_llm.requests[1].body["messages"][-1])[0] == "and one more thing"
 
 
-async def test_steer_while_idle_is_an_ordinary_prompt(client: WireClient, scripted_llm: ScriptedLLM, workspace):
+async def test_steer_while_idle_is_an_ordinary_prompt(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
     sid = await start(client, workspace)
     scripted_llm.script(Reply.text("Hi."))
-    result = await client.call("session/prompt", {"sessionId": sid, "input": "hi", "delivery": "steer"})
+    result = await client.call(
+        "session/prompt", {"sessionId": sid, "input": "hi", "delivery": "steer"}
+    )
     assert result["stopReason"] == "end_turn"
 
 

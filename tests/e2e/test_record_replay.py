@@ -104,3 +104,69 @@ async def test_replay_cli_exit_codes(tmp_path: Path, demo_workspace: Path):
     )
     out, _ = await proc.communicate()
     assert proc.returncode == 1 and b"message:text:chunk" in out
+
+
+async def test_record_against_the_model_server_then_replay_offline_at_both_levels(
+    server_env, scripted_llm, workspace, tmp_path: Path
+):
+    from tests.support.scripted_llm import Reply
+
+    record_root = tmp_path / "records"
+    scripted_llm.script(
+        Reply.tools(
+            [
+                ("Read", {"file_path": "README.md"}),
+                ("Bash", {"command": "touch marker && echo from-bash"}),
+            ],
+            text="Checking.",
+        ),
+        Reply.text("The README says it is a tiny project.", chunks=5),
+    )
+
+    def allow(method: str, params: dict) -> dict:
+        return {"decision": "allow_once"}
+
+    async with WireClient(
+        env=server_env, extra_args=["--record", str(record_root)], on_server_request=allow
+    ) as client:
+        await client.initialize(permissions=True)
+        ready = await client.create_session(workspace, model="anthropic/claude-test")
+        result = await client.call(
+            "session/prompt", {"sessionId": ready["sessionId"], "input": "What is this?"}
+        )
+        assert result["stopReason"] == "end_turn"
+        assert len(client.server_requests) == 1  # the Bash permission round trip
+    scripted_llm.stop()  # from here on, nothing answers on the network
+
+    [run_dir] = list(record_root.iterdir())
+    cassette = run_dir / f"cassette-{ready['sessionId']}.jsonl"
+    recorded = cassette.read_text()
+    assert cassette.stat().st_mode & 0o777 == 0o600
+    assert len([line for line in recorded.splitlines() if line.startswith("{")]) == 2
+    assert (
+        "sk-ant-test-key" not in recorded
+        and "sk-ant-test-key" not in (run_dir / "wire.jsonl").read_text()
+    )
+
+    # (1) Model level: the cassette plays through the real SDK parsing, with real tools.
+    env = {**server_env, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    async with WireClient(env=env) as client:
+        await client.initialize()
+        ready2 = await client.create_session(
+            workspace, model=f"replay/{cassette}", permissionMode="bypass"
+        )
+        result = await client.call(
+            "session/prompt", {"sessionId": ready2["sessionId"], "input": "What is this?"}
+        )
+        assert result["stopReason"] == "end_turn"
+        text = "".join(e.params["delta"] for e in client.events("message:text:chunk"))
+        assert text == "Checking.The README says it is a tiny project."
+        outputs = [e.params["content"] for e in client.events("tool:execution:complete")]
+        assert any("A tiny project." in o for o in outputs) and any(
+            "from-bash" in o for o in outputs
+        )
+
+    # (2) Wire level: the whole transcript replays against a fresh server with an empty diff.
+    replayed = await replay(run_dir, env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
+    assert replayed.ok, replayed.diff + replayed.stderr[-2000:]
+    assert any('"tool:permission:request"' in line for line in replayed.replayed)
