@@ -264,11 +264,11 @@ def resolve_model(spec: str | None, pointer: str = "main") -> ModelProfile | Non
         if not model:
             raise ConfigError(f"model {spec!r}: missing the model id after {provider!r}/")
         return _with_env(ModelProfile(name=spec, provider=provider, model_name=model))
-    provider = _infer_provider(spec)
-    if provider is None:
+    inferred = _infer_provider(spec)
+    if inferred is None:
         known = ", ".join(cfg.profiles) or "none"
         raise ConfigError(
             f"unknown model {spec!r}: not a profile in {cfg.path} (profiles: {known})"
             " and not of the form provider/model-id"
         )
-    return _with_env(ModelProfile(name=spec, provider=provider, model_name=spec))
+    return _with_env(ModelProfile(name=spec, provider=inferred, model_name=spec))

@@ -26,6 +26,7 @@ from sema_rpc.engine.messages import (
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
+    ToolResultBlock,
     ToolUseBlock,
     Usage,
 )
@@ -35,6 +36,7 @@ from sema_rpc.providers._common import (
     parse_tool_input,
 )
 from sema_rpc.providers.base import (
+    ErrorKind,
     ModelRequest,
     ProviderError,
     ResponseDone,
@@ -47,7 +49,7 @@ from sema_rpc.providers.base import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncGenerator
 
 log = logging.getLogger("sema_rpc.providers.anthropic")
 
@@ -146,25 +148,24 @@ def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
     for m in messages:
         blocks: list[dict[str, Any]] = []
         for b in m.content:
-            t = b.type
-            if t == "text":
+            if isinstance(b, TextBlock):
                 if b.text.strip():
                     blocks.append({"type": "text", "text": b.text})
-            elif t == "tool_result":
+            elif isinstance(b, ToolResultBlock):
                 res: dict[str, Any] = {"type": "tool_result", "tool_use_id": b.tool_use_id}
                 if b.content:
                     res["content"] = b.content
                 if b.is_error:
                     res["is_error"] = True
                 blocks.append(res)
-            elif t == "tool_use":
+            elif isinstance(b, ToolUseBlock):
                 blocks.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
-            elif t == "thinking":
+            elif isinstance(b, ThinkingBlock):
                 if b.signature:
                     blocks.append(
                         {"type": "thinking", "thinking": b.thinking, "signature": b.signature}
                     )
-            elif t == "redacted_thinking":
+            elif isinstance(b, RedactedThinkingBlock):
                 blocks.append({"type": "redacted_thinking", "data": b.data})
         if blocks:
             out.append({"role": m.role, "content": blocks})
@@ -222,7 +223,7 @@ def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
         etype, emsg = _error_fields(exc.body)
         msg = emsg or str(exc)
         if status == 200 or started:  # `event: error` inside a 200 stream
-            kind = "overloaded" if etype == "overloaded_error" else "stream_error"
+            kind: ErrorKind = "overloaded" if etype == "overloaded_error" else "stream_error"
             return ProviderError(kind, msg, status=status, code=etype)
         if status == 429:
             kind = "rate_limit"
@@ -279,7 +280,7 @@ class AnthropicProvider(SdkProvider):
 
         return anthropic.AsyncAnthropic(**kwargs)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         acc = _Accumulator()
         failure: ProviderError | None = None
         started = False

@@ -70,7 +70,7 @@ from sema_rpc.providers.base import (
 from sema_rpc.providers.openai_chat import uses_max_completion_tokens
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncGenerator
 
 log = logging.getLogger("sema_rpc.providers.openai_responses")
 
@@ -390,7 +390,7 @@ class OpenAIResponsesProvider(SdkProvider):
 
         return openai.AsyncOpenAI(**kwargs)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         acc = _Accumulator()
         failure: ProviderError | None = None
         started = False

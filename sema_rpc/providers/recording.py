@@ -40,7 +40,7 @@ import os
 import re
 import threading
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -388,7 +388,7 @@ class RecordingProvider:
         except Exception:
             log.warning("could not write to the cassette %s", self.path, exc_info=True)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         attempts: list[Exchange] = []
         token = _ATTEMPTS.set(attempts)
         agen: Any = None

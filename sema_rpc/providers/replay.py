@@ -22,7 +22,7 @@ in ResponseFailed(invalid_request, "cassette exhausted: …").
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -173,7 +173,7 @@ class ReplayProvider:
     async def aclose(self) -> None:
         return None
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         try:
             exchanges = self.exchanges
         except CassetteError as e:
