@@ -70,7 +70,7 @@ async def test_record_then_replay(scripted_llm: ScriptedLLM, kind: str, tmp_path
         Reply.text("It prints 1.", chunks=4),
     )
     path = cassette_path(tmp_path / "rec", "sess/1")
-    assert path == tmp_path / "rec" / "sess_1.jsonl"
+    assert path == tmp_path / "rec" / "cassette-sess_1.jsonl"
     provider = registry.provider_for(profile(kind, scripted_llm), record_to=path)
     assert isinstance(provider, RecordingProvider)
     # The engine may ask every turn: the same recorder comes back.
