@@ -241,8 +241,7 @@ async def test_resumed_usage_counts_with_tiktoken_or_estimates(
     on resume: with the real encodings when TIKTOKEN_CACHE_DIR has them, else chars/2.5."""
     cache = tiktoken_dir() if with_tiktoken else tmp_path / "empty-cache"
     cache.mkdir(exist_ok=True)
-    if with_tiktoken and not any(cache.iterdir()):
-        pytest.skip(f"no shared tiktoken files at {cache}")
+    assert not with_tiktoken or any(cache.iterdir()), f"no shared tiktoken files at {cache}"
     env = {**server_env, "TIKTOKEN_CACHE_DIR": str(cache)}
     history = Path(env["SEMA_ROOT"]) / "history"
     history.mkdir()

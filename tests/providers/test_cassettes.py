@@ -18,8 +18,8 @@ from sema_rpc.providers.openai_chat import OpenAIChatProvider
 from tests.providers.helpers import CASSETTES, collect
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
-if not CASSETTES.is_dir():  # pragma: no cover
-    pytest.skip(f"recorded cassettes not found at {CASSETTES}", allow_module_level=True)
+# The recorded streams are a requirement, not an option: a missing folder must fail loudly.
+assert CASSETTES.is_dir(), f"recorded cassettes not found at {CASSETTES} (set SEMA_SHARED_DIR)"
 
 ANTHROPIC = sorted(p.stem for p in CASSETTES.glob("anthropic_*.sse"))
 CHAT = sorted(

@@ -68,7 +68,6 @@ def _expected(name: str) -> dict[str, Any]:
     return {**exp, "text": "".join(text), "reasoning": reasoning, "calls": calls, "stop": stop}
 
 
-@pytest.mark.skipif(not RESPONSES, reason="no recorded cassettes")
 def test_responses_cassettes_found() -> None:
     assert len(RESPONSES) >= 4
 

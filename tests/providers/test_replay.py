@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from sema_rpc.config import bundled_cassette, resolve_model
 from sema_rpc.engine.messages import Message, TextBlock, ToolResultBlock
 from sema_rpc.providers import registry
@@ -69,7 +67,6 @@ def _exchange(provider: str, name: str, status: int = 200) -> str:
     return json.dumps({"provider": provider, "request": {}, "status": status, "body": body})
 
 
-@pytest.mark.skipif(not CASSETTES.is_dir(), reason="no recorded cassettes")
 async def test_replay_openai_and_errors(tmp_path: Path) -> None:
     err = json.dumps({"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}})
     lines = [
