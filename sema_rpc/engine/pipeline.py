@@ -140,7 +140,14 @@ class InputPipeline:
 def subagent_setup(
     working_dir: Path, tool_names: list[str], accepted: dict[str, Any], system_prompt: str
 ) -> TurnSetup:
-    """The tools and prompt of a subagent: a subset of the turn's tools, never nested."""
+    """The tools and prompt of a subagent: a subset of the turn's tools, never nested.
+
+    Task is never offered to a subagent, but it is accepted by name so that a call the
+    model makes anyway is refused with the reason (subagents cannot nest) rather than
+    reported as an unknown tool."""
     tools = [accepted[name] for name in tool_names if name in accepted]
     specs = [ToolSpec(t.name, t.description, t.input_schema()) for t in tools]
-    return TurnSetup(tools, {t.name: t for t in tools}, specs, system_prompt)
+    by_name = {t.name: t for t in tools}
+    if "Task" in accepted:
+        by_name.setdefault("Task", accepted["Task"])
+    return TurnSetup(tools, by_name, specs, system_prompt)

@@ -149,6 +149,11 @@ class ToolRunner:
                 ToolExecutionUpdateParams(tool_call_id=call.id, tool_name=call.name, delta=text)
             ),
         )
+        # Plan mode first: a write the model calls anyway is refused as such, not sent
+        # to read the file first (and its validation never looks at the target).
+        if self.plan_mode and not tool.allowed_in_plan_mode(p.args):
+            return self._error(call, title, PLAN_MODE_REFUSAL.format(name=call.name))
+
         try:
             refusal = await tool.validate_input(p.args, ctx)
         except Exception as exc:
@@ -156,9 +161,6 @@ class ToolRunner:
             refusal = f"{call.name} could not validate its input: {exc}"
         if refusal:
             return self._error(call, title, refusal)
-
-        if self.plan_mode and not tool.allowed_in_plan_mode(p.args):
-            return self._error(call, title, PLAN_MODE_REFUSAL.format(name=call.name))
 
         denial = await self._check_permission(tool, p.args, ctx, title)
         if denial is not None:

@@ -9,19 +9,30 @@ the task, never compacts and reports no usage. Its events carry its task id as
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
 
 from sema_rpc.engine.agents import find_agent, resolve_agent_model, subagent_tool_names
-from sema_rpc.engine.control import TurnControl
+from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
 from sema_rpc.engine.conversation import Conversation, LoopConfig
+from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.messages import TextBlock
 from sema_rpc.engine.permissions import PermissionPolicy
 from sema_rpc.engine.pipeline import TurnSetup, subagent_setup
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.system_prompt import build_system_prompt
-from sema_rpc.protocol import TaskAgentEndParams, TaskAgentStartParams
+from sema_rpc.protocol import (
+    EventParams,
+    SessionInterruptedParams,
+    TaskAgentEndParams,
+    TaskAgentStartParams,
+    TextChunkParams,
+    ThinkingChunkParams,
+    WireModel,
+)
 from sema_rpc.tools.base import ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -30,6 +41,27 @@ if TYPE_CHECKING:
     from sema_rpc.providers.base import Provider
 
 SUBAGENT_MAX_TURNS = 50
+QUIET_EVENTS = (TextChunkParams, ThinkingChunkParams, SessionInterruptedParams)
+"""Not sent for a subagent (protocol/README.md): its `message:complete` carries the text,
+and an interrupt is the session's (the main agent reports it once; `task:agent:end` says
+`interrupted`)."""
+
+
+class _SubagentBus:
+    """The session's bus as a subagent's loop and runner see it: without `QUIET_EVENTS`
+    (usage is off in its LoopConfig; it has no state or todos events to send)."""
+
+    def __init__(self, bus: EventBus):
+        self._bus = bus
+
+    def emit(self, event: EventParams, agent_id: str = "main") -> None:
+        if not isinstance(event, QUIET_EVENTS):
+            self._bus.emit(event, agent_id)
+
+    def ask(
+        self, event: EventParams, result_type: type[WireModel], agent_id: str = "main"
+    ) -> Awaitable[Any]:
+        return self._bus.ask(event, result_type, agent_id)
 
 
 @dataclass
@@ -66,11 +98,12 @@ class SubagentRunner:
             read_files=session.read_files,
             state=session.tool_state,
         )
+        bus = cast(EventBus, _SubagentBus(session.bus))
         runner = ToolRunner(
             tools=setup.accepted,
             context=context,
             policy=self.policy,
-            bus=session.bus,
+            bus=bus,
             control=self.control,
             agent_id=task_id,
             plan_mode=session.mode == "Plan",
@@ -89,23 +122,39 @@ class SubagentRunner:
                 emits_usage=False,
                 compacts=False,
             ),
-            bus=session.bus,
+            bus=bus,
             runner=runner,
             control=self.control,
         )
-        outcome = await conversation.query([TextBlock(text=prompt)])
-        final = next(
-            (
-                m.text()
-                for m in reversed(conversation.history)
-                if m.role == "assistant" and m.text()
-            ),
-            "",
-        )
+
+        def end(status: str, content: str) -> None:
+            session.bus.emit(TaskAgentEndParams(task_id=task_id, status=status, content=content))  # type: ignore[arg-type]
+
+        try:
+            outcome = await conversation.query([TextBlock(text=prompt)])
+        except anyio.get_cancelled_exc_class():
+            # An interrupt cancelled the Task call mid-stream: the client still sees the
+            # subagent end.
+            end("interrupted", _final_text(conversation))
+            raise
+        except BaseException as exc:  # a bug: still close the subagent's card
+            end("failed", f"{type(exc).__name__}: {exc}")
+            raise
+        final = _final_text(conversation)
         if outcome.stop_reason == "error":
             message = outcome.error.message if outcome.error else "the model call failed"
-            session.bus.emit(TaskAgentEndParams(task_id=task_id, status="failed", content=message))
+            end("failed", message)
             raise ToolError(f"The {agent.name} subagent failed: {message}")
-        status = "interrupted" if outcome.stop_reason == "interrupted" else "completed"
-        session.bus.emit(TaskAgentEndParams(task_id=task_id, status=status, content=final))  # type: ignore[arg-type]
+        if outcome.stop_reason == "interrupted":
+            end("interrupted", final)
+            raise ToolError(CANCEL_MESSAGE)
+        end("completed", final)
         return final
+
+
+def _final_text(conversation: Conversation) -> str:
+    """The subagent's last text: its answer (or what it had said when it stopped)."""
+    return next(
+        (m.text() for m in reversed(conversation.history) if m.role == "assistant" and m.text()),
+        "",
+    )
