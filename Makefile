@@ -32,6 +32,9 @@ schema: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_wire.py
+	$(BIN)/python bench/bench_tools.py
+	$(BIN)/python bench/bench_history.py
+	$(BIN)/python bench/bench_pipeline.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
