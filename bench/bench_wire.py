@@ -1,6 +1,6 @@
 """Transport and streaming figures for sema-rpc over real pipes.
 
-    .venv/bin/python bench/bench_wire.py [--quick]
+    .venv/bin/python bench/bench_wire.py [--quick] [--only spawn,rtt,stream]
 
 1. spawn → `initialize` answered (median of 7 fresh processes, both framings), next to a
    `python -c pass` floor, plus the top imports the server does before answering;
@@ -80,6 +80,19 @@ def cpu_seconds(pid: int | None) -> float | None:
         return None
 
 
+def write_calls(pid: int | None) -> int | None:
+    """write(2)-family system calls made so far by a live process (/proc/PID/io syscw)."""
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+            if line.startswith("syscw:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def pid_of(client: WireClient) -> int | None:
     return client.proc.pid if client.proc else None
 
@@ -104,14 +117,16 @@ def mb(kb: int | None) -> float | None:
 # --------------------------------------------------------------------------- 1. spawn
 
 
-async def spawn_once(env: dict[str, str], jsonl: bool) -> tuple[float, int | None]:
+async def spawn_once(env: dict[str, str], jsonl: bool) -> tuple[float, int | None, float | None]:
+    """(wall ms, peak RSS kB, server CPU ms) at the moment `initialize` is answered."""
     t0 = time.perf_counter()
     client = WireClient(env=env, jsonl=jsonl)
     try:
         await client.start()
         await client.initialize()
         elapsed = (time.perf_counter() - t0) * 1000
-        return elapsed, vm_hwm_kb(pid_of(client))
+        cpu = cpu_seconds(pid_of(client))
+        return elapsed, vm_hwm_kb(pid_of(client)), None if cpu is None else cpu * 1000
     finally:
         await close_client(client)
 
@@ -242,11 +257,13 @@ async def one_stream(client: WireClient, llm: ScriptedLLM, sid: str, tag: str) -
     pid = pid_of(client)
     await settle(pid)
     cpu0 = cpu_seconds(pid)
+    writes0 = write_calls(pid)
     own0 = time.process_time()
     t0 = time.monotonic()
     result = await client.call("session/prompt", {"sessionId": sid, "input": "stream"}, timeout=120)
     t1 = time.monotonic()
     cpu1 = cpu_seconds(pid)
+    writes1 = write_calls(pid)
     row: dict[str, Any] = {"client_cpu_s": time.process_time() - own0}
 
     chunks = [
@@ -275,6 +292,8 @@ async def one_stream(client: WireClient, llm: ScriptedLLM, sid: str, tag: str) -
     if cpu0 is not None and cpu1 is not None:
         row["server_cpu_s"] = cpu1 - cpu0
         row["server_us_per_chunk"] = (cpu1 - cpu0) / max(1, len(chunks)) * 1e6
+    if writes0 is not None and writes1 is not None:
+        row["server_writes"] = writes1 - writes0
     return row
 
 
@@ -309,9 +328,14 @@ async def stream(
 
 
 FAILURES = (RpcFailure, TimeoutError, OSError, AssertionError, KeyError)
+SECTIONS = ("spawn", "rtt", "stream")
 
 
-async def main(quick: bool) -> int:
+class _Skipped(Exception):
+    """A section left out with --only."""
+
+
+async def main(quick: bool, only: set[str]) -> int:
     global SPAWNS, RTT_N, RTT_WARMUP, STREAM_RUNS
     if quick:
         SPAWNS, RTT_N, RTT_WARMUP, STREAM_RUNS = 3, 200, 50, 1
@@ -332,17 +356,22 @@ async def main(quick: bool) -> int:
         # ---- spawn → initialize (the import profile first: it also compiles .pyc files
         # on a fresh checkout, before the timed spawns)
         try:
+            if "spawn" not in only:
+                raise _Skipped
             imports, import_total_ms, import_count = await import_profile(env)
             floor = [await python_floor_once() for _ in range(SPAWNS)]
             spawn: dict[str, dict[str, Any]] = {}
             for name, jsonl in FRAMINGS:
-                times, hwms = [], []
+                times, hwms, cpus = [], [], []
                 for _ in range(SPAWNS):
-                    ms, hwm = await spawn_once(env, jsonl)
+                    ms, hwm, cpu = await spawn_once(env, jsonl)
                     times.append(ms)
                     hwms.append(hwm or 0)
+                    if cpu is not None:
+                        cpus.append(cpu)
                 spawn[name] = {
                     "median": median(times),
+                    "cpu_ms": median(cpus) if cpus else None,
                     "min": min(times),
                     "max": max(times),
                     "rss_kb": max(hwms),
@@ -350,8 +379,17 @@ async def main(quick: bool) -> int:
             floor_ms = median(floor)
             print_table(
                 f"spawn → initialize answered (median of {SPAWNS} fresh processes; target < {TARGET_INIT_MS:.0f} ms)",
-                ["", "median ms", "min ms", "max ms", "over floor ms", "peak RSS MB", "target"],
-                [["python -c pass (floor)", floor_ms, min(floor), max(floor), None, None, ""]]
+                [
+                    "",
+                    "median ms",
+                    "min ms",
+                    "max ms",
+                    "over floor ms",
+                    "server CPU ms",
+                    "peak RSS MB",
+                    "target",
+                ],
+                [["python -c pass (floor)", floor_ms, min(floor), max(floor), None, None, None, ""]]
                 + [
                     [
                         f"sema-rpc {n}",
@@ -359,6 +397,7 @@ async def main(quick: bool) -> int:
                         v["min"],
                         v["max"],
                         v["median"] - floor_ms,
+                        v["cpu_ms"],
                         mb(v["rss_kb"]),
                         verdict(v["median"] < TARGET_INIT_MS),
                     ]
@@ -372,51 +411,56 @@ async def main(quick: bool) -> int:
             for name, cum, depth in imports[:8]:
                 print(f"    {cum:7.1f} ms  {'  ' * depth}{name}")
             summary["init_ms"] = {k: round_sig(v["median"]) for k, v in spawn.items()}
+            summary["init_server_cpu_ms"] = {k: round_sig(v["cpu_ms"]) for k, v in spawn.items()}
             summary["python_floor_ms"] = round_sig(floor_ms)
             summary["imports_before_init"] = {
                 "count": import_count,
                 "ms": round_sig(import_total_ms),
             }
             targets["init_lt_500ms"] = all(v["median"] < TARGET_INIT_MS for v in spawn.values())
+        except _Skipped:
+            pass
         except FAILURES as exc:
             checks.section_failed("spawn → initialize", exc)
 
         # ---- round trips
         rtt: dict[str, dict[str, Any]] = {}
-        for name, jsonl in FRAMINGS:
+        for name, jsonl in FRAMINGS if "rtt" in only else []:
             try:
                 rtt[name] = await rtt_server(env, jsonl, workspace)
             except FAILURES as exc:
                 checks.section_failed(f"round trips ({name})", exc)
-        rtt["echo floor (jsonl)"] = await rtt_echo_floor()
-        print_table(
-            f"{RTT_N:,} sequential session/interrupt round trips (idle session; target mean < {TARGET_RTT_MS:g} ms)",
-            [
-                "",
-                "req/s",
-                "mean ms",
-                "p50 ms",
-                "p99 ms",
-                "max ms",
-                "server CPU µs/req",
-                "peak RSS MB",
-                "target",
-            ],
-            [
+        if "rtt" in only:
+            rtt["echo floor (jsonl)"] = await rtt_echo_floor()
+        if rtt:
+            print_table(
+                f"{RTT_N:,} sequential session/interrupt round trips (idle session; target mean < {TARGET_RTT_MS:g} ms)",
                 [
-                    n,
-                    r["rps"],
-                    r["mean"],
-                    r["p50"],
-                    r["p99"],
-                    r["max"],
-                    r["server_cpu_us"],
-                    mb(r["rss_kb"]),
-                    "" if n.startswith("echo") else verdict(r["mean"] < TARGET_RTT_MS),
-                ]
-                for n, r in rtt.items()
-            ],
-        )
+                    "",
+                    "req/s",
+                    "mean ms",
+                    "p50 ms",
+                    "p99 ms",
+                    "max ms",
+                    "server CPU µs/req",
+                    "peak RSS MB",
+                    "target",
+                ],
+                [
+                    [
+                        n,
+                        r["rps"],
+                        r["mean"],
+                        r["p50"],
+                        r["p99"],
+                        r["max"],
+                        r["server_cpu_us"],
+                        mb(r["rss_kb"]),
+                        "" if n.startswith("echo") else verdict(r["mean"] < TARGET_RTT_MS),
+                    ]
+                    for n, r in rtt.items()
+                ],
+            )
         summary["rtt_mean_ms"] = {k: round_sig(v["mean"]) for k, v in rtt.items()}
         summary["rtt_p99_ms"] = {k: round_sig(v["p99"]) for k, v in rtt.items()}
         summary["req_per_s"] = {k: round_sig(v["rps"]) for k, v in rtt.items()}
@@ -426,10 +470,11 @@ async def main(quick: bool) -> int:
 
         # ---- streaming
         streams: dict[str, dict[str, Any]] = {}
-        for label, model in [
+        stream_models = [
             ("anthropic", "anthropic/claude-bench"),
             ("openai-chat", "openai/gpt-bench"),
-        ]:
+        ]
+        for label, model in stream_models if "stream" in only else []:
             for fname, jsonl in FRAMINGS:
                 key = f"{label} {fname}"
                 try:
@@ -437,39 +482,43 @@ async def main(quick: bool) -> int:
                 except FAILURES as exc:
                     checks.section_failed(f"stream {key}", exc)
                     llm.reset()
-        print_table(
-            f"{DELTAS:,}-delta text stream → message:text:chunk (prompt sent → answered, best of {STREAM_RUNS}; target ≥ {TARGET_NOTIF_PER_S:,}/s)",
-            [
-                "",
-                "notif/s",
-                "wall s",
-                "1st chunk ms",
-                "chunk-span/s",
-                "server CPU s",
-                "µs CPU/chunk",
-                "bench CPU s",
-                "1st prompt ms",
-                "peak RSS MB",
-                "target",
-            ],
-            [
+        if streams:
+            print_table(
+                f"{DELTAS:,}-delta text stream → message:text:chunk (prompt sent → answered, best of {STREAM_RUNS}; target ≥ {TARGET_NOTIF_PER_S:,}/s)",
                 [
-                    k,
-                    v["notif_per_s"],
-                    v["wall_s"],
-                    v.get("first_chunk_ms"),
-                    v.get("chunk_span_per_s"),
-                    v.get("server_cpu_s"),
-                    v.get("server_us_per_chunk"),
-                    v.get("client_cpu_s"),
-                    v["first_prompt_ms"],
-                    mb(v.get("rss_kb")),
-                    verdict(v["notif_per_s"] >= TARGET_NOTIF_PER_S),
-                ]
-                for k, v in streams.items()
-            ],
-        )
+                    "",
+                    "notif/s",
+                    "wall s",
+                    "1st chunk ms",
+                    "chunk-span/s",
+                    "server CPU s",
+                    "µs CPU/chunk",
+                    "server writes",
+                    "bench CPU s",
+                    "1st prompt ms",
+                    "peak RSS MB",
+                    "target",
+                ],
+                [
+                    [
+                        k,
+                        v["notif_per_s"],
+                        v["wall_s"],
+                        v.get("first_chunk_ms"),
+                        v.get("chunk_span_per_s"),
+                        v.get("server_cpu_s"),
+                        v.get("server_us_per_chunk"),
+                        v.get("server_writes"),
+                        v.get("client_cpu_s"),
+                        v["first_prompt_ms"],
+                        mb(v.get("rss_kb")),
+                        verdict(v["notif_per_s"] >= TARGET_NOTIF_PER_S),
+                    ]
+                    for k, v in streams.items()
+                ],
+            )
         summary["notif_per_s"] = {k: round_sig(v["notif_per_s"]) for k, v in streams.items()}
+        summary["server_writes"] = {k: v.get("server_writes") for k, v in streams.items()}
         summary["us_cpu_per_chunk"] = {
             k: round_sig(v.get("server_us_per_chunk")) for k, v in streams.items()
         }
@@ -489,6 +538,14 @@ if __name__ == "__main__":
     parser.add_argument(
         "--quick", action="store_true", help="fewer spawns and round trips (smoke run)"
     )
+    parser.add_argument(
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"comma-separated sections to run (default: all of {','.join(SECTIONS)})",
+    )
     args = parser.parse_args()
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    if not only <= set(SECTIONS):
+        parser.error(f"--only takes {', '.join(SECTIONS)}")
     os.chdir(REPO)
-    sys.exit(asyncio.run(main(args.quick)))
+    sys.exit(asyncio.run(main(args.quick, only)))

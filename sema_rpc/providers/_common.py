@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 from typing import Any
@@ -102,12 +103,18 @@ def _abandon(client: Any) -> None:
         pass
 
 
+_sdks_imported: set[str] = set()
+
+
 class SdkProvider:
     """What every provider built on an official SDK shares: its connection settings and one
-    SDK client per event loop. Subclasses set `name` and implement `_sdk_client(**kwargs)`
-    (importing the SDK there, lazily) and `stream()`."""
+    SDK client per event loop. Subclasses set `name` and `sdk`, and implement
+    `_sdk_client(**kwargs)` (importing the SDK there, lazily) and `stream()`, which gets
+    its client with `await self._sdk_ready_client()`."""
 
     name = "sdk"
+    sdk = ""
+    """The SDK's module, imported off the event loop before the first client is made."""
 
     def __init__(
         self,
@@ -130,6 +137,16 @@ class SdkProvider:
 
     def _sdk_client(self, **kwargs: Any) -> Any:
         raise NotImplementedError
+
+    async def _sdk_ready_client(self) -> Any:
+        """The SDK client for the running loop. The first time, the SDK is imported in a
+        worker thread: an import on the loop thread would block the loop for ~1 s, or,
+        while the warm-up thread (registry.warm_up) is importing it, wait on its import
+        lock until that finishes."""
+        if self.sdk and self.sdk not in _sdks_imported:
+            await asyncio.to_thread(importlib.import_module, self.sdk)
+            _sdks_imported.add(self.sdk)
+        return self._client.get(self._make_client)
 
     def _make_client(self) -> Any:
         api_key = self._api_key

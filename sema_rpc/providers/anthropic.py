@@ -274,6 +274,7 @@ class AnthropicProvider(SdkProvider):
     """A configured connection to the Anthropic Messages API (or a compatible server)."""
 
     name = "anthropic"
+    sdk = "anthropic"
 
     def _sdk_client(self, **kwargs: Any) -> Any:
         import anthropic
@@ -286,7 +287,7 @@ class AnthropicProvider(SdkProvider):
         started = False
         sdk_stream: Any = None
         try:
-            client = self._client.get(self._make_client)
+            client = await self._sdk_ready_client()
             sdk_stream = await client.messages.create(**build_params(request), stream=True)
             started = True
             blocks = acc.blocks

@@ -1,18 +1,28 @@
 """OpenAI Chat Completions provider (and the many OpenAI-compatible servers).
 
-Reads raw chunks of `chat.completions.create(stream=True, stream_options={"include_usage":
-True})`: `delta.content`, `delta.tool_calls` fragments keyed by index (id/name on the
-first fragment only), `reasoning_content` (DeepSeek) or `reasoning` (OpenRouter, Groq) as
-thinking, usage from a `choices: []` chunk or from the finish chunk. The `openai` SDK is
-imported on first use.
+Reads the raw SSE of `chat.completions.create(stream=True, stream_options={"include_usage":
+True})` as JSON dicts: `delta.content`, `delta.tool_calls` fragments keyed by index
+(id/name on the first fragment only), `reasoning_content` (DeepSeek) or `reasoning`
+(OpenRouter, Groq) as thinking, usage from a `choices: []` chunk or from the finish
+chunk. The `openai` SDK is imported on first use.
+
+The SDK still builds and sends the request (auth, retries, HTTP status errors → its
+exceptions) through `with_streaming_response`; only the body is read here. Building an SDK
+model per chunk costs ~100 µs of CPU, which caps a stream at a few thousand chunks/s.
+The SSE reading follows the SDK's: CR, LF or CRLF line ends, `:` comment lines ignored
+(OpenRouter's keep-alives), multi-line `data:` joined with "\n", `data: [DONE]` ends the
+stream (the rest of an HTTP/1.1 body is drained so the connection can be reused), an
+event without data is not dispatched, and a last event without its blank line is
+dropped; network errors while reading map as the SDK's APIConnectionError would.
 
 Decisions:
 - Chunks that are not `chat.completion.chunk` (Azure's prompt_filter_results) carry no
   choices and are simply skipped; later chunks are read to the end, since OpenRouter
   sends usage after the finish chunk.
-- A chunk with a top-level `error` or an `event: error` (the SDK raises APIError) →
-  ResponseFailed(stream_error), even after a finish_reason; no finish_reason by the end
-  of the body → stream_cut.
+- A chunk with a top-level `error` (where the SDK raises APIError) or any `event: error`
+  → ResponseFailed(stream_error), even after a finish_reason; no finish_reason by the
+  end of the body → stream_cut. A data payload that is not JSON (or not an object) →
+  stream_error ("malformed stream").
 - `finish_reason: stop` with tool calls present (some servers) → tool_use.
 - A fragment carrying a new id at an index already used starts a new call (servers that
   put every call at index 0).
@@ -46,7 +56,7 @@ from sema_rpc.providers.base import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncGenerator, AsyncIterator
 
 log = logging.getLogger("sema_rpc.providers.openai_chat")
 
@@ -155,7 +165,7 @@ class _Accumulator:
         self.calls: list[_Call] = []
         self.by_index: dict[int, _Call] = {}
         self.finish: str | None = None
-        self.usage: Any = None
+        self.usage: dict[str, Any] | None = None
 
     def build(self) -> tuple[Message, dict[str, str]]:
         content: list[Any] = []
@@ -178,15 +188,15 @@ class _Accumulator:
         u = self.usage
         if u is None:
             return Usage()
-        prompt = getattr(u, "prompt_tokens", 0) or 0
-        details = getattr(u, "prompt_tokens_details", None)
-        cached = (getattr(details, "cached_tokens", 0) if details is not None else 0) or 0
+        prompt = _int(u.get("prompt_tokens"))
+        details = u.get("prompt_tokens_details")
+        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
         if not cached:
-            cached = getattr(u, "prompt_cache_hit_tokens", 0) or 0  # DeepSeek
+            cached = _int(u.get("prompt_cache_hit_tokens"))  # DeepSeek
         cached = min(cached, prompt)
         return Usage(
             input_tokens=prompt - cached,
-            output_tokens=getattr(u, "completion_tokens", 0) or 0,
+            output_tokens=_int(u.get("completion_tokens")),
             cache_read_input_tokens=cached,
         )
 
@@ -197,6 +207,10 @@ class _Accumulator:
             return self.build()[0]
         except Exception:  # pragma: no cover - display only
             return None
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _error_fields(body: object) -> tuple[str | None, str | None]:
@@ -255,60 +269,48 @@ class OpenAIChatProvider(SdkProvider):
     """A configured connection to an OpenAI Chat Completions endpoint."""
 
     name = "openai"
+    sdk = "openai"
 
     def _sdk_client(self, **kwargs: Any) -> Any:
         import openai
 
         return openai.AsyncOpenAI(**kwargs)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         acc = _Accumulator()
         failure: ProviderError | None = None
         started = False
-        sdk_stream: Any = None
         try:
-            client = self._client.get(self._make_client)
-            sdk_stream = await client.chat.completions.create(**build_params(request), stream=True)
-            started = True
-            async for chunk in sdk_stream:
-                usage = chunk.usage
-                if usage is not None:
-                    acc.usage = usage
-                choices = chunk.choices
-                if not choices:
-                    continue
-                choice = choices[0]
-                delta = choice.delta
-                if delta is not None:
-                    extra = delta.model_extra or {}
-                    reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-                    if reasoning and isinstance(reasoning, str):
-                        acc.thinking.append(reasoning)
-                        yield ThinkingDelta(reasoning)
-                    details = extra.get("reasoning_details")
-                    if details:
-                        for d in details:
-                            if isinstance(d, dict) and d.get("signature"):
-                                acc.signature = d["signature"]
-                    content = delta.content
-                    if content:
-                        acc.text.append(content)
-                        yield TextDelta(content)
-                    if delta.tool_calls:
-                        for frag in delta.tool_calls:
-                            started_call = self._on_fragment(acc, frag)
-                            if started_call is not None:
-                                yield started_call
-                if choice.finish_reason:
-                    acc.finish = choice.finish_reason
+            client = await self._sdk_ready_client()
+            async with client.chat.completions.with_streaming_response.create(
+                **build_params(request), stream=True
+            ) as response:
+                started = True
+                http = response.http_response
+                reader = _SseReader()
+                chunks = http.aiter_bytes()
+                done = False
+                try:
+                    async for data in chunks:
+                        for event, payload in reader.feed(data):
+                            if payload.startswith(b"[DONE]"):
+                                done = True
+                                break
+                            chunk, failure = _parse_chunk(event, payload)
+                            if failure is not None:
+                                break
+                            for ev in _apply_chunk(acc, chunk):
+                                yield ev
+                        if done or failure is not None:
+                            break
+                    if done and http.http_version == "HTTP/1.1":
+                        await _drain(chunks)
+                except _network_errors() as exc:
+                    failure = classify_error(_sdk_network_error(exc, http), started=True)
+                finally:
+                    await chunks.aclose()
         except Exception as e:
             failure = classify_error(e, started=started)
-        finally:
-            if sdk_stream is not None:
-                try:
-                    await sdk_stream.close()
-                except Exception:  # pragma: no cover - best effort
-                    log.debug("error closing stream", exc_info=True)
 
         if failure is None and acc.finish is None:
             failure = ProviderError(
@@ -326,25 +328,181 @@ class OpenAIChatProvider(SdkProvider):
             message=message, stop_reason=stop, usage=acc.build_usage(), raw_tool_inputs=raw_inputs
         )
 
-    @staticmethod
-    def _on_fragment(acc: _Accumulator, frag: Any) -> ToolCallStarted | None:
-        index = frag.index if frag.index is not None else len(acc.calls) - 1
-        call = acc.by_index.get(index)
-        if call is None or (frag.id and call.id and frag.id != call.id):
-            call = _Call()
-            acc.calls.append(call)
-            acc.by_index[index] = call
-        if frag.id and not call.id:
-            call.id = frag.id
-        fn = frag.function
-        if fn is not None:
-            if fn.name and not call.name:
-                call.name = fn.name
-            if fn.arguments:
-                call.args.append(fn.arguments)
-        if not call.started and call.name:
-            call.started = True
-            if not call.id:
-                call.id = f"call_{len(acc.calls) - 1}"
-            return ToolCallStarted(id=call.id, name=call.name)
-        return None
+
+# ---------------------------------------------------------------------------- raw SSE
+
+
+class _SseReader:
+    """Incremental SSE → (event name, data bytes) for dispatched events, as the SDK's
+    decoder does: CR/LF/CRLF line ends, `:` comments, multi-line data joined by "\n",
+    only `event` and `data` fields kept, events without data not dispatched."""
+
+    __slots__ = ("_data", "_event", "_rest", "_skip_lf")
+
+    def __init__(self) -> None:
+        self._rest = b""
+        self._skip_lf = False
+        self._event: bytes | None = None
+        self._data: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[tuple[bytes | None, bytes]]:
+        if self._skip_lf:  # the previous chunk ended with CR: this LF completes a CRLF
+            self._skip_lf = False
+            if chunk.startswith(b"\n"):
+                chunk = chunk[1:]
+        buf = self._rest + chunk if self._rest else chunk
+        if b"\r" in buf:
+            self._skip_lf = buf.endswith(b"\r")
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = buf.split(b"\n")
+        self._rest = lines.pop()
+        out: list[tuple[bytes | None, bytes]] = []
+        data = self._data
+        for line in lines:
+            if not line:  # end of an event
+                if data:
+                    out.append((self._event, data[0] if len(data) == 1 else b"\n".join(data)))
+                    data = self._data = []
+                self._event = None
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                data.append(value[1:] if value.startswith(b" ") else value)
+            elif line.startswith(b"event:"):
+                value = line[6:]
+                self._event = value[1:] if value.startswith(b" ") else value
+            elif line == b"data":
+                data.append(b"")
+            # `:` comments, `id:`, `retry:` and unknown fields are ignored
+        return out
+
+
+def _parse_chunk(event: bytes | None, payload: bytes) -> tuple[Any, ProviderError | None]:
+    """One event's JSON, or the failure it reports (an `error` object, `event: error`)."""
+    try:
+        obj = json.loads(payload)
+    except ValueError as exc:
+        if event == b"error":
+            text = payload.decode("utf-8", "replace")
+            return None, ProviderError("stream_error", text or "an error event in the stream")
+        return None, classify_error(exc, started=True)
+    if isinstance(obj, dict):
+        err = obj.get("error")
+        if err or event == b"error":
+            # What the SDK raises as APIError(body=obj["error"]), classified the same way.
+            code, emsg = _error_fields(err if err else obj)
+            return None, ProviderError(
+                "stream_error", emsg or "An error occurred during streaming", code=code
+            )
+        return obj, None
+    if event == b"error":
+        return None, ProviderError("stream_error", str(obj))
+    return None, ProviderError(
+        "stream_error", f"malformed stream: a chunk that is not an object: {payload[:200]!r}"
+    )
+
+
+def _apply_chunk(acc: _Accumulator, chunk: dict[str, Any]) -> list[StreamEvent]:
+    """Fold one chunk into the accumulator; the deltas to emit, in order."""
+    usage = chunk.get("usage")
+    if usage is not None and isinstance(usage, dict):
+        acc.usage = usage
+    choices = chunk.get("choices")
+    if not choices or not isinstance(choices, list):
+        return _NO_EVENTS
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        return _NO_EVENTS
+    delta = choice.get("delta")
+    if not delta or not isinstance(delta, dict):
+        out = _NO_EVENTS
+    else:
+        out = []
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning and isinstance(reasoning, str):
+            acc.thinking.append(reasoning)
+            out.append(ThinkingDelta(reasoning))
+        details = delta.get("reasoning_details")
+        if details and isinstance(details, list):
+            for d in details:
+                if isinstance(d, dict) and d.get("signature"):
+                    acc.signature = d["signature"]
+        content = delta.get("content")
+        if content and isinstance(content, str):
+            acc.text.append(content)
+            out.append(TextDelta(content))
+        tool_calls = delta.get("tool_calls")
+        if tool_calls and isinstance(tool_calls, list):
+            for frag in tool_calls:
+                if isinstance(frag, dict):
+                    started_call = _on_fragment(acc, frag)
+                    if started_call is not None:
+                        out.append(started_call)
+    finish = choice.get("finish_reason")
+    if finish:
+        acc.finish = finish
+    return out
+
+
+_NO_EVENTS: list[StreamEvent] = []
+
+
+def _on_fragment(acc: _Accumulator, frag: dict[str, Any]) -> ToolCallStarted | None:
+    index = frag.get("index")
+    if index is None:
+        index = len(acc.calls) - 1
+    call = acc.by_index.get(index)
+    frag_id = frag.get("id")
+    if call is None or (frag_id and call.id and frag_id != call.id):
+        call = _Call()
+        acc.calls.append(call)
+        acc.by_index[index] = call
+    if frag_id and not call.id:
+        call.id = frag_id
+    fn = frag.get("function")
+    if isinstance(fn, dict):
+        name = fn.get("name")
+        if name and not call.name:
+            call.name = name
+        arguments = fn.get("arguments")
+        if arguments:
+            call.args.append(arguments)
+    if not call.started and call.name:
+        call.started = True
+        if not call.id:
+            call.id = f"call_{len(acc.calls) - 1}"
+        return ToolCallStarted(id=call.id, name=call.name)
+    return None
+
+
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """What the SDK maps to APITimeoutError / APIConnectionError while reading a body."""
+    import ssl
+
+    import anyio
+    import httpx2
+
+    return (httpx2.TimeoutException, httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
+
+
+def _sdk_network_error(exc: BaseException, http: Any) -> BaseException:
+    import httpx2
+    import openai
+
+    if isinstance(exc, httpx2.TimeoutException):
+        return openai.APITimeoutError(request=http.request)
+    return openai.APIConnectionError(request=http.request)
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows `[DONE]` (briefly) so an HTTP/1.1 connection can be reused."""
+    import anyio
+
+    with anyio.move_on_after(_DRAIN_TIMEOUT_S):
+        try:
+            async for _ in chunks:
+                pass
+        except Exception:  # cleanup must not turn a complete answer into an error
+            log.debug("error draining the response after [DONE]", exc_info=True)
+
+
+_DRAIN_TIMEOUT_S = 0.1

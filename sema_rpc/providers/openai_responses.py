@@ -384,6 +384,7 @@ class OpenAIResponsesProvider(SdkProvider):
     """A configured connection to an OpenAI Responses endpoint."""
 
     name = "openai-responses"
+    sdk = "openai"
 
     def _sdk_client(self, **kwargs: Any) -> Any:
         import openai
@@ -396,7 +397,7 @@ class OpenAIResponsesProvider(SdkProvider):
         started = False
         sdk_stream: Any = None
         try:
-            client = self._client.get(self._make_client)
+            client = await self._sdk_ready_client()
             sdk_stream = await client.responses.create(**build_params(request), stream=True)
             started = True
             async for ev in sdk_stream:

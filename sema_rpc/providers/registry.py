@@ -37,6 +37,9 @@ _lock = threading.Lock()
 _warming: dict[str, threading.Thread] = {}
 
 _SDK_FOR = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai"}
+# Imported on the first request otherwise (on the loop): the HTTP transport (httpx2 loads
+# it lazily) and anyio's asyncio backend (retries, threads).
+_TRANSPORT_MODULES = ["httpx2", "httpcore2", "anyio._backends._asyncio"]
 
 
 def _cache_key(profile: ModelProfile) -> tuple[str, str | None, str | None]:
@@ -141,7 +144,7 @@ def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
         def run() -> None:
             modules = _sdks_for(profile)
             # The provider module too: it pulls in the message models.
-            mods = [*modules, "httpx2"]
+            mods = [*modules, *_TRANSPORT_MODULES]
             if "anthropic" in modules:
                 mods.append("sema_rpc.providers.anthropic")
             if "openai" in modules:

@@ -16,6 +16,7 @@ import os
 import re
 import stat
 import threading
+import time
 from collections.abc import Callable
 from typing import BinaryIO
 
@@ -196,12 +197,36 @@ async def read_stream(
 
 
 class FrameWriter:
-    """Writes frames to stdout without blocking the loop when stdout is a pipe."""
+    """Writes frames to stdout without blocking the loop when stdout is a pipe.
+
+    On a pipe or socket, frames written with `batch=True` (the high-rate deltas) wait
+    for the end of the event-loop iteration (`loop.call_soon`) and go out together in
+    one write: a burst of 20,000 text chunks costs a few dozen `write(2)`s, not 20,000.
+    Any other frame (answers, lifecycle notifications, requests) is written at once,
+    together with the batched frames before it, so order is kept and a notification
+    followed by a long synchronous stretch (building the next model request) is not
+    held back by it. A batch is also flushed once it holds `FLUSH_BYTES` or its oldest
+    frame has waited `FLUSH_AFTER_S`, so a long iteration still streams. `tap` sees
+    every message body, one by one, in order, as it is written. A regular file (stdout
+    redirected) is written and flushed synchronously, frame by frame.
+    """
+
+    FLUSH_BYTES = 256 * 1024
+    """Flush within the iteration once this much is pending."""
+    FLUSH_AFTER_S = 0.002
+    """…or once the oldest pending frame has waited this long (a long iteration that
+    keeps producing deltas still streams them out)."""
 
     def __init__(self, stream: BinaryIO, jsonl: bool):
         self._stream = stream
         self._jsonl = jsonl
         self._transport: asyncio.WriteTransport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._pending_since = 0.0
+        self._flush_scheduled = False
         self.closed = False
         self.tap: Callable[[bytes], None] | None = None
         """Sees every outgoing message body (the transcript recorder)."""
@@ -211,30 +236,81 @@ class FrameWriter:
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
             transport, _ = await loop.connect_write_pipe(asyncio.Protocol, self._stream)
             self._transport = transport  # type: ignore[assignment]
+            self._loop = loop
+            self._loop_thread = threading.get_ident()
 
-    def write(self, body: bytes) -> None:
+    def write(self, body: bytes, *, batch: bool = False) -> None:
+        """Frame and send one message body; `batch=True` lets it wait for the end of the
+        loop iteration to share a write with the frames after it."""
         if self.tap is not None:
             self.tap(body)
         if self.closed:
             return
+        if self._transport is None:
+            self._write_file(body)
+            return
         frame = encode_frame(body, self._jsonl)
+        if threading.get_ident() == self._loop_thread:
+            self._queue(frame, batch)
+            return
+        # Off the loop's thread (never on the hot path): the loop queues it.
+        assert self._loop is not None
         try:
-            if self._transport is not None:
-                if self._transport.is_closing():
-                    self.closed = True
-                    return
-                self._transport.write(frame)
-            else:
-                self._stream.write(frame)
-                self._stream.flush()
+            self._loop.call_soon_threadsafe(self._queue, frame, batch)
+        except RuntimeError:  # the loop is closed
+            self.closed = True
+
+    def _queue(self, frame: bytes, batch: bool) -> None:
+        pending = self._pending
+        if not pending:
+            self._pending_since = time.monotonic()
+        pending.append(frame)
+        self._pending_bytes += len(frame)
+        if (
+            not batch
+            or self._pending_bytes >= self.FLUSH_BYTES
+            or time.monotonic() - self._pending_since >= self.FLUSH_AFTER_S
+        ):
+            self.flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            assert self._loop is not None
+            self._loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Hand every pending frame to the transport, in order, in one write (loop thread)."""
+        self._flush_scheduled = False
+        frames = self._pending
+        if not frames:
+            return
+        self._pending = []
+        self._pending_bytes = 0
+        transport = self._transport
+        if self.closed or transport is None:
+            return
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        try:
+            if transport.is_closing():
+                self.closed = True
+                return
+            transport.write(data)
         except (BrokenPipeError, ConnectionResetError, ValueError):
             # The client went away; keep running so in-flight turns can finish and flush history.
             self.closed = True
 
+    def _write_file(self, body: bytes) -> None:
+        try:
+            self._stream.write(encode_frame(body, self._jsonl))
+            self._stream.flush()
+        except (BrokenPipeError, ConnectionResetError, ValueError):
+            self.closed = True
+
     async def drain(self, timeout: float = 5.0) -> None:
+        """Flush what is pending, then wait (up to `timeout`) for the pipe to take it."""
         transport = self._transport
         if transport is None:
             return
+        self.flush()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while transport.get_write_buffer_size() and not transport.is_closing():

@@ -10,7 +10,9 @@ What this layer adds to pygls (see ../shared reference notes on its traps):
 - outgoing messages are serialised straight to compact ASCII JSON (notifications skip
   pygls's attrs round trip: they are the hot path);
 - server→client requests (`ClientBridge.ask`) go through pygls's request futures, and
-  are cancelled on the wire with `$/cancelRequest` when the engine stops waiting.
+  are cancelled on the wire with `$/cancelRequest` when the engine stops waiting;
+- the engine (and everything under `sema_rpc.engine`) is imported and created on the
+  first method that needs it, so `initialize` is answered without paying for it.
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from pygls.protocol.json_rpc import (
 from pygls.server import JsonRPCServer
 
 import sema_rpc
-from sema_rpc.engine.engine import SemaEngine
 from sema_rpc.protocol import (
     METHODS,
     NOTIFICATIONS,
@@ -53,6 +54,9 @@ from sema_rpc.protocol import (
     RpcError,
     ServerCapabilities,
     ServerInfo,
+    TextChunkParams,
+    ThinkingChunkParams,
+    ToolExecutionUpdateParams,
     WireModel,
 )
 from sema_rpc.rpc.framing import (
@@ -63,9 +67,17 @@ from sema_rpc.rpc.framing import (
 )
 
 if TYPE_CHECKING:
+    from sema_rpc.engine.engine import SemaEngine
     from sema_rpc.transcript import TranscriptRecorder
 
 log = logging.getLogger(__name__)
+
+
+_BATCHED = frozenset(
+    {TextChunkParams.event, ThinkingChunkParams.event, ToolExecutionUpdateParams.event}
+)
+"""High-rate deltas: written at the end of the loop iteration, many per `write(2)` (see
+FrameWriter); every other message is written at once (with the deltas before it)."""
 
 
 def _dumps(obj: Any) -> bytes:
@@ -127,8 +139,8 @@ class SemaProtocol(JsonRPCProtocol):
                 return
         self.frame_writer.write(body)
 
-    def send_raw(self, message: dict[str, Any]) -> None:
-        self.frame_writer.write(_dumps(message))
+    def send_raw(self, message: dict[str, Any], *, batch: bool = False) -> None:
+        self.frame_writer.write(_dumps(message), batch=batch)
 
 
 def _error_message(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -155,7 +167,10 @@ class SemaServer(JsonRPCServer):
         self.protocol.frame_writer = writer
         self.writer = writer
         self.capabilities = ClientCapabilities()
-        self.engine = SemaEngine(self)
+        self._engine: SemaEngine | None = None
+        self._engine_methods: dict[str, bool] = {}
+        self.record_dir: Path | None = None
+        """`--record DIR`: handed to the engine when it is created."""
         self.shutting_down = False
         self.exit_requested = asyncio.Event()
         self.exit_code = 0
@@ -165,21 +180,55 @@ class SemaServer(JsonRPCServer):
             "initialize": self._initialize,
             "shutdown": self._shutdown,
             "exit": self._exit,
-            "session/create": self.engine.create_session,
+            "session/create": self._on_engine("create_session", is_async=True),
             "session/prompt": self._prompt,
             "session/interrupt": self._interrupt,
-            "mode/update": self.engine.update_mode,
-            "command/list": self.engine.command_list,
-            "tool/list": self.engine.tool_list,
+            "mode/update": self._on_engine("update_mode", is_async=False),
+            "command/list": self._on_engine("command_list", is_async=False),
+            "tool/list": self._on_engine("tool_list", is_async=False),
             # sessions that last
-            "session/list": self.engine.list_sessions,
-            "session/dispose": self.engine.dispose,
-            "session/compact": self.engine.compact,
+            "session/list": self._on_engine("list_sessions", is_async=True),
+            "session/dispose": self._on_engine("dispose", is_async=True),
+            "session/compact": self._on_engine("compact", is_async=True),
         }
         missing = set(METHODS) - set(handlers)
         assert not missing, f"methods without a handler: {missing}"
         for name, spec in METHODS.items():
             self.protocol.fm.features[name] = self._wrap(spec, handlers[name])
+
+    # ------------------------------------------------------------------ the engine, lazily
+
+    @property
+    def engine(self) -> SemaEngine:
+        """The engine, imported and created on first use (not before `initialize`)."""
+        engine = self._engine
+        if engine is None:
+            from sema_rpc.engine.engine import SemaEngine
+
+            engine = SemaEngine(self, client_answers_permissions=self.capabilities.permissions)
+            engine.record_dir = self.record_dir
+            for name, is_async in self._engine_methods.items():
+                # `_wrap` keeps sync handlers sync: a delegate must match what it calls.
+                kind = inspect.iscoroutinefunction(getattr(engine, name))
+                if kind != is_async:
+                    raise TypeError(f"SemaEngine.{name}: async={kind}, its delegate's={is_async}")
+            self._engine = engine
+        return engine
+
+    def _on_engine(self, name: str, *, is_async: bool) -> Callable[[Any], Any]:
+        """A handler calling `self.engine.<name>(params)`, the engine created on first use."""
+        self._engine_methods[name] = is_async
+        if is_async:
+
+            async def call_async(params: Any) -> Any:
+                return await getattr(self.engine, name)(params)
+
+            return call_async
+
+        def call(params: Any) -> Any:
+            return getattr(self.engine, name)(params)
+
+        return call
 
     # ------------------------------------------------------------------ dispatch
 
@@ -362,7 +411,10 @@ class SemaServer(JsonRPCServer):
     # ------------------------------------------------------------------ ClientBridge
 
     def notify(self, event: EventParams) -> None:
-        self.protocol.send_raw({"jsonrpc": "2.0", "method": event.event, "params": event.wire()})
+        self.protocol.send_raw(
+            {"jsonrpc": "2.0", "method": event.event, "params": event.wire()},
+            batch=event.event in _BATCHED,
+        )
 
     async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
         spec = SERVER_REQUESTS[event.event]
@@ -391,7 +443,8 @@ class SemaServer(JsonRPCServer):
 
     def _initialize(self, params: InitializeParams) -> InitializeResult:
         self.capabilities = params.capabilities
-        self.engine.client_answers_permissions = params.capabilities.permissions
+        if self._engine is not None:
+            self._engine.client_answers_permissions = params.capabilities.permissions
         return InitializeResult(
             protocol_version=PROTOCOL_VERSION,
             server_info=ServerInfo(version=sema_rpc.__version__),
@@ -404,7 +457,8 @@ class SemaServer(JsonRPCServer):
 
     async def _shutdown(self, _params: Any) -> EmptyResult:
         self.shutting_down = True
-        await self.engine.shutdown()
+        if self._engine is not None:
+            await self._engine.shutdown()
         return EmptyResult()
 
     def _exit(self, _params: Any) -> None:
@@ -442,7 +496,7 @@ async def serve(
 
         recorder = TranscriptRecorder(Path(record_dir))
     server = SemaServer(writer, recorder)
-    server.engine.record_dir = recorder.run_dir if recorder is not None else None
+    server.record_dir = recorder.run_dir if recorder is not None else None
     decoder_cls = JsonlDecoder if jsonl else ContentLengthDecoder
     decoder = decoder_cls(server.on_body, server.on_frame_error)
     reading = asyncio.ensure_future(read_stream(stdin, decoder.feed, loop))
@@ -453,7 +507,8 @@ async def serve(
         log.info("end of input: shutting down")
     exiting.cancel()
     reading.cancel()
-    await server.engine.shutdown()
+    if server._engine is not None:
+        await server._engine.shutdown()
     await writer.drain()
     if recorder is not None:
         recorder.close()

@@ -138,7 +138,7 @@ class EditTool(Tool):
     async def call(self, args: EditInput, ctx: ToolContext) -> ToolOutput:
         try:
             change = self.plan(args, ctx)
-            commit_change(change, ctx)
+            await commit_change(change, ctx)
         except FileChangeError as exc:
             return ToolOutput(content=str(exc), summary=str(exc), is_error=True)
         added, removed = diff_stats(change.diff)

@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio.to_thread
 from pydantic import Field, PrivateAttr
 
 from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
@@ -181,16 +182,32 @@ def ask_for(tool: str, change: FileChange, ctx: ToolContext) -> PermissionAsk:
     )
 
 
-def commit_change(change: FileChange, ctx: ToolContext) -> None:
-    """Write `change` if the file is still as planned; remember the new snapshot."""
+def write_change(change: FileChange) -> FileSnapshot | None:
+    """Write `change` if the file is still as planned; returns the new snapshot.
+
+    Blocking (stat, write, fsync, rename): `commit_change` runs it in a worker thread, the
+    re-check and the write together."""
     if snapshot_of(change.path) != change.before:
         raise FileChangeError(
             f"{change.shown} changed while waiting for approval. Read it again and retry."
         )
     atomic_write(change.path, change.encoded())
-    after = snapshot_of(change.path)
-    if after is not None:
-        ctx.read_files[str(change.path)] = after
+    return snapshot_of(change.path)
+
+
+async def commit_change(change: FileChange, ctx: ToolContext) -> None:
+    """Write `change` off the event loop if the file is still as planned; remember the
+    new snapshot (on the loop). A cancelled call still waits for the write to finish."""
+    written: list[FileSnapshot | None] = []
+
+    def work() -> None:
+        written.append(write_change(change))
+
+    try:
+        await anyio.to_thread.run_sync(work)
+    finally:
+        if written and written[0] is not None:
+            ctx.read_files[str(change.path)] = written[0]
 
 
 def diff_stats(diff: str) -> tuple[int, int]:
@@ -272,7 +289,7 @@ class WriteTool(Tool):
     async def call(self, args: WriteInput, ctx: ToolContext) -> ToolOutput:
         try:
             change = self.plan(args, ctx)
-            commit_change(change, ctx)
+            await commit_change(change, ctx)
         except FileChangeError as exc:
             return ToolOutput(content=str(exc), summary=str(exc), is_error=True)
         added, removed = diff_stats(change.diff)
