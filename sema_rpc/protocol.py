@@ -228,6 +228,15 @@ class ModeUpdateResult(WireModel):
     mode: Mode
 
 
+class PermissionModeUpdateParams(WireModel):
+    session_id: str
+    permission_mode: PermissionMode
+
+
+class PermissionModeUpdateResult(WireModel):
+    permission_mode: PermissionMode
+
+
 # --------------------------------------------------------------------------- notifications
 # Each notification is one engine event. The method is the event name; params are the
 # event's payload plus the envelope below, stamped by the session's event bus.
@@ -430,6 +439,11 @@ class PermissionRequestParams(EventParams):
     content: str
     content_kind: Literal["text", "diff"] = "text"
     options: list[Literal["allow_once", "allow_always", "reject"]]
+    always_rule: str | None = Field(
+        None,
+        description="With `allow_always` offered: the rule that answer stores, e.g. "
+        "`Bash(git commit:*)` or `Edit`, so the editor can show what it grants.",
+    )
 
 
 class PermissionResult(WireModel):
@@ -591,6 +605,12 @@ METHODS: dict[str, MethodSpec] = {
             ModeUpdateParams,
             ModeUpdateResult,
             "Switch between Agent and Plan mode. Emits `mode:update`.",
+        ),
+        MethodSpec(
+            "permissionMode/update",
+            PermissionModeUpdateParams,
+            PermissionModeUpdateResult,
+            "Change who decides tool permissions; applies to the running turn's next call.",
         ),
         # sessions that last
         MethodSpec(

@@ -59,6 +59,8 @@ from sema_rpc.protocol import (
     ModeUpdateEventParams,
     ModeUpdateParams,
     ModeUpdateResult,
+    PermissionModeUpdateParams,
+    PermissionModeUpdateResult,
     PlanExitRequestParams,
     PlanExitResult,
     RpcError,
@@ -135,6 +137,10 @@ class Session:
     mcp_status: list[dict[str, Any]] = field(default_factory=list)
     steering: list[SteerInput] = field(default_factory=list)
     """`delivery: steer` inputs waiting for the running turn's next tool batch to end."""
+    policy: PermissionPolicy | None = None
+    runner: ToolRunner | None = None
+    """The running turn's permission policy and tool runner: a mode change applies to
+    the turn's next tool call, not only to the next turn."""
 
     def ready_params(self) -> SessionReadyParams:
         return SessionReadyParams(
@@ -383,6 +389,15 @@ class SemaEngine:
         self._set_mode(session, params.mode)
         return ModeUpdateResult(mode=params.mode)
 
+    def update_permission_mode(
+        self, params: PermissionModeUpdateParams
+    ) -> PermissionModeUpdateResult:
+        session = self.session(params.session_id)
+        session.permission_mode = params.permission_mode
+        if session.policy is not None:
+            session.policy.mode = params.permission_mode
+        return PermissionModeUpdateResult(permission_mode=params.permission_mode)
+
     async def shutdown(self, grace_s: float = 5.0) -> None:
         """Interrupt every running turn and wait (briefly) for them to settle.
 
@@ -439,7 +454,7 @@ class SemaEngine:
                     await self._compact(session, control, command[1] or None)
                     outcome = TurnOutcome("interrupted" if control.interrupted else "command")
             finally:
-                session.control = None
+                session.control = session.policy = session.runner = None
                 session.bus.emit(StateUpdateParams(state="idle"))
             result = SessionPromptResult(
                 stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
@@ -479,7 +494,7 @@ class SemaEngine:
             try:
                 result = await self._compact(session, control, params.instructions)
             finally:
-                session.control = None
+                session.control = session.policy = session.runner = None
                 session.bus.emit(StateUpdateParams(state="idle"))
         if result is None:  # interrupted during the summary call
             before = session.usage.prompt_tokens
@@ -594,6 +609,7 @@ class SemaEngine:
             control=control,
             plan_mode=session.mode == "Plan",
         )
+        session.policy, session.runner = policy, runner
         session.tool_state["run_subagent"] = SubagentRunner(
             session, setup, control, policy, self._provider_for_profile(session)
         )
@@ -644,6 +660,8 @@ class SemaEngine:
         if session.mode == mode:
             return
         session.mode = mode
+        if session.runner is not None:  # the running turn's next tool call obeys it
+            session.runner.plan_mode = mode == "Plan"
         if session.pipeline is not None:
             session.pipeline.mode_changed(mode)
         if session.store is not None:

@@ -15,6 +15,7 @@ Rules persist per project in `$SEMA_ROOT/projects/<project-key>/settings.json` a
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -22,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from sema_rpc.config import sema_root
 from sema_rpc.tools.base import PermissionAsk
@@ -60,46 +61,66 @@ def project_key(working_dir: Path) -> str:
 
 
 class RuleStore:
-    """The project's persisted "allow always" rules."""
+    """The project's persisted "allow always" rules.
+
+    Every session of a project (in this process or another) shares the file: a rule one
+    adds is seen by the others at their next decision (the file's mtime is checked), and
+    `add` merges with what is on disk under a lock, so two sessions adding at once keep
+    both rules."""
 
     def __init__(self, working_dir: Path):
         self.path = sema_root() / "projects" / project_key(working_dir) / "settings.json"
-        self._rules: list[str] | None = None
+        self._rules: list[str] = []
+        self._seen: tuple[int, int] | None = None
 
     def rules(self) -> list[str]:
-        if self._rules is None:
-            self._rules = self._load()
+        try:
+            st = self.path.stat()
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        if stamp != self._seen:
+            self._seen = stamp
+            self._rules = self._allow(self._read()) if stamp is not None else []
         return self._rules
 
-    def _load(self) -> list[str]:
+    def _read(self) -> dict[str, Any]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            allow = data.get("permissions", {}).get("allow", [])
-            return [r for r in allow if isinstance(r, str)]
         except FileNotFoundError:
-            return []
-        except (OSError, ValueError, AttributeError) as exc:
+            return {}
+        except (OSError, ValueError) as exc:
             log.warning("ignoring unreadable permission settings %s: %s", self.path, exc)
-            return []
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    @staticmethod
+    def _allow(data: dict[str, Any]) -> list[str]:
+        permissions = data.get("permissions")
+        allow = permissions.get("allow", []) if isinstance(permissions, dict) else []
+        return [r for r in allow if isinstance(r, str)] if isinstance(allow, list) else []
 
     def add(self, rule: str) -> None:
-        rules = self.rules()
-        if rule in rules:
-            return
-        rules.append(rule)
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                data = {}
-        except (OSError, ValueError):
-            data = {}
-        data.setdefault("permissions", {})["allow"] = rules
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
-        os.replace(tmp, self.path)
+        lock_fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            data = self._read()
+            rules = self._allow(data)
+            if rule in rules:
+                return
+            rules.append(rule)
+            permissions = data.get("permissions")
+            if not isinstance(permissions, dict):
+                permissions = data["permissions"] = {}
+            permissions["allow"] = rules
+            tmp = self.path.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=2)
+            os.replace(tmp, self.path)
+        finally:
+            os.close(lock_fd)  # releases the lock
 
 
 Verdict = Literal["allow", "ask", "refuse"]
@@ -112,7 +133,7 @@ class PermissionPolicy:
     client_can_answer: bool
 
     def decide(self, tool_name: str, ask: PermissionAsk, command: str | None = None) -> Verdict:
-        if ask.outside_workspace:
+        if ask.ask_every_time:
             return "ask" if self.client_can_answer else "refuse"
         if self.mode == "bypass":
             return "allow"
@@ -137,7 +158,7 @@ class PermissionPolicy:
 
     def rule_for_always(self, tool_name: str, ask: PermissionAsk) -> str | None:
         """The rule an `allow_always` answer stores; None when nothing may be stored."""
-        if ask.outside_workspace:
+        if ask.ask_every_time:
             return None
         if tool_name in FILE_EDIT_TOOLS:
             return EDIT_RULE

@@ -220,6 +220,7 @@ class ToolRunner:
             content=ask.content,
             content_kind=ask.content_kind,
             options=options,
+            always_rule=always_rule,
         )
         answer: PermissionResult | None = None
         with self.control.cancellable():

@@ -184,6 +184,7 @@ class SemaServer(JsonRPCServer):
             "session/prompt": self._prompt,
             "session/interrupt": self._interrupt,
             "mode/update": self._on_engine("update_mode", is_async=False),
+            "permissionMode/update": self._on_engine("update_permission_mode", is_async=False),
             "command/list": self._on_engine("command_list", is_async=False),
             "tool/list": self._on_engine("tool_list", is_async=False),
             # sessions that last

@@ -33,6 +33,8 @@ class FileSnapshot:
 
     mtime_ns: int
     size: int
+    inode: int
+    """Catches a file renamed over the one that was read (same size, copied mtime)."""
 
 
 @dataclass
@@ -59,8 +61,10 @@ class PermissionAsk:
     content_kind: Literal["text", "diff"] = "text"
     rule: str | None = None
     """The rule an `allow_always` answer would store, e.g. `Bash(git commit:*)`."""
-    outside_workspace: bool = False
-    """The call touches a path outside the working dir: asked every time, never an always-rule."""
+    ask_every_time: bool = False
+    """Asked every time, never covered by a mode or an always-rule: the call touches a path
+    outside the working dir, or a protected one inside it (`.git/`, whose config can make
+    read-only git commands run programs)."""
 
 
 @dataclass(slots=True)

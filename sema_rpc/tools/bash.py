@@ -98,7 +98,7 @@ class BashTool(Tool):
         return _check_cd(args.command, ctx.working_dir)
 
     def permission(self, args: BashInput, ctx: ToolContext) -> PermissionAsk | None:
-        if is_safe_readonly_command(args.command):
+        if is_safe_readonly_command(args.command, ctx.working_dir):
             return None
         return PermissionAsk(
             title=f"Bash: {args.command}", content=args.command, rule=rule_for(args.command)
@@ -212,8 +212,15 @@ def _check_cd(command: str, working_dir: Path) -> str | None:
 # ---------------------------------------------------------------- process
 
 
+SERVER_SECRETS = frozenset(
+    {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "OPENAI_ADMIN_KEY"}
+)
+"""The model keys this server reads: the agent's commands never see them (a `printenv`
+would put them in the model's context and the history)."""
+
+
 def _environment() -> dict[str, str]:
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in SERVER_SECRETS}
     env.update(
         PAGER="cat",
         GIT_PAGER="cat",

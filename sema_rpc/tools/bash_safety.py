@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 __all__ = [
     "NETWORK_PROGRAMS",
@@ -49,7 +50,10 @@ class Token:
     value: str
     quoted: bool = False
     expands: bool = False
-    """The word holds `$...`, a substitution or an unquoted `{` (brace expansion)."""
+    """The word holds `$...`, `$'...'`, a substitution or an unquoted `{` (brace expansion)."""
+    globs: bool = False
+    """The word holds an unquoted `*`, `?` or `[`: it may expand to file names, and a file
+    named `-delete` turns `find . ?delete` into an option."""
 
 
 @dataclass
@@ -172,6 +176,31 @@ def _backtick_end(cmd: str, i: int) -> int:
     raise ShellSyntaxError("unterminated backquote")
 
 
+_ANSI_C_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
+                  "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}  # fmt: skip
+_ANSI_C_ESCAPE = re.compile(
+    r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})"
+    r"|U([0-9A-Fa-f]{1,8})|c(.))",
+    re.DOTALL,
+)
+
+
+def _decode_ansi_c(body: str) -> str:
+    """The text bash makes of a `$'...'` body (escapes as in bash(1), QUOTING)."""
+
+    def one(m: re.Match[str]) -> str:
+        simple, octal, hex2, hex4, hex8, control = m.groups()
+        if simple is not None:
+            return _ANSI_C_SIMPLE[simple]
+        if control is not None:
+            return chr(ord(control) & 0x1F)
+        number = octal or hex2 or hex4 or hex8
+        code = int(number, 8 if octal else 16)
+        return chr(code) if code <= 0x10FFFF else "\ufffd"
+
+    return _ANSI_C_ESCAPE.sub(one, body)
+
+
 def lex(cmd: str) -> Lexed:
     """Tokenize a Bash command line. Raises ShellSyntaxError when it cannot."""
     out = Lexed()
@@ -179,19 +208,20 @@ def lex(cmd: str) -> Lexed:
     in_word = False
     quoted = False
     expands = False
+    globs = False
     pending_heredocs: list[tuple[str, bool, bool]] = []  # delimiter, strip tabs, quoted
     expect_heredoc_word: bool | None = None  # strip_tabs flag while waiting for the delimiter
     i, n = 0, len(cmd)
 
     def finish_word() -> None:
-        nonlocal word, in_word, quoted, expands, expect_heredoc_word
+        nonlocal word, in_word, quoted, expands, globs, expect_heredoc_word
         if in_word:
             value = "".join(word)
             if expect_heredoc_word is not None:
                 pending_heredocs.append((value, expect_heredoc_word, quoted))
                 expect_heredoc_word = None
-            out.tokens.append(Token("word", value, quoted, expands))
-        word, in_word, quoted, expands = [], False, False, False
+            out.tokens.append(Token("word", value, quoted, expands, globs))
+        word, in_word, quoted, expands, globs = [], False, False, False, False
 
     def substitution(body: str) -> None:
         nonlocal expands
@@ -245,8 +275,10 @@ def lex(cmd: str) -> Lexed:
                 j += 2 if cmd[j] == "\\" else 1
             if j >= n:
                 raise ShellSyntaxError("unterminated $'...' string")
-            word.append(cmd[i + 2 : j])
-            in_word, quoted = True, True
+            # The word bash runs is the decoded one (`$'-\x64elete'` is `-delete`); it also
+            # counts as an expansion, so checked programs never take it on trust.
+            word.append(_decode_ansi_c(cmd[i + 2 : j]))
+            in_word, quoted, expands = True, True, True
             i = j + 1
         elif ch == "$" and cmd.startswith("$(", i):
             end = _balanced(cmd, i + 2)
@@ -297,6 +329,8 @@ def lex(cmd: str) -> Lexed:
         else:
             if ch == "{":
                 expands = True
+            elif ch in "*?[":
+                globs = True
             word.append(ch)
             in_word = True
             i += 1
@@ -441,7 +475,7 @@ SAFE_PROGRAMS: dict[str, Callable[[list[str]], bool]] = {
         """
         ls cat head tail wc pwd echo printf grep egrep fgrep stat du df which whoami id
         basename dirname realpath readlink uname true false cut nl tr cmp diff comm seq
-        md5sum sha1sum sha256sum sha512sum cksum strings column jq type test [ ps printenv
+        md5sum sha1sum sha256sum sha512sum cksum strings column jq type test [ ps
         uptime nproc arch sleep cd
         """.split(),
         _always,
@@ -461,11 +495,14 @@ SAFE_PROGRAMS: dict[str, Callable[[list[str]], bool]] = {
 _SAFE_SEPARATORS = {";", "&&", "||", "|", "\n"}
 
 
-def is_safe_readonly_command(cmd: str) -> bool:
+def is_safe_readonly_command(cmd: str, working_dir: Path | None = None) -> bool:
     """True when every segment of `cmd` is a known read-only command.
 
     Output or input redirection, here-docs, command/process substitution, subshells,
-    background jobs, variable assignments and unknown programs all make it unsafe.
+    background jobs, variable assignments, unknown programs and parameter expansions
+    (`$HOME`, `$ANTHROPIC_API_KEY`) all make it unsafe; so do file-name globs in the
+    arguments of a program whose options are checked, and, given `working_dir`, an
+    argument naming a path outside it (`cat ~/.ssh/id_rsa` is asked, not run).
     """
     try:
         lexed = lex(cmd.strip())
@@ -480,16 +517,48 @@ def is_safe_readonly_command(cmd: str) -> bool:
         return False
     for seg in segs:
         program, *args = _words(seg)
-        if seg[0].expands or _ASSIGNMENT.match(program) or program not in SAFE_PROGRAMS:
+        if any(t.expands for t in seg) or _ASSIGNMENT.match(program):
+            return False
+        if program not in SAFE_PROGRAMS or seg[0].globs:
             return False
         check = SAFE_PROGRAMS[program]
-        # An expansion could smuggle a forbidden flag (`find . ${X:--delete}`, `-de{l,}ete`)
-        # past the argument check, so programs that have one get literal arguments only.
-        if check is not _always and any(t.expands for t in seg[1:]):
+        # A glob could smuggle a forbidden flag (`find . ?delete` with a file named
+        # `-delete`) past the argument check: programs that have one get literal words.
+        if check is not _always and any(t.globs for t in seg[1:]):
             return False
         if not check(args):
             return False
+        if working_dir is not None and any(_names_outside(a, working_dir) for a in args):
+            return False
     return True
+
+
+_HARMLESS_PATHS = frozenset({"/dev/null", "/dev/stdin", "-"})
+
+
+def _names_outside(arg: str, working_dir: Path) -> bool:
+    """Whether `arg` (or the value of `--opt=value`) names a path outside `working_dir`.
+    Relative paths are taken from `working_dir`: Bash refuses a `cd` that leaves it, so
+    a relative path from a later `cd` can only end up further inside."""
+    candidates = [arg]
+    if arg.startswith("-") and "=" in arg:
+        candidates.append(arg.split("=", 1)[1])
+    for value in candidates:
+        if value in _HARMLESS_PATHS:
+            continue
+        if not (value.startswith(("/", "~")) or ".." in Path(value).parts):
+            continue
+        path = Path(os.path.expanduser(value))
+        if not path.is_absolute():
+            path = working_dir / path
+        try:
+            resolved = path.resolve()
+        except (OSError, RuntimeError):
+            return True
+        root = working_dir.resolve()
+        if resolved != root and root not in resolved.parents:
+            return True
+    return False
 
 
 # ---------------------------------------------------------------- rules
@@ -522,7 +591,9 @@ def _simple_words(cmd: str) -> list[str] | None:
 
 
 def _normalise(cmd: str) -> str:
-    return " ".join(cmd.split())
+    """Runs of blanks folded; line breaks kept (bash runs `a\\nb` as two commands)."""
+    lines = (" ".join(line.split()) for line in cmd.strip().splitlines())
+    return "\n".join(line for line in lines if line)
 
 
 def rule_for(cmd: str) -> str:

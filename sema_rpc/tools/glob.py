@@ -55,7 +55,7 @@ class GlobTool(Tool):
         return PermissionAsk(
             title=f"Glob {args.pattern} in {root} (outside the workspace)",
             content=f"List files outside the working directory:\n{root}",
-            outside_workspace=True,
+            ask_every_time=True,
         )
 
     async def call(self, args: GlobInput, ctx: ToolContext) -> ToolOutput:

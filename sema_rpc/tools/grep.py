@@ -146,7 +146,7 @@ class GrepTool(Tool):
         return PermissionAsk(
             title=f'Grep "{args.pattern}" in {root} (outside the workspace)',
             content=f"Search files outside the working directory:\n{root}",
-            outside_workspace=True,
+            ask_every_time=True,
         )
 
     async def validate_input(self, args: GrepInput, ctx: ToolContext) -> str | None:

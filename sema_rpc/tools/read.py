@@ -74,7 +74,7 @@ class ReadTool(Tool):
         return PermissionAsk(
             title=f"Read {path} (outside the workspace)",
             content=f"Read a file outside the working directory:\n{path}",
-            outside_workspace=True,
+            ask_every_time=True,
         )
 
     async def call(self, args: ReadInput, ctx: ToolContext) -> ToolOutput:
@@ -114,7 +114,9 @@ class ReadTool(Tool):
                     "(e.g. offset=1, limit=500), or search it with Grep."
                 )
             output = self._read_lines(path, shown, args.offset, args.limit)
-        ctx.read_files[str(path)] = FileSnapshot(mtime_ns=stat.st_mtime_ns, size=stat.st_size)
+        ctx.read_files[str(path)] = FileSnapshot(
+            mtime_ns=stat.st_mtime_ns, size=stat.st_size, inode=stat.st_ino
+        )
         return output
 
     def _read_lines(

@@ -62,7 +62,7 @@ def snapshot_of(path: Path) -> FileSnapshot | None:
         st = path.stat()
     except FileNotFoundError:
         return None
-    return FileSnapshot(mtime_ns=st.st_mtime_ns, size=st.st_size)
+    return FileSnapshot(mtime_ns=st.st_mtime_ns, size=st.st_size, inode=st.st_ino)
 
 
 def check_fresh(path: Path, shown: str, ctx: ToolContext) -> FileSnapshot:
@@ -75,7 +75,7 @@ def check_fresh(path: Path, shown: str, ctx: ToolContext) -> FileSnapshot:
         raise FileChangeError(
             f"{shown} has not been read yet in this session. Read it first, then edit it."
         )
-    if (seen.mtime_ns, seen.size) != (current.mtime_ns, current.size):
+    if seen != current:
         raise FileChangeError(
             f"{shown} has changed since it was last read (by the user, a formatter or a command). "
             "Read it again before changing it."
@@ -169,16 +169,26 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+PROTECTED_DIRS = frozenset({".git"})
+"""Folders whose files change what later commands do (git hooks, `core.fsmonitor`,
+`diff.external`): a write there is asked every time, even under acceptEdits or a rule."""
+
+
+def is_protected(path: Path, working_dir: Path) -> bool:
+    return any(part in PROTECTED_DIRS for part in path.relative_to(working_dir).parts)
+
+
 def ask_for(tool: str, change: FileChange, ctx: ToolContext) -> PermissionAsk:
     outside = not is_inside(change.path, ctx.working_dir)
-    where = " (outside the workspace)" if outside else ""
+    protected = not outside and is_protected(change.path, ctx.working_dir)
+    where = " (outside the workspace)" if outside else " (protected)" if protected else ""
     verb = "Create" if change.is_new and tool == "Write" else tool
     return PermissionAsk(
         title=f"{verb} {change.shown}{where}",
         content=change.diff or "(no changes)",
         content_kind="diff",
         rule=None,
-        outside_workspace=outside,
+        ask_every_time=outside or protected,
     )
 
 

@@ -480,3 +480,138 @@ async def test_todo_write_emits_todos_update(server_env, scripted_llm: ScriptedL
     await client.close()
     [update] = client.events("todos:update", sid)
     assert update.params["todos"] == todos
+
+
+async def _during_a_slow_tool(
+    client: Any, sid: str, scripted_llm: ScriptedLLM, then: list[tuple[str, dict[str, Any]]]
+) -> asyncio.Future[Any]:
+    """Start a turn whose first batch is a 1 s read-only Bash call and whose second batch
+    is `then`; return the prompt's future once the Bash call has started."""
+    scripted_llm.script(
+        Reply.tools([("Bash", {"command": "sleep 1"})]), Reply.tools(then), Reply.text("done")
+    )
+    prompt = asyncio.ensure_future(client.call("session/prompt", {"sessionId": sid, "input": "go"}))
+    await client.wait_for("tool:execution:start", lambda p: p["toolName"] == "Bash")
+    return prompt
+
+
+async def test_permission_mode_update_applies_to_the_running_turn(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    editor = Editor()
+    client, sid = await open_session(server_env, workspace, editor)
+    prompt = await _during_a_slow_tool(
+        client, sid, scripted_llm, [("Write", {"file_path": "later.txt", "content": "x"})]
+    )
+    answer = await client.call(
+        "permissionMode/update", {"sessionId": sid, "permissionMode": "acceptEdits"}
+    )
+    assert answer == {"permissionMode": "acceptEdits"}
+    assert (await asyncio.wait_for(prompt, 20))["stopReason"] == "end_turn"
+    assert (workspace / "later.txt").read_text() == "x"
+    assert editor.asked == [], "acceptEdits took effect for the turn's next call"
+
+    with pytest.raises(Exception, match="-32602|acceptEdits"):
+        await client.call("permissionMode/update", {"sessionId": sid, "permissionMode": "yolo"})
+    await client.close()
+
+
+async def test_switching_to_plan_mode_mid_turn_refuses_the_next_write(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    client, sid = await open_session(server_env, workspace, Editor(), permissionMode="bypass")
+    prompt = await _during_a_slow_tool(
+        client, sid, scripted_llm, [("Write", {"file_path": "sneaky.txt", "content": "x"})]
+    )
+    await client.call("mode/update", {"sessionId": sid, "mode": "Plan"})
+    assert (await asyncio.wait_for(prompt, 20))["stopReason"] == "end_turn"
+    await client.close()
+    assert not (workspace / "sneaky.txt").exists()
+    [error] = client.events("tool:execution:error", sid)
+    assert error.params["toolName"] == "Write" and "Plan mode" in error.params["content"]
+
+
+async def test_writes_inside_dot_git_are_asked_every_time(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    config = workspace / ".git" / "config"
+    before = config.read_text()
+    evil = before + '[core]\n\tfsmonitor = "touch pwned"\n'
+    editor = Editor({"decision": "reject", "feedback": "not the git config"})
+    client, sid = await open_session(server_env, workspace, editor, permissionMode="acceptEdits")
+    scripted_llm.script(
+        Reply.tools([("Read", {"file_path": ".git/config"})]),
+        Reply.tools([("Write", {"file_path": ".git/config", "content": evil})]),
+        Reply.tools([("Write", {"file_path": "fine.txt", "content": "x"})]),
+        Reply.text("ok"),
+    )
+    await client.call("session/prompt", {"sessionId": sid, "input": "go"})
+    await client.close()
+    [asked] = editor.asked  # acceptEdits covers fine.txt, never .git/
+    assert asked["toolName"] == "Write" and "(protected)" in asked["title"]
+    assert "allow_always" not in asked["options"] and asked.get("alwaysRule") is None
+    assert config.read_text() == before
+    assert (workspace / "fine.txt").exists()
+
+
+async def test_permission_request_names_the_rule_allow_always_stores(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    editor = Editor({"decision": "reject", "feedback": "no"})
+    client, sid = await open_session(server_env, workspace, editor)
+    scripted_llm.script(
+        Reply.tools([("Bash", {"command": "docker run --rm alpine true"})]), Reply.text("ok")
+    )
+    await client.call("session/prompt", {"sessionId": sid, "input": "go"})
+    await client.close()
+    [asked] = editor.asked
+    assert asked["options"] == ["allow_once", "allow_always", "reject"]
+    assert asked["alwaysRule"] == "Bash(docker run:*)"
+
+
+async def test_bash_timeout_kills_the_command_and_the_turn_goes_on(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    client, sid = await open_session(server_env, workspace, Editor(), permissionMode="bypass")
+    scripted_llm.script(
+        Reply.tools([("Bash", {"command": "echo started; sleep 30", "timeout": 500})]),
+        Reply.text("it timed out"),
+    )
+    t0 = time.monotonic()
+    result = await client.call("session/prompt", {"sessionId": sid, "input": "go"})
+    elapsed = time.monotonic() - t0
+    await client.close()
+    assert result["stopReason"] == "end_turn" and elapsed < 10
+    [block] = tool_results(scripted_llm.requests[1].body)
+    text = result_text(block)
+    assert "started" in text and "timed out" in text.lower()
+
+
+async def test_secrets_and_outside_paths_are_not_read_without_asking(
+    server_env, scripted_llm: ScriptedLLM, workspace, tmp_path
+):
+    secret = tmp_path / "outside-secret.txt"
+    secret.write_text("TOP-SECRET\n")
+    env = {**server_env, "ANTHROPIC_API_KEY": "sk-ant-never-shown-000"}
+    editor = Editor()  # rejects everything it is asked
+    client, sid = await open_session(env, workspace, editor)
+    scripted_llm.script(Reply.tools([("Bash", {"command": f"cat {secret}"})]))
+    await client.call("session/prompt", {"sessionId": sid, "input": "go"})
+    assert [a["content"] for a in editor.asked] == [f"cat {secret}"]  # the reject ends the turn
+    scripted_llm.script(Reply.tools([("Bash", {"command": "echo $ANTHROPIC_API_KEY"})]))
+    await client.call("session/prompt", {"sessionId": sid, "input": "go on"})
+    assert [a["content"] for a in editor.asked][1:] == ["echo $ANTHROPIC_API_KEY"]
+
+    # Even where a command runs (bypass), the server's own keys are not in its environment.
+    client2, sid2 = await open_session(env, workspace, Editor(), permissionMode="bypass")
+    scripted_llm.script(
+        Reply.tools([("Bash", {"command": "echo key=${ANTHROPIC_API_KEY:-unset}"})]),
+        Reply.text("ok"),
+    )
+    await client2.call("session/prompt", {"sessionId": sid2, "input": "go"})
+    await client.close()
+    await client2.close()
+    [block] = tool_results(scripted_llm.requests[-1].body)
+    assert "key=unset" in result_text(block)
+    assert "TOP-SECRET" not in str([r.body for r in scripted_llm.requests])

@@ -19,7 +19,7 @@ SAFE = [
     "rg -n 'foo;bar' --glob '*.py'",
     "find . -name '*.py' -type f | wc -l",
     "echo 'a > b' | wc -c",
-    "echo $HOME",
+    "ls *.py src/*.txt",
     "tree -L 2",
     "sort -u names.txt | uniq -c",
     "date +%Y-%m-%d",
@@ -81,7 +81,32 @@ UNSAFE = [
     "echo 'unterminated",
     "echo a#b; rm x",
     "",
+    # ANSI-C quoting is decoded before the checks: these are -delete, --output, -o
+    "find src $'-\\x64elete'",
+    "git diff --no-index $'--\\x6futput=/tmp/x' a b",
+    "sort $'-\\x6f/tmp/x' README.md",
+    "rg $'--pr\\x65=./evil' x",
+    # a glob may expand to a file named like an option
+    "find src ?delete",
+    "sort *",
+    # parameter expansions may reveal secrets or anything else
+    "echo $HOME",
+    "echo ${ANTHROPIC_API_KEY}",
+    'cat "$HOME/.ssh/id_rsa"',
+    "printenv",
+    "printenv ANTHROPIC_API_KEY",
 ]
+
+OUTSIDE = [
+    "cat ~/.ssh/id_rsa",
+    "cat /etc/passwd",
+    "ls ../..",
+    "head -5 src/../../secret.txt",
+    "grep -r --file=/etc/shadow x",
+    "cd src && cat ../../x",
+]
+
+INSIDE = ["cat src/../README.md", "ls -la", "grep -rn x . | head", "ls /dev/null"]
 
 
 @pytest.mark.parametrize("command", SAFE)
@@ -92,6 +117,21 @@ def test_safe(command: str) -> None:
 @pytest.mark.parametrize("command", UNSAFE)
 def test_unsafe(command: str) -> None:
     assert not is_safe_readonly_command(command), command
+
+
+@pytest.mark.parametrize("command", OUTSIDE)
+def test_paths_outside_the_workspace_are_asked(command: str, tmp_path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    assert is_safe_readonly_command(command), command  # read-only, so concurrency-safe
+    assert not is_safe_readonly_command(command, workspace), command
+
+
+@pytest.mark.parametrize("command", INSIDE)
+def test_paths_inside_the_workspace_run(command: str, tmp_path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    assert is_safe_readonly_command(command, workspace), command
 
 
 @pytest.mark.parametrize(
@@ -162,6 +202,9 @@ def test_exact_rule() -> None:
     assert not rule_matches("Bash(npm test)", "npm test; rm -rf /")
     assert not rule_matches("Read(x)", "npm test")
     assert not rule_matches("Bash()", "")
+    # bash runs a line break as a separator: `./deploy.sh\nprod` is two commands
+    assert not rule_matches("Bash(./deploy.sh prod)", "./deploy.sh\nprod")
+    assert rule_matches(rule_for("make a\nmake b"), "make a\nmake b")
 
 
 def test_rules_round_trip() -> None:
@@ -185,6 +228,7 @@ def test_rules_round_trip() -> None:
         ("cat <<'EOF'\nit's curl time\nEOF", None),
         ("cat <<EOF\nnow $(curl x)\nEOF", "curl"),
         ("git fetch", None),
+        ("$'\\x63url' x", "curl"),
     ],
 )
 def test_network_program(command: str, program: str | None) -> None:

@@ -106,7 +106,7 @@ async def test_symlink_edits_target(workspace: Path, tmp_path: Path, ctx: ToolCo
     await read(ctx, "lib.py")
     args = args_of(tool, file_path="lib.py", old_string="def g", new_string="def g2")
     ask = tool.permission(args, ctx) if await tool.validate_input(args, ctx) is None else None
-    assert ask is not None and "outside the workspace" in ask.title and ask.outside_workspace
+    assert ask is not None and "outside the workspace" in ask.title and ask.ask_every_time
     out = await tool.call(args, ctx)
     assert not out.is_error
     assert (workspace / "lib.py").is_symlink() and "def g2" in outside.read_text()
@@ -139,6 +139,6 @@ async def test_binary_refused(workspace: Path, ctx: ToolContext) -> None:
     from sema_rpc.tools.base import FileSnapshot
 
     st = path.stat()
-    ctx.read_files[str(path)] = FileSnapshot(st.st_mtime_ns, st.st_size)
+    ctx.read_files[str(path)] = FileSnapshot(st.st_mtime_ns, st.st_size, st.st_ino)
     out = await run(tool, ctx, file_path="b.dat", old_string="a", new_string="c")
     assert out.is_error and "binary" in out.content

@@ -69,7 +69,7 @@ async def test_outside_path_asks_permission(
 ) -> None:
     assert tool.permission(args_of(tool, pattern="**/*"), ctx) is None
     ask = tool.permission(args_of(tool, pattern="*", path=str(tmp_path)), ctx)
-    assert ask is not None and ask.rule is None and ask.outside_workspace
+    assert ask is not None and ask.rule is None and ask.ask_every_time
     assert tool.permission(args_of(tool, pattern="../*"), ctx) is not None
     touch(tmp_path / "other" / "z.txt")
     out = await run(tool, ctx, pattern="*.txt", path=str(tmp_path / "other"))

@@ -134,10 +134,10 @@ def test_aliases_and_names_both_accepted() -> None:
     assert {"-A", "-B", "-C", "-n", "-i"} <= set(schema["properties"])
 
 
-async def test_outside_workspace_asks(tree: Path, tmp_path: Path, ctx: ToolContext) -> None:
+async def test_ask_every_time_asks(tree: Path, tmp_path: Path, ctx: ToolContext) -> None:
     assert tool.permission(args_of(tool, pattern="x"), ctx) is None
     ask = tool.permission(args_of(tool, pattern="x", path=str(tmp_path)), ctx)
-    assert ask is not None and ask.outside_workspace and ask.rule is None
+    assert ask is not None and ask.ask_every_time and ask.rule is None
     assert tool.is_read_only(args_of(tool, pattern="x"))
 
 

@@ -117,7 +117,7 @@ async def test_notebook_cells(workspace: Path, ctx: ToolContext) -> None:
     assert "image/png output omitted" in out.content and "AAAA" not in out.content
 
 
-async def test_permission_only_outside_workspace(
+async def test_permission_only_ask_every_time(
     workspace: Path, tmp_path: Path, ctx: ToolContext
 ) -> None:
     (workspace / "in.txt").write_text("x")
@@ -126,7 +126,7 @@ async def test_permission_only_outside_workspace(
     assert tool.permission(args_of(tool, file_path="in.txt"), ctx) is None
     ask = tool.permission(args_of(tool, file_path=str(outside)), ctx)
     assert isinstance(ask, PermissionAsk)
-    assert str(outside) in ask.content and ask.rule is None and ask.outside_workspace
+    assert str(outside) in ask.content and ask.rule is None and ask.ask_every_time
     # a symlink inside pointing outside is outside
     (workspace / "link.txt").symlink_to(outside)
     assert tool.permission(args_of(tool, file_path="link.txt"), ctx) is not None

@@ -21,7 +21,7 @@ async def test_new_file_needs_no_read(workspace: Path, ctx: ToolContext) -> None
     assert await tool.validate_input(args, ctx) is None
     ask = tool.permission(args, ctx)
     assert ask is not None and ask.content_kind == "diff" and ask.rule is None
-    assert not ask.outside_workspace
+    assert not ask.ask_every_time
     assert ask.content == "--- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1 @@\n+print('hi')\n"
     out = await tool.call(args, ctx)
     assert not out.is_error and out.display == ask.content
@@ -76,6 +76,20 @@ async def test_changed_since_read(workspace: Path, ctx: ToolContext) -> None:
     assert out.is_error and "changed since" in out.content
 
 
+async def test_file_renamed_over_the_one_read(workspace: Path, ctx: ToolContext) -> None:
+    path = workspace / "a.txt"
+    path.write_text("abc\n")
+    await read(ctx, "a.txt")
+    impostor = workspace / "b.txt"
+    impostor.write_text("xyz\n")  # same size
+    st = path.stat()
+    os.utime(impostor, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime
+    os.replace(impostor, path)
+    out = await run(tool, ctx, file_path="a.txt", content="two\n")
+    assert out.is_error and "changed since" in out.content
+    assert path.read_text() == "xyz\n"
+
+
 async def test_change_between_permission_and_call(workspace: Path, ctx: ToolContext) -> None:
     path = workspace / "a.txt"
     path.write_text("one\n")
@@ -106,7 +120,7 @@ async def test_symlink_to_outside_file(workspace: Path, tmp_path: Path, ctx: Too
     assert await tool.validate_input(args, ctx) is None
     ask = tool.permission(args, ctx)
     assert ask is not None and "outside the workspace" in ask.title and str(outside) in ask.title
-    assert ask.outside_workspace
+    assert ask.ask_every_time
     assert tool.target_path(args, ctx) == outside
     out = await tool.call(args, ctx)
     assert not out.is_error

@@ -44,6 +44,7 @@ from sema_rpc.protocol import (
     InitializeParams,
     InitializeResult,
     ModeUpdateResult,
+    PermissionModeUpdateResult,
     PermissionRequestParams,
     PermissionResult,
     SessionCreateParams,
@@ -716,6 +717,15 @@ class SemaClient:
         """`mode/update`: returns the mode now in effect."""
         result = await self.request("mode/update", {"sessionId": session_id, "mode": mode})
         return ModeUpdateResult.model_validate(result).mode
+
+    async def update_permission_mode(
+        self, session_id: str, permission_mode: Literal["default", "acceptEdits", "bypass"]
+    ) -> str:
+        """`permissionMode/update`: returns the permission mode now in effect."""
+        result = await self.request(
+            "permissionMode/update", {"sessionId": session_id, "permissionMode": permission_mode}
+        )
+        return PermissionModeUpdateResult.model_validate(result).permission_mode
 
     async def shutdown(self) -> None:
         """`shutdown`: the server stops accepting work (then `exit()` or `close()`)."""
