@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.scripted_llm import Reply, ScriptedLLM
-from tests.support.wire_client import WireClient
+from tests.support.wire_client import RpcFailure, WireClient
 
 MODEL = "anthropic/claude-test"
 
@@ -511,8 +511,9 @@ async def test_permission_mode_update_applies_to_the_running_turn(
     assert (workspace / "later.txt").read_text() == "x"
     assert editor.asked == [], "acceptEdits took effect for the turn's next call"
 
-    with pytest.raises(Exception, match="-32602|acceptEdits"):
+    with pytest.raises(RpcFailure) as bad:
         await client.call("permissionMode/update", {"sessionId": sid, "permissionMode": "yolo"})
+    assert bad.value.code == -32602 and "permissionMode" in str(bad.value.error["data"])
     await client.close()
 
 
