@@ -135,14 +135,15 @@ class EmptyResult(WireModel):
 
 
 class McpServerParams(WireModel):
-    """An MCP server the editor passes in `session/create` (ACP's stdio shape). `env` may
-    be a list of `{name, value}` or an object."""
+    """An MCP server the editor passes in `session/create` (ACP's shapes). `env` may be a
+    list of `{name, value}` or an object. Only stdio servers run; an `http`/`sse` entry
+    (`{type, name, url, headers}`) is accepted and reported as failed in `session:ready`."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="allow", defer_build=True
     )
     name: str
-    command: str
+    command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: list[dict[str, str]] | dict[str, str] = Field(default_factory=list)
 

@@ -160,6 +160,9 @@ class Compactor:
     on_compacted: Callable[[CompactionResult], None] = lambda _r: None
     """Called with every compaction that changed the history (persistence hooks in)."""
     agent_id: str = "main"
+    reminders: Callable[[], list[ContentBlock]] = lambda: []
+    """The session's standing reminders (project rules, todos, Plan mode): the compacted
+    history keeps them with the latest user message, whichever query first carried them."""
 
     @property
     def limit(self) -> int:
@@ -192,6 +195,8 @@ class Compactor:
             self._finish(nothing, history)
             return nothing
         latest, k = plan
+        kept = {b.text for b in latest if isinstance(b, TextBlock)}
+        latest += [b for b in self.reminders() if not (isinstance(b, TextBlock) and b.text in kept)]
         summary, error = await self._summarise(history[:k], instructions)
         if self.control.interrupted:
             return None

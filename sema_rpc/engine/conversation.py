@@ -19,7 +19,7 @@ Before each model call the main agent may compact the history (compaction.py); a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -59,6 +59,10 @@ from sema_rpc.providers.base import (
     ToolSpec,
 )
 from sema_rpc.tools.base import Tool
+
+
+async def _no_steering() -> list[ContentBlock]:
+    return []
 
 
 @dataclass
@@ -109,8 +113,9 @@ class Conversation:
     compactor: Compactor | None = None
     on_rebuild: Callable[[dict[str, Any]], ContextRebuild] | None = None
     """Applies a tool's `rebuildContext` control signal (see `_rebuild`)."""
-    take_steering: Callable[[], list[str]] = lambda: []
-    """Inputs sent with `delivery: steer` while this turn runs; they join it after a batch."""
+    take_steering: Callable[[], Awaitable[list[ContentBlock]]] = _no_steering
+    """Inputs sent with `delivery: steer` while this turn runs (prepared as user content);
+    they join it after a batch."""
 
     async def query(self, user_content: list[ContentBlock]) -> TurnOutcome:
         self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
@@ -180,9 +185,9 @@ class Conversation:
             for signal in self.runner.controls:
                 if "rebuildContext" in signal and self.on_rebuild is not None:
                     self._rebuild(self.on_rebuild(signal["rebuildContext"]))
-            steered = self.take_steering()
+            steered = await self.take_steering()
             if steered:  # after the whole batch, before the next model call (pi #1883)
-                self._append(Message(role="user", content=[TextBlock(text=t) for t in steered]))
+                self._append(Message(role="user", content=steered))
         return TurnOutcome("max_turns")
 
     def _rebuild(self, rebuilt: ContextRebuild) -> None:

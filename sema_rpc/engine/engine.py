@@ -41,7 +41,7 @@ from sema_rpc.engine.history import (
     load_history,
     valid_session_id,
 )
-from sema_rpc.engine.messages import Message, TextBlock
+from sema_rpc.engine.messages import ContentBlock, Message, TextBlock
 from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.run_tools import ToolRunner
@@ -318,7 +318,10 @@ class SemaEngine:
             session.tokens.set_mark(length, session.history[length - 1], tokens)
         if loaded.todos:
             session.tool_state["todos"] = loaded.todos
-        if session.history:
+        covered = loaded.mark is not None and loaded.mark[0] == len(session.history)
+        if covered:  # the provider's persisted figure counts it all: nothing to tokenize
+            session.set_usage(session.tokens.count(session.history))
+        elif session.history:
             # Count the overhead with the same encoding as the history, not an estimate
             # taken while the encoding is still loading.
             await session.tokens.counter.ensure_loaded()
@@ -464,12 +467,19 @@ class SemaEngine:
             self._settle_steering(session, result)
             return result
 
-    def _take_steering(self, session: Session) -> list[str]:
-        """The loop's hook after each tool batch: steer inputs join the running turn."""
+    async def _take_steering(self, session: Session) -> list[ContentBlock]:
+        """The loop's hook after each tool batch: steer inputs join the running turn, with
+        their custom commands and @references expanded as a prompt's are."""
         taken = [s for s in session.steering if not s.joined]
         for steer in taken:
             steer.joined = True
-        return [s.text for s in taken]
+        blocks: list[ContentBlock] = []
+        for steer in taken:
+            if session.pipeline is None:
+                blocks.append(TextBlock(text=steer.text))
+            else:
+                blocks += await session.pipeline.input_blocks(steer.text)
+        return blocks
 
     def _settle_steering(self, session: Session, result: SessionPromptResult) -> None:
         """A turn ended: steer inputs that joined it get its answer; the others (no tool
@@ -522,6 +532,8 @@ class SemaEngine:
         session.read_files.clear()
         had_todos = bool(session.tool_state.get("todos"))
         session.tool_state["todos"] = []
+        if session.pipeline is not None:  # the next query reminds as a first one does
+            session.pipeline.mode_changed(session.mode)
         if session.store is not None:
             session.store.append_event("clear")
         session.set_usage(0)
@@ -567,6 +579,7 @@ class SemaEngine:
             state=session.compaction,
             threshold=compact_threshold(),
             on_compacted=compacted,
+            reminders=session.pipeline.standing_reminders if session.pipeline else list,
         )
 
     def _provider(self, session: Session) -> Any:

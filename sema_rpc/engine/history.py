@@ -352,7 +352,7 @@ def parse_history(data: bytes, where: str = "history") -> LoadedHistory:
             obj = json.loads(raw)
             if not isinstance(obj, dict):
                 raise ValueError("not an object")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly nested garbage
             out.skipped += 1
             if number == last and torn_tail:
                 log.warning(
@@ -405,13 +405,14 @@ def _load_seed_json(session_id: str) -> LoadedHistory | None:
         raw = json.loads(path.read_bytes())
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise HistoryError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise HistoryError(f"{path}: expected an object with `messages` and `todos`")
+    messages = raw.get("messages") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict) or not isinstance(messages or [], list):
+        raise HistoryError(f"{path}: expected an object with `messages` (a list) and `todos`")
     out = LoadedHistory(source="json")
     curated: list[Message] = []
-    for item in raw.get("messages") or []:
+    for item in messages or []:
         message = import_message(item)
         if message is None:
             out.skipped += 1
@@ -444,11 +445,14 @@ def import_message(item: Any) -> Message | None:
             if not isinstance(block, dict) or block.get("type") not in _KNOWN_BLOCKS:
                 continue
             if block["type"] == "tool_result" and not isinstance(block.get("content"), str):
-                parts = block.get("content") or []
+                parts = block.get("content")
+                parts = parts if isinstance(parts, list) else []
                 text = "".join(
-                    p.get("text", "")
+                    p["text"]
                     for p in parts
-                    if isinstance(p, dict) and p.get("type") == "text"
+                    if isinstance(p, dict)
+                    and p.get("type") == "text"
+                    and isinstance(p.get("text"), str)
                 )
                 block = {**block, "content": text}
             blocks.append(block)
@@ -509,7 +513,7 @@ def list_sessions(working_dir: Path | None = None) -> list[SessionSummary]:
                 summary = _summarise_seed_json(Path(entry.path), name[:-5])
             else:
                 continue
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, HistoryError) as exc:
             log.warning("session/list: skipping %s: %s", entry.path, exc)
             continue
         if summary is None:
@@ -592,7 +596,7 @@ def _loads(raw: bytes) -> dict[str, Any] | None:
         return None
     try:
         obj = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 

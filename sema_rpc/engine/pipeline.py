@@ -91,12 +91,7 @@ class InputPipeline:
             self.git_status = await anyio.to_thread.run_sync(git_status_summary, s.working_dir)
             self._git_checked = True
         setup = self.turn_setup()
-        expanded = expand(text, s.working_dir) or text
-        refs = await resolve_references_async(expanded, s.working_dir, s.read_files)
-        if refs.references:
-            s.bus.emit(FileReferenceParams(references=refs.references))
-        blocks: list[ContentBlock] = [TextBlock(text=expanded)]
-        blocks += [TextBlock(text=r) for r in refs.reminders]
+        blocks = await self.input_blocks(text)
         if not s.history:
             blocks += self.first_query_blocks(setup)
         if s.mode == "Plan" and not self.plan_reminded:
@@ -104,10 +99,29 @@ class InputPipeline:
             self.plan_reminded = True
         return blocks, setup
 
+    async def input_blocks(self, text: str) -> list[ContentBlock]:
+        """One user input as content: its custom command expanded and its @references
+        resolved (with their `file:reference`). A steer joining a running turn is just
+        this; a prompt starting a turn adds its reminders."""
+        s = self.session
+        expanded = expand(text, s.working_dir) or text
+        refs = await resolve_references_async(expanded, s.working_dir, s.read_files)
+        if refs.references:
+            s.bus.emit(FileReferenceParams(references=refs.references))
+        return [TextBlock(text=expanded), *(TextBlock(text=r) for r in refs.reminders)]
+
     def first_query_blocks(self, setup: TurnSetup) -> list[ContentBlock]:
         rules = load_rules(self.session.working_dir)
         todos = any(t.name == "TodoWrite" for t in setup.offered)
         return [TextBlock(text=r) for r in first_query_reminders(rules, todos_enabled=todos)]
+
+    def standing_reminders(self) -> list[ContentBlock]:
+        """What a fresh context must carry again (after compaction): the first-query
+        reminders, and the Plan-mode reminder in Plan mode."""
+        blocks = self.first_query_blocks(self.turn_setup())
+        if self.session.mode == "Plan":
+            blocks.append(TextBlock(text=plan_mode_reminder()))
+        return blocks
 
     def mode_changed(self, mode: str) -> None:
         if mode == "Plan":

@@ -271,3 +271,35 @@ async def test_resumed_usage_counts_with_tiktoken_or_estimates(
     difference = large["usage"]["promptTokens"] - small["usage"]["promptTokens"]
     assert difference == counted(counter.count_text, *extra)
     assert small["historyLoaded"] and small["usage"]["promptTokens"] > 0
+
+
+async def test_project_rules_and_plan_reminder_survive_compaction_and_clear(
+    tiny_env, scripted_llm: ScriptedLLM, workspace
+):
+    """Rules come with the first query only; a compacted context keeps them with the
+    latest user message, and `/clear` brings them (and the Plan reminder) back."""
+    (workspace / "AGENTS.md").write_text("RULE-MARKER: indent with tabs.\n")
+    sid = "rules"
+    scripted_llm.script(
+        Reply.text("An answer." + LONG, usage=(300, 40)),
+        Reply.text("Another answer.", usage=(400, 10)),
+        Reply.text("Summary of the work."),
+        Reply.text("After compaction."),
+        Reply.text("After clear."),
+    )
+    client = await WireClient(env=tiny_env).start()
+    try:
+        await client.initialize()
+        await client.create_session(workspace, sessionId=sid, mode="Plan")
+        for text in ("Explain a.py", "And b.py?", "/compact", "Next question", "/clear"):
+            await client.call("session/prompt", {"sessionId": sid, "input": text})
+        await client.call("session/prompt", {"sessionId": sid, "input": "Fresh start"})
+    finally:
+        await client.close()
+    bodies = [json.dumps(r.body["messages"]) for r in scripted_llm.requests]
+    first, _, summary, after_compact, after_clear = bodies
+    assert "RULE-MARKER" in first and "Plan mode" in first
+    assert "Primary request and intent" in summary
+    assert "RULE-MARKER" in after_compact and "Plan mode" in after_compact
+    assert after_compact.count("RULE-MARKER") == 1
+    assert "RULE-MARKER" in after_clear and "Plan mode" in after_clear

@@ -28,6 +28,7 @@ async def test_steer_joins_after_the_whole_batch_and_follow_up_waits_for_the_end
     client: WireClient, scripted_llm: ScriptedLLM, workspace
 ):
     sid = await start(client, workspace)
+    (workspace / "logs.txt").write_text("error: disk full\n")
     batch = Reply.tools(
         [
             ("Bash", {"command": "sleep 0.4; echo first"}),
@@ -45,7 +46,7 @@ async def test_steer_joins_after_the_whole_batch_and_follow_up_waits_for_the_end
     steer = asyncio.ensure_future(
         client.call(
             "session/prompt",
-            {"sessionId": sid, "input": "also check the logs", "delivery": "steer"},
+            {"sessionId": sid, "input": "also check @logs.txt", "delivery": "steer"},
         )
     )
     follow = asyncio.ensure_future(
@@ -62,7 +63,11 @@ async def test_steer_joins_after_the_whole_batch_and_follow_up_waits_for_the_end
     second = scripted_llm.requests[1].body["messages"]
     last = second[-1]
     assert [b["type"] for b in last["content"]][:2] == ["tool_result", "tool_result"]
-    assert user_texts(last)[-1] == "also check the logs"
+    steered = user_texts(last)
+    assert steered[0] == "also check @logs.txt"  # @references resolve as in a prompt
+    assert "disk full" in steered[1]
+    [ref] = client.events("file:reference", sid)
+    assert ref.params["references"][0]["name"] == "logs.txt"
     # The follow-up ran as its own turn, after the first one ended.
     third = scripted_llm.requests[2].body["messages"]
     assert user_texts(third[-1])[0] == "then summarise"

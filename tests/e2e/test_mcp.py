@@ -171,3 +171,36 @@ async def test_mcp_servers_listed_called_and_one_that_crashes(
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(pid), "MCP servers end with the process"
+
+
+async def test_servers_that_cannot_start_are_reported_and_the_session_works(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    """An editor's http entry (ACP shape), a command that does not exist, and a working
+    server from `$SEMA_ROOT/mcp.json`: the session is created, the two failures are in
+    `session:ready`, and the working server's tools are offered."""
+    user_config = Path(server_env["SEMA_ROOT"]) / "mcp.json"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(
+        json.dumps({"mcpServers": {"time": {k: v for k, v in TIME_SERVER.items() if k != "name"}}})
+    )
+    client = await start_client(server_env, Editor(), permissions=True)
+    editor_servers = [
+        {"type": "http", "name": "remote", "url": "http://127.0.0.1:9/mcp", "headers": []},
+        {"name": "missing", "command": "/nonexistent/mcp-server", "args": []},
+    ]
+    ready = await client.create_session(
+        workspace, model="anthropic/claude-test", mcpServers=editor_servers
+    )
+    servers = {s["name"]: s for s in ready["mcpServers"]}
+    assert servers["remote"]["state"] == "failed" and "stdio" in servers["remote"]["error"]
+    assert servers["missing"]["state"] == "failed" and servers["missing"]["error"]
+    assert servers["time"]["state"] == "connected"
+    assert servers["time"]["source"] == str(user_config)
+    scripted_llm.script(Reply.text("hello"))
+    result = await prompt(client, ready["sessionId"], "hi")
+    await client.close()
+    assert result["stopReason"] == "end_turn"
+    offered = tool_names(scripted_llm.requests[0].body)
+    assert set(TIME_TOOLS) <= set(offered)
+    assert not any(n.startswith(("mcp__remote__", "mcp__missing__")) for n in offered)

@@ -178,10 +178,17 @@ async def test_session_list_order_filter_and_bad_ids(
     history = Path(server_env["SEMA_ROOT"]) / "history"
     (history / "corrupt.jsonl").write_bytes(b"\x00\x01 definitely not json\n")
     (history / "a-folder.jsonl").mkdir()
+    (history / "bad-seed.json").write_text('{"messages": 5, "todos": []}')
+    (history / "odd-seed.json").write_text(
+        '{"messages": [{"role": "user", "content": "seeded question"},'
+        ' {"role": "assistant", "content": [{"type": "tool_result", "content": 7}]}]}'
+    )
+    (history / "nested.jsonl").write_bytes(b"[" * 100_000 + b"\n")
 
     everything = (await client.call("session/list"))["sessions"]
-    assert [s["sessionId"] for s in everything] == ["list-c", "list-b", "list-a"]
-    first = everything[2]
+    assert [s["sessionId"] for s in everything] == ["odd-seed", "list-c", "list-b", "list-a"]
+    assert everything[0]["title"] == "seeded question"
+    first = everything[3]
     assert first["title"] == "First project question"
     assert first["messageCount"] == 2
     assert first["workingDir"] == str(workspace.resolve())
@@ -196,10 +203,18 @@ async def test_session_list_order_filter_and_bad_ids(
         ("session/compact", {"sessionId": "nope"}, -32010),
         ("session/create", {"workingDir": str(workspace), "sessionId": "../escape"}, -32602),
         ("session/create", {"workingDir": str(workspace), "sessionId": "a-folder"}, -32015),
+        ("session/create", {"workingDir": str(workspace), "sessionId": "bad-seed"}, -32015),
     ]:
         with pytest.raises(RpcFailure) as err:
             await client.call(method, params)
         assert err.value.code == code, (method, params)
+
+    # A seed file with a block of the wrong type loses that block, not the session.
+    ready = await client.create_session(workspace, sessionId="odd-seed", model=MODEL)
+    assert ready["historyLoaded"] is True
+    # Absurdly nested garbage is one unreadable line, skipped.
+    ready = await client.create_session(workspace, sessionId="nested", model=MODEL)
+    assert ready["historyLoaded"] is False
 
     # A file of garbage resumes as an empty session and is written on from then on.
     ready = await client.create_session(workspace, sessionId="corrupt", model=MODEL)
