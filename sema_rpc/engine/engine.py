@@ -701,6 +701,9 @@ class SemaEngine:
             session.tokens.reset()
             if session.store is not None:
                 session.store.append_event("clear")
+                todos = session.tool_state.get("todos")
+                if todos:  # a `clear` marker empties todos on load; these live on
+                    session.store.append_event("todos", todos=_as_dicts(todos))
             restart = [TextBlock(text=str(message)), *session.pipeline.first_query_blocks(setup)]
         return ContextRebuild(
             system_prompt=setup.system_prompt,
