@@ -293,12 +293,22 @@ class SemaServer(JsonRPCServer):
         self.protocol.send_raw(_error_message(None, ErrorCode.INVALID_REQUEST, message))
 
     def on_body(self, body: bytes) -> None:
-        """Check one message's envelope and hand it to pygls."""
+        """Check one message's envelope and hand it to pygls. Never raises: the reader
+        must go on to the next message whatever this one was."""
+        try:
+            self._on_body(body)
+        except Exception:
+            log.exception("unexpected failure handling a message")
+            self.protocol.send_raw(
+                _error_message(None, ErrorCode.INTERNAL_ERROR, "internal error reading a message")
+            )
+
+    def _on_body(self, body: bytes) -> None:
         if self.recorder is not None:
             self.recorder.record("in", body)
         try:
             obj = json.loads(body)
-        except ValueError as exc:  # includes invalid UTF-8
+        except (ValueError, RecursionError) as exc:  # invalid UTF-8; absurd nesting
             self.protocol.send_raw(
                 _error_message(None, ErrorCode.PARSE_ERROR, f"parse error: {exc}")
             )
@@ -374,6 +384,10 @@ class SemaServer(JsonRPCServer):
                 )
             )
             return
+        if method == "shutdown":
+            # In the order received: an `exit` in the same write sees it (exit code 0),
+            # and any request after it is refused, before the handler's task has run.
+            self.shutting_down = True
         assert msg_id is not None or "id" in obj
         self.protocol.handle_message(
             JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)  # type: ignore[arg-type]

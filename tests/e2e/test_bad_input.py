@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -144,6 +145,9 @@ async def test_line_separators_inside_strings(
     )
     complete = client.events("message:complete")[0]
     assert complete.params["content"] == "back\u2028at\u2029you"
+    # On the wire they are escaped, so a reader splitting on any line break is safe too.
+    assert "\u2028".encode() not in client.stdout and b"\\u2028" in client.stdout
+    assert "\u2029".encode() not in client.stdout and b"\\u2029" in client.stdout
 
 
 async def test_eof_in_the_middle_of_a_message_exits_cleanly(server_env):
@@ -152,6 +156,49 @@ async def test_eof_in_the_middle_of_a_message_exits_cleanly(server_env):
         client.send_bytes(b'Content-Length: 500\r\n\r\n{"jsonrpc": "2.0", "id": 1, ')
         assert await client.close() == 0
         assert b"Traceback" not in client.stderr
+
+
+@pytest.mark.parametrize("jsonl", [True, False], ids=["jsonl", "content-length"])
+async def test_absurdly_nested_json_is_a_parse_error_and_loses_nothing(server_env, jsonl: bool):
+    nested = b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": ' + b"[" * 5000
+    nested += b"]" * 5000 + b"}"
+    async with WireClient(env=server_env, jsonl=jsonl) as client:
+        # The nested message and two good ones in one write: all three are answered.
+        good = [
+            json.dumps({"jsonrpc": "2.0", "id": f"alive{i}", "method": "initialize"}).encode()
+            for i in (1, 2)
+        ]
+        replies = [client.expect_response(f"alive{i}") for i in (1, 2)]
+        client.send_bytes(b"".join(client.frame(m) for m in [nested, *good]))
+        [answer] = await client.wait_unsolicited(1)
+        assert answer["error"]["code"] == -32700
+        for reply in await asyncio.wait_for(asyncio.gather(*replies), 10):
+            assert reply["result"]["serverInfo"]["name"] == "sema-rpc"
+        assert b"Traceback" not in client.stderr
+
+
+async def test_eof_in_the_middle_of_a_jsonl_line_exits_cleanly(server_env):
+    async with WireClient(env=server_env, jsonl=True) as client:
+        await still_serving(client)
+        client.send_bytes(b'{"jsonrpc": "2.0", "id": 1, ')
+        assert await client.close() == 0
+        [answer] = client.unsolicited
+        assert answer["error"]["code"] == -32700
+        assert b"Traceback" not in client.stderr
+
+
+@pytest.mark.parametrize("jsonl", [True, False], ids=["jsonl", "content-length"])
+async def test_shutdown_and_exit_in_one_write_exit_0(server_env, jsonl: bool):
+    client = await WireClient(env=server_env, jsonl=jsonl).start()
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    client.send_bytes(b"".join(client.frame(json.dumps(m).encode()) for m in messages))
+    assert client.proc is not None
+    assert await client.proc.wait() == 0
+    await client.close()
 
 
 async def test_requests_after_shutdown_are_refused_and_exit_ends_the_process(client: WireClient):

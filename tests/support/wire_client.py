@@ -57,6 +57,8 @@ class WireClient:
         self.unsolicited: list[dict[str, Any]] = []  # responses with id null, etc.
         self.server_requests: list[Received] = []
         self.stderr = bytearray()
+        self.stdout = bytearray()
+        """Every message body exactly as the server wrote it."""
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._changed = asyncio.Event()
@@ -135,6 +137,7 @@ class WireClient:
                         length = int(value)
                 assert length is not None, "frame without Content-Length"
                 body = await out.readexactly(length)
+            self.stdout += body
             self._dispatch(json.loads(body))
 
     def _dispatch(self, message: dict[str, Any]) -> None:
@@ -178,6 +181,12 @@ class WireClient:
 
     def send(self, message: dict[str, Any]) -> None:
         self.send_bytes(self.frame(json.dumps(message).encode()))
+
+    def expect_response(self, msg_id: Any) -> asyncio.Future[dict[str, Any]]:
+        """A future for the response to a request sent by other means (`send_bytes`)."""
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = future
+        return future
 
     async def request(
         self, method: str, params: Any = None, *, timeout: float = 20, msg_id: Any = None
