@@ -32,6 +32,7 @@ __all__ = [
     "host_header",
     "pct",
     "print_table",
+    "proc_field",
     "server_env",
     "stderr_tail",
     "verdict",
@@ -65,17 +66,25 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else math.nan
 
 
-def vm_hwm_kb(pid: int | None) -> int | None:
-    """Peak resident set size (VmHWM) of a live process, in kB; None if unavailable."""
+def proc_field(pid: int | None, name: str, key: str) -> int | None:
+    """The integer of a `key: value ...` line of /proc/PID/<name> (`status`, `io`) of a live
+    process, e.g. `proc_field(pid, "status", "VmHWM")` (kB) or `proc_field(pid, "io",
+    "syscw")`; None if the process, the file or the field is unavailable."""
     if pid is None:
         return None
+    prefix = key + ":"
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+        for line in Path(f"/proc/{pid}/{name}").read_text().splitlines():
+            if line.startswith(prefix):
                 return int(line.split()[1])
-    except OSError:
+    except (OSError, IndexError, ValueError):
         return None
     return None
+
+
+def vm_hwm_kb(pid: int | None) -> int | None:
+    """Peak resident set size (VmHWM) of a live process, in kB; None if unavailable."""
+    return proc_field(pid, "status", "VmHWM")
 
 
 def host_header() -> dict[str, Any]:

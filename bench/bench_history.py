@@ -41,6 +41,7 @@ from _common import (
     ScriptedLLM,
     WireClient,
     print_table,
+    proc_field,
     round_sig,
     server_env,
     verdict,
@@ -63,18 +64,6 @@ SMALL = 10
 MODEL = "bench"  # a models.json profile with a huge window: compaction never triggers here
 
 checks = Checks()
-
-
-def rss_kb(pid: int | None) -> int | None:
-    if pid is None:
-        return None
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 def mb(kb: int | None) -> float | None:
@@ -190,11 +179,11 @@ async def resume_over_wire(env: dict[str, str], workspace: Path, sid: str) -> di
         pid = client.proc.pid if client.proc else None
         await client.create_session(workspace, model=MODEL)  # an empty session: the baseline
         await asyncio.sleep(0.3)
-        before = rss_kb(pid)
+        before = proc_field(pid, "status", "VmRSS")
         t0 = time.perf_counter()
         ready = await client.create_session(workspace, sessionId=sid, model=MODEL)
         elapsed = ms(time.perf_counter() - t0)
-        after = rss_kb(pid)
+        after = proc_field(pid, "status", "VmRSS")
         hwm = vm_hwm_kb(pid)
         checks.check(ready["historyLoaded"] is True, "resume: historyLoaded")
         checks.check(ready["usage"]["promptTokens"] > 0, "resume: usage restored")

@@ -39,6 +39,7 @@ from _common import (
     median,
     pct,
     print_table,
+    proc_field,
     round_sig,
     server_env,
     verdict,
@@ -78,19 +79,6 @@ def cpu_seconds(pid: int | None) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
-
-
-def write_calls(pid: int | None) -> int | None:
-    """write(2)-family system calls made so far by a live process (/proc/PID/io syscw)."""
-    if pid is None:
-        return None
-    try:
-        for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-            if line.startswith("syscw:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def pid_of(client: WireClient) -> int | None:
@@ -257,13 +245,13 @@ async def one_stream(client: WireClient, llm: ScriptedLLM, sid: str, tag: str) -
     pid = pid_of(client)
     await settle(pid)
     cpu0 = cpu_seconds(pid)
-    writes0 = write_calls(pid)
+    writes0 = proc_field(pid, "io", "syscw")
     own0 = time.process_time()
     t0 = time.monotonic()
     result = await client.call("session/prompt", {"sessionId": sid, "input": "stream"}, timeout=120)
     t1 = time.monotonic()
     cpu1 = cpu_seconds(pid)
-    writes1 = write_calls(pid)
+    writes1 = proc_field(pid, "io", "syscw")
     row: dict[str, Any] = {"client_cpu_s": time.process_time() - own0}
 
     chunks = [
