@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import os
+import signal
 import threading
 
 import pytest
@@ -140,6 +144,81 @@ async def test_interrupt_while_tool_calls_stream_runs_no_tool(
     assert response["result"]["stopReason"] == "interrupted"
     assert client.events("tool:execution:start", sid) == []
     assert len(scripted_llm.requests) == 1, "no model call after the interrupt"
+
+
+async def test_interrupt_after_the_tool_batch_stops_at_checkpoint_2(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
+    """Checkpoint 2: the interrupt lands after the batch's tools, before the next model call.
+
+    An interrupt cancels whatever the turn awaits, so to reach checkpoint 2 (and not 4) it
+    must land while the last tool finishes work that cannot be cancelled: Read's file I/O
+    runs in a worker thread that is not abandoned, so the Read completes anyway. To land it
+    there deterministically the test holds a Linux write lease on the file the Read opens:
+    the kernel blocks the Read's open() and signals the lease holder (SIGIO); the test
+    interrupts, gets the answer, and only then releases the lease."""
+    (workspace / "leased.txt").write_text("LEASED CONTENT\n")
+    sid = await start_session(client, workspace)
+    scripted_llm.script(
+        Reply.tools(
+            [("Glob", {"pattern": "src/*.py"}), ("Read", {"file_path": "leased.txt"})],
+            text="Reading.",
+        ),
+        Reply.text("Fresh answer."),
+    )
+    loop = asyncio.get_running_loop()
+    opened = asyncio.Event()
+    loop.add_signal_handler(signal.SIGIO, opened.set)
+    fd = os.open(workspace / "leased.txt", os.O_RDONLY)
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+        prompt = asyncio.ensure_future(
+            client.request("session/prompt", {"sessionId": sid, "input": "read it"})
+        )
+        await asyncio.wait_for(opened.wait(), 10)  # the Read is blocked in open()
+        await client.wait_for(
+            "tool:execution:complete", lambda p: p["sessionId"] == sid and p["toolName"] == "Glob"
+        )
+        assert await client.call("session/interrupt", {"sessionId": sid}) == {"interrupted": True}
+        assert not prompt.done()
+        assert [e.params["toolName"] for e in client.events("tool:execution:complete", sid)] == [
+            "Glob"
+        ], "the Read was still running when the interrupt was answered"
+    finally:
+        with contextlib.suppress(OSError):  # no lease to drop if taking it failed
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        os.close(fd)
+        loop.remove_signal_handler(signal.SIGIO)
+    response = await asyncio.wait_for(prompt, 10)
+
+    assert response["result"]["stopReason"] == "interrupted"
+    (interrupted,) = client.events("session:interrupted", sid)
+    assert interrupted.params["checkpoint"] == 2
+    # Every tool of the batch ran to the end; no model call followed.
+    done = sorted(e.params["toolName"] for e in client.events("tool:execution:complete", sid))
+    assert done == ["Glob", "Read"]
+    assert client.events("tool:execution:error", sid) == []
+    assert len(scripted_llm.requests) == 1
+    assert [e.params["state"] for e in client.events("state:update", sid)] == [
+        "processing",
+        "idle",
+    ]
+
+    # Next time the model sees the tool results plus an interrupt note.
+    nxt = await client.call("session/prompt", {"sessionId": sid, "input": "again"})
+    assert nxt["stopReason"] == "end_turn"
+    body = scripted_llm.requests[-1].body
+    uses = [b for b in body["messages"][-2]["content"] if b["type"] == "tool_use"]
+    last = body["messages"][-1]["content"]
+    results = [b for b in last if b["type"] == "tool_result"]
+    assert [r["tool_use_id"] for r in results] == [u["id"] for u in uses]
+    assert not any(r.get("is_error") for r in results)
+    read_result = results[1]["content"]
+    read_text = read_result if isinstance(read_result, str) else read_result[0]["text"]
+    assert "LEASED CONTENT" in read_text
+    texts = [b["text"] for b in last if b["type"] == "text"]
+    assert "[Request interrupted by user]" in texts and "again" in texts[-1]
+    assert client.unsolicited == []
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import cattrs
@@ -37,16 +40,35 @@ def dict_keeping_converter() -> cattrs.Converter:
     return converter
 
 
+@dataclass
+class RecordedResponse:
+    """One response as it arrived (also one pygls had no pending request for)."""
+
+    id: Any
+    result: Any
+    error: Any
+    at: float
+    """`time.monotonic()` on arrival."""
+
+
 class RecordingProtocol(JsonRPCProtocol):
     def _handle_notification(self, method_name: str, params: Any) -> None:
         self._server.notifications.append((method_name, params))  # type: ignore[attr-defined]
         self._server.changed.set()  # type: ignore[attr-defined]
+
+    def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        self._server.responses.append(  # type: ignore[attr-defined]
+            RecordedResponse(msg_id, result, error, time.monotonic())
+        )
+        super()._handle_response(msg_id, result, error)
 
 
 class SemaLspClient(JsonRPCClient):
     def __init__(self) -> None:
         super().__init__(protocol_cls=RecordingProtocol, converter_factory=dict_keeping_converter)
         self.notifications: list[tuple[str, Any]] = []
+        self.responses: list[RecordedResponse] = []
+        """Every response the server sent, in arrival order (duplicates included)."""
         self.changed = asyncio.Event()
         self.stderr = bytearray()
 
@@ -69,16 +91,29 @@ class SemaLspClient(JsonRPCClient):
     async def call(self, method: str, params: Any) -> Any:
         return await asyncio.wait_for(self.protocol.send_request_async(method, params), 20)
 
-    async def wait_for(self, method: str, timeout: float = 20) -> Any:
+    async def wait_for(
+        self,
+        method: str,
+        timeout: float = 20,
+        predicate: Callable[[Any], bool] = lambda _params: True,
+    ) -> Any:
         async def scan() -> Any:
             while True:
                 for name, params in self.notifications:
-                    if name == method:
+                    if name == method and predicate(params):
                         return params
                 self.changed.clear()
                 await self.changed.wait()
 
         return await asyncio.wait_for(scan(), timeout)
+
+    def of(self, method: str, session_id: str | None = None) -> list[Any]:
+        """The params of every `method` notification (of one session), in arrival order."""
+        return [
+            params
+            for name, params in self.notifications
+            if name == method and (session_id is None or params.get("sessionId") == session_id)
+        ]
 
 
 def config(env: dict[str, str]) -> ClientServerConfig:
