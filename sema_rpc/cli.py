@@ -90,6 +90,13 @@ def run_main(argv: list[str]) -> int:
         help="allow every tool call (permission mode bypass; paths outside the workspace are "
         "allowed too). Without it, calls that need consent are refused and the model is told.",
     )
+    parser.add_argument(
+        "--record",
+        metavar="DIR",
+        default=None,
+        help="record the wire transcript and the model cassette under DIR/<run>/ "
+        "(replay with `sema-rpc replay DIR/<run>`)",
+    )
     parser.add_argument("--log-level", default=None)
     args = parser.parse_args(argv)
 
@@ -109,6 +116,7 @@ def run_main(argv: list[str]) -> int:
                 permission_mode="bypass" if args.yes else args.permission_mode,
                 yes=args.yes,
                 log_level=args.log_level,
+                record_dir=os.path.abspath(args.record) if args.record else None,
             )
         )
     except KeyboardInterrupt:

@@ -172,6 +172,12 @@ class SessionCreateParams(WireModel):
         description="MCP servers to start for this session, on top of .sema/mcp.json and "
         "$SEMA_ROOT/mcp.json (the editor's entry wins on a name clash).",
     )
+    record_dir: str | None = Field(
+        None,
+        description="Record this session (like `sema-rpc --record`, for this session only): "
+        "an absolute path; its wire transcript and model cassette go to "
+        "`<recordDir>/<timestamp>-<pid>-<sessionId>/`, replayable with `sema-rpc replay`.",
+    )
 
 
 class SessionReadyParams(WireModel):

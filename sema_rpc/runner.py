@@ -14,6 +14,9 @@ refused and the model gets a tool error saying why. `--yes` sets the permission 
 `bypass`; paths outside the workspace stay refused even then (bypass never extends past
 the workspace, and nobody is there to ask).
 
+`--record DIR` passes `--record DIR` to the spawned server: `DIR/<run>/wire.jsonl` and the
+session's cassette, replayable with `sema-rpc replay DIR/<run>`.
+
 Ctrl-C sends `session/interrupt` and waits for the prompt's answer (exit 130); a second
 Ctrl-C stops waiting.
 """
@@ -126,8 +129,11 @@ async def run_once(
     permission_mode: str,
     yes: bool = False,
     log_level: str | None = None,
+    record_dir: str | None = None,
 ) -> int:
-    """Run one prompt through a spawned server; returns the process exit code."""
+    """Run one prompt through a spawned server; returns the process exit code.
+
+    `record_dir`: the server runs with `--record record_dir` (wire transcript + cassette)."""
     from sema_client import SemaClient, SemaConnectionError, SemaRpcError
 
     from sema_rpc.cli import EXIT_CODES
@@ -136,6 +142,8 @@ async def run_once(
     argv = [sys.executable, "-m", "sema_rpc", "--jsonl"]
     if log_level:
         argv += ["--log-level", log_level]
+    if record_dir:
+        argv += ["--record", record_dir]
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     client: SemaClient | None = None

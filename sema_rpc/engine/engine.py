@@ -141,6 +141,8 @@ class Session:
     runner: ToolRunner | None = None
     """The running turn's permission policy and tool runner: a mode change applies to
     the turn's next tool call, not only to the next turn."""
+    record_dir: Path | None = None
+    """session/create `recordDir`: this session's recording folder (its cassette)."""
 
     def ready_params(self) -> SessionReadyParams:
         return SessionReadyParams(
@@ -176,6 +178,22 @@ def mcp_start_timeout() -> float:
         return float(os.environ.get("SEMA_MCP_START_TIMEOUT_S", "10"))
     except ValueError:
         return 10.0
+
+
+def _session_record_dir(record_dir: str | None, session_id: str) -> Path | None:
+    """session/create `recordDir` → the session's recording folder (created now)."""
+    if record_dir is None:
+        return None
+    from sema_rpc.transcript import session_record_dir
+
+    try:
+        return session_record_dir(record_dir, session_id)
+    except ValueError as exc:
+        raise RpcError(ErrorCode.INVALID_PARAMS, str(exc)) from exc
+    except OSError as exc:
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS, f"cannot record to {record_dir}: {exc.strerror or exc}"
+        ) from exc
 
 
 def system_command(text: str) -> tuple[str, str] | None:
@@ -231,8 +249,10 @@ class SemaEngine:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown model: {params.model}")
 
         session_id = params.session_id or uuid.uuid4().hex
+        record_dir = _session_record_dir(params.record_dir, session_id)
         existing = self.sessions.get(session_id)
         if existing is not None and not existing.disposed:
+            existing.record_dir = existing.record_dir or record_dir
             return self._ready(existing)
 
         loaded: LoadedHistory | None = None
@@ -245,6 +265,7 @@ class SemaEngine:
                 ) from exc
             existing = self.sessions.get(session_id)
             if existing is not None and not existing.disposed:  # created while we read
+                existing.record_dir = existing.record_dir or record_dir
                 return self._ready(existing)
 
         resolved_dir = working_dir.resolve()
@@ -269,6 +290,7 @@ class SemaEngine:
                 loaded.message_count if loaded is not None and loaded.source == "jsonl" else 0,
             ),
             inputs=InputHistory(resolved_dir),
+            record_dir=record_dir,
         )
         session.rules = RuleStore(session.working_dir)
         session.pipeline = InputPipeline(session)
@@ -582,17 +604,19 @@ class SemaEngine:
             reminders=session.pipeline.standing_reminders if session.pipeline else list,
         )
 
+    def _record_to(self, session: Session) -> list[Path]:
+        """The cassettes the session's model exchanges go to: its `recordDir`'s and the
+        server's `--record` run folder's (none when nothing records)."""
+        from sema_rpc.providers.recording import cassette_path
+
+        dirs = [d for d in (session.record_dir, self.record_dir) if d is not None]
+        return [cassette_path(d, session.id) for d in dirs]
+
     def _provider(self, session: Session) -> Any:
         from sema_rpc.providers.registry import provider_for
 
         assert session.profile is not None
-        if self.record_dir is not None:
-            from sema_rpc.providers.recording import cassette_path
-
-            return provider_for(
-                session.profile, record_to=cassette_path(self.record_dir, session.id)
-            )
-        return provider_for(session.profile)
+        return provider_for(session.profile, record_to=self._record_to(session) or None)
 
     def _tools_and_prompt(self, session: Session) -> tuple[list[Any], list[ToolSpec], str]:
         assert session.pipeline is not None
@@ -663,9 +687,12 @@ class SemaEngine:
         from sema_rpc.providers.registry import provider_for
 
         def get(profile: ModelProfile) -> Any:
-            if profile is session.profile:
+            replaying = session.profile is not None and session.profile.provider == "replay"
+            if profile is session.profile or replaying:
+                # A replayed session plays its subagents' calls from its cassette too.
                 return self._provider(session)
-            return provider_for(profile)
+            # Recorded to the session's cassette(s), between the main agent's exchanges.
+            return provider_for(profile, record_to=self._record_to(session) or None)
 
         return get
 

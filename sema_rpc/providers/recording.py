@@ -23,9 +23,16 @@ of one `stream()` call and writes the last one: attempts the SDK retried (429/5x
 `# …` comment lines, because replay plays one exchange per call with retries off.
 
 Secrets: request headers are never written; response headers are an allow-list minus
-any name containing `key`, `token`, `secret`, `auth` or `cookie`; the values of the
-request's credential headers (authorization, x-api-key, api-key, *key*, *token*) are
-scrubbed from everything written. The file is created 0600 (its directory 0700).
+any name containing `key`, `token`, `secret`, `auth` or `cookie`. Scrubbed from
+everything written (request body, response body, kept headers, error text): the values
+of the request's credential headers (authorization, x-api-key, api-key, *key*, *token*)
+and every secret the process knows — `sema_rpc.log.redact`, the redaction the wire
+transcript and the log use (the API keys in the environment, `sk-…` keys). A secret
+split across two stream events of a response is not caught. The file is created 0600
+(its directory 0700).
+
+One provider may write the same exchanges to several cassettes (`path` a list: the
+session's `recordDir` and the server's `--record` run folder).
 
 Not recordable: a request that got no HTTP response at all (connection refused or timed
 out) leaves no line, so that call is missing from the cassette.
@@ -40,12 +47,13 @@ import os
 import re
 import threading
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx2
 
+from sema_rpc.log import redact
 from sema_rpc.providers.base import ModelRequest, ProviderError, ResponseFailed, StreamEvent
 
 if TYPE_CHECKING:
@@ -117,10 +125,11 @@ def _secrets_of(headers: Any) -> list[str]:
 
 
 def _scrub(text: str, secrets: list[str]) -> str:
+    """`text` without the request's credentials nor any secret the process knows."""
     for s in secrets:
         if s in text:
             text = text.replace(s, REDACTED)
-    return text
+    return redact(text)
 
 
 def _undo(encoding: str, data: bytes) -> bytes:
@@ -339,12 +348,17 @@ class RecordingProvider:
         self,
         provider: str,
         make_inner: Callable[[Any], Provider],
-        path: str | Path,
+        path: str | Path | Sequence[str | Path],
     ) -> None:
         self.provider = cassette_provider_name(provider)
         self.name = provider
         self._make_inner = make_inner
-        self.writer = CassetteWriter(path)
+        paths = [path] if isinstance(path, str | Path) else list(path)
+        if not paths:
+            raise ValueError("RecordingProvider needs at least one cassette path")
+        self.writers = [CassetteWriter(p) for p in paths]
+        """One per cassette: every exchange is written to each."""
+        self.writer = self.writers[0]
         self.path = self.writer.path
         self._inner: Provider | None = None
         self._http: Any = None
@@ -373,16 +387,18 @@ class RecordingProvider:
             self._write(exchange)
 
     def _write(self, exchange: Exchange) -> None:
-        self.writer.write(exchange)
+        for writer in self.writers:
+            writer.write(exchange)
         self.recorded += 1
 
     def _commit(self, attempts: list[Exchange]) -> None:
         try:
             for n, ex in enumerate(attempts[:-1], 1):
-                self.writer.comment(
-                    f"attempt {n}: HTTP {ex.get('status')} {ex.get('path', '')}"
-                    " (retried by the SDK; not replayed)"
-                )
+                for writer in self.writers:
+                    writer.comment(
+                        f"attempt {n}: HTTP {ex.get('status')} {ex.get('path', '')}"
+                        " (retried by the SDK; not replayed)"
+                    )
             if attempts:
                 self._write(attempts[-1])
         except Exception:
@@ -419,4 +435,5 @@ class RecordingProvider:
             if http is not None:
                 await http.aclose()
         finally:
-            self.writer.close()
+            for writer in self.writers:
+                writer.close()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,32 +78,38 @@ def _create(profile: ModelProfile, http_client: Any = None) -> Provider:
     raise ConfigError(f"unknown provider {p!r} in profile {profile.name!r}")
 
 
-def _create_recording(profile: ModelProfile, path: Path) -> Provider:
+def _create_recording(profile: ModelProfile, paths: list[Path]) -> Provider:
     if profile.provider not in _SDK_FOR:
         raise ConfigError(f"unknown provider {profile.provider!r} in profile {profile.name!r}")
     from sema_rpc.providers.recording import RecordingProvider
 
     try:
         return RecordingProvider(
-            profile.provider, lambda http: _create(profile, http_client=http), path
+            profile.provider, lambda http: _create(profile, http_client=http), paths
         )
     except OSError as e:
-        raise ConfigError(f"cannot record to {path}: {e.strerror or e}") from None
+        where = ", ".join(str(p) for p in paths)
+        raise ConfigError(f"cannot record to {where}: {e.strerror or e}") from None
 
 
-def provider_for(profile: ModelProfile, record_to: str | Path | None = None) -> Provider:
+RecordTo = str | Path | Sequence[str | Path]
+
+
+def provider_for(profile: ModelProfile, record_to: RecordTo | None = None) -> Provider:
     """The (cached) provider for a profile. Raises ConfigError for an unknown provider.
 
-    `record_to`: a cassette file (see `recording.cassette_path`); every model exchange is
-    appended to it, replayable with `replay/<path>`. A replay profile is never recorded.
+    `record_to`: a cassette file (see `recording.cassette_path`), or several: every model
+    exchange is appended to each, replayable with `replay/<path>`. A replay profile is
+    never recorded.
     """
-    if record_to is not None and profile.provider != "replay":
-        path = Path(record_to).expanduser().resolve()
-        rkey = (*_cache_key(profile), str(path))
+    targets = [record_to] if isinstance(record_to, str | Path) else list(record_to or [])
+    if targets and profile.provider != "replay":
+        paths = [Path(t).expanduser().resolve() for t in targets]
+        rkey = (*_cache_key(profile), "\n".join(str(p) for p in paths))
         with _lock:
             provider = _recording.get(rkey)
             if provider is None:
-                provider = _recording[rkey] = _create_recording(profile, path)
+                provider = _recording[rkey] = _create_recording(profile, paths)
             return provider
     key = _cache_key(profile)
     with _lock:

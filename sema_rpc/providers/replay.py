@@ -11,6 +11,13 @@ Cassette format (JSONL, UTF-8; one model exchange per line, in call order)::
 Blank lines and lines starting with `#` are ignored. `recording.py` writes this format
 (plus informational keys such as `path`, `incomplete`, `error`, ignored here).
 
+A bare `.sse` file is a cassette too: ONE exchange whose body is the file's bytes
+(the layout of the recorded real provider streams in ../shared/cassettes: `<name>.sse`,
+plus `<name>.request.json` next to it, kept as the exchange's `request`). Its provider
+is told from the stream: `event: message_start` → anthropic, `response.created` →
+openai-responses, `chat.completion.chunk` data lines → openai-chat. So a JSONL line's
+`body` written to a file is a `.sse` cassette, and a `.sse` file is the `body` of a line.
+
 On the n-th `stream()` call the n-th exchange's body is served to the matching provider
 class (AnthropicProvider / OpenAIChatProvider / OpenAIResponsesProvider) through an in-process httpx2 transport, so
 the bytes go through the SDK's HTTP, SSE and error handling exactly as over the network
@@ -22,6 +29,7 @@ in ResponseFailed(invalid_request, "cassette exhausted: …").
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +41,7 @@ from sema_rpc.providers.base import (
     StreamEvent,
 )
 
-__all__ = ["Exchange", "ReplayProvider", "load_cassette"]
+__all__ = ["Exchange", "ReplayProvider", "load_cassette", "load_sse", "sse_provider"]
 
 PIECE_SIZE = 61
 _PROVIDERS = {
@@ -66,8 +74,57 @@ class CassetteError(ValueError):
     pass
 
 
-def load_cassette(path: str | Path) -> list[Exchange]:
+_ANTHROPIC_START = re.compile(r"^event:[ \t]*message_start[ \t]*\r?$", re.MULTILINE)
+
+
+def sse_provider(body: str) -> str | None:
+    """Which provider streamed this SSE body: anthropic, openai-responses, openai-chat, or
+    None when it is none of them."""
+    if _ANTHROPIC_START.search(body):
+        return "anthropic"
+    if "response.created" in body:
+        return "openai-responses"
+    if "chat.completion.chunk" in body:
+        return "openai-chat"
+    return None
+
+
+def load_sse(path: str | Path) -> Exchange:
+    """A `.sse` response body (and its `.request.json`, when there is one) as one exchange."""
     path = Path(path)
+    try:
+        body = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise CassetteError(f"cannot read cassette {path}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise CassetteError(f"{path}: not UTF-8: {e}") from None
+    provider = sse_provider(body)
+    if provider is None:
+        raise CassetteError(
+            f"{path}: cannot tell which provider streamed it (no `event: message_start`,"
+            " `response.created` or `chat.completion.chunk`)"
+        )
+    request: dict[str, Any] | None = None
+    request_file = path.with_name(path.name[: -len(".sse")] + ".request.json")
+    if request_file.is_file():
+        try:
+            loaded = json.loads(request_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # informational only
+            loaded = None
+        request = loaded if isinstance(loaded, dict) else None
+    return Exchange(
+        provider=provider,
+        body=body,
+        headers={"content-type": "text/event-stream"},
+        request=request,
+    )
+
+
+def load_cassette(path: str | Path) -> list[Exchange]:
+    """The exchanges of a JSONL cassette, or the one exchange of a `.sse` file."""
+    path = Path(path)
+    if path.suffix == ".sse":
+        return [load_sse(path)]
     try:
         lines = path.read_text(encoding="utf-8").split("\n")
     except OSError as e:

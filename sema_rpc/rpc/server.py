@@ -505,13 +505,12 @@ async def serve(
     loop = asyncio.get_running_loop()
     writer = FrameWriter(stdout, jsonl=jsonl)
     await writer.start(loop)
-    recorder = None
-    if record_dir is not None:
-        from sema_rpc.transcript import TranscriptRecorder
+    from sema_rpc.transcript import TranscriptRecorder
 
-        recorder = TranscriptRecorder(Path(record_dir))
+    # Always there: a session may ask to be recorded (session/create `recordDir`).
+    recorder = TranscriptRecorder(Path(record_dir) if record_dir is not None else None)
     server = SemaServer(writer, recorder)
-    server.record_dir = recorder.run_dir if recorder is not None else None
+    server.record_dir = recorder.run_dir
     decoder_cls = JsonlDecoder if jsonl else ContentLengthDecoder
     decoder = decoder_cls(server.on_body, server.on_frame_error)
     reading = asyncio.ensure_future(read_stream(stdin, decoder.feed, loop))
@@ -525,6 +524,5 @@ async def serve(
     if server._engine is not None:
         await server._engine.shutdown()
     await writer.drain()
-    if recorder is not None:
-        recorder.close()
+    recorder.close()
     return server.exit_code

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[2]
@@ -139,3 +141,89 @@ def test_ctrl_c_interrupts_the_turn_and_exits_130(
     *events, answer = seen + jsonl(rest)
     assert answer["result"]["stopReason"] == "interrupted"
     assert "session:interrupted" in [m["method"] for m in events]
+
+
+def _expected_answer(name: str) -> tuple[str, str]:
+    """(text, thinking) of a shared cassette's final message, as the SDK assembled it."""
+    from tests.providers.helpers import CASSETTES
+
+    exp = json.loads((CASSETTES / "expected" / f"{name}.json").read_text())
+    if "choices" in exp:  # Chat Completions
+        msg = exp["choices"][0]["message"]
+        return msg.get("content") or "", msg.get("reasoning_content") or ""
+    if "output" in exp:  # Responses
+        text = "".join(
+            c.get("text", "") for o in exp["output"] if o["type"] == "message" for c in o["content"]
+        )
+        return text, ""
+    text = "".join(b["text"] for b in exp["content"] if b["type"] == "text")
+    return text, "".join(b.get("thinking", "") for b in exp["content"] if b["type"] == "thinking")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "anthropic_text_1",
+        "openai_chat_text_1",
+        "openai_responses_text_1",
+        "deepseek_chat_reasoning_1",
+    ],
+)
+def test_a_shared_sse_cassette_is_a_replay_model(name: str, tmp_path: Path, workspace: Path):
+    """`replay/<path>.sse`: one recorded real response, played through the SDK its stream
+    names, reaches the client as the text the SDK assembled."""
+    from tests.providers.helpers import CASSETTES
+
+    cassette = CASSETTES / f"{name}.sse"
+    proc = run(
+        "--model", f"replay/{cassette}", "--cwd", str(workspace), "hello",
+        env={"SEMA_ROOT": str(tmp_path / "root")},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    *events, answer = jsonl(proc.stdout)
+    assert answer["result"]["stopReason"] == "end_turn"
+    text, thinking = _expected_answer(name)
+    assert (
+        "".join(m["params"]["delta"] for m in events if m["method"] == "message:text:chunk") == text
+    )
+    assert (
+        "".join(m["params"]["delta"] for m in events if m["method"] == "message:thinking:chunk")
+        == thinking
+    )
+    [complete] = [m["params"] for m in events if m["method"] == "message:complete"]
+    assert complete["content"] == text
+
+
+def test_run_record_writes_a_replayable_transcript_and_cassette(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+):
+    import asyncio
+
+    from sema_rpc.transcript import load_transcript, replay
+
+    scripted_llm.script(
+        Reply.tools([("Read", {"file_path": "README.md"})], text="Reading."),
+        Reply.text("A tiny project.", chunks=2),
+    )
+    records = tmp_path / "records"
+    proc = run(
+        "--format", "text", "--model", MODEL, "--cwd", str(workspace),
+        "--record", str(records), "what is this?",
+        env=server_env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "Reading.\nA tiny project.\n"
+    scripted_llm.stop()
+
+    [run_dir] = list(records.iterdir())
+    [cassette] = list(run_dir.glob("cassette-*.jsonl"))
+    exchanges = [json.loads(line) for line in cassette.read_text().splitlines()]
+    assert [e["provider"] for e in exchanges] == ["anthropic", "anthropic"]
+    assert all(e["body"].startswith("event: message_start") for e in exchanges)
+    _, entries = load_transcript(run_dir)
+    methods = [e.msg.get("method") for e in entries if e.msg and e.direction == "in"]
+    assert methods == ["initialize", "session/create", "session/prompt"]
+    result = asyncio.run(
+        replay(run_dir, env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}, timeout_s=15)
+    )
+    assert result.ok, result.diff + result.stderr[-2000:]

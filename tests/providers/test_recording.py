@@ -263,3 +263,40 @@ def test_replay_profile_is_not_recorded(tmp_path: Path) -> None:
     assert p is not None
     assert isinstance(registry.provider_for(p, record_to=tmp_path / "x.jsonl"), ReplayProvider)
     assert not (tmp_path / "x.jsonl").exists()
+
+
+async def test_a_secret_the_process_knows_is_scrubbed_from_bodies(
+    scripted_llm: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not a credential of this request (another provider's key from the environment, and
+    not `sk-` shaped): scrubbed from the request and the response all the same."""
+    other = "oai-proj-other-key-51c0ffee"
+    monkeypatch.setenv("OPENAI_API_KEY", other)
+    scripted_llm.script(Reply.text(f"I saw {other} there.", chunks=1))
+    path = tmp_path / "c.jsonl"
+    provider = registry.provider_for(profile("anthropic", scripted_llm), record_to=path)
+    got = await collect(provider, request(f"the file says OPENAI_API_KEY={other}"))
+    await provider.aclose()
+    assert other in got.text, "the caller still gets the real stream"
+    raw = path.read_text()
+    assert other not in raw
+    (ex,) = [json.loads(line) for line in raw.splitlines()]
+    assert "OPENAI_API_KEY=[REDACTED]" in json.dumps(ex["request"])
+    assert "I saw [REDACTED] there." in ex["body"]
+    replayed = await collect(ReplayProvider(path))
+    assert replayed.done.message.text() == "I saw [REDACTED] there."
+
+
+async def test_one_provider_records_to_several_cassettes(
+    scripted_llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """A session with `recordDir` on a server run with `--record`: both folders get it."""
+    scripted_llm.script(Reply.text("twice"))
+    paths = [tmp_path / "a" / "c.jsonl", tmp_path / "b" / "c.jsonl"]
+    provider = registry.provider_for(profile("openai", scripted_llm), record_to=paths)
+    assert registry.provider_for(profile("openai", scripted_llm), record_to=paths) is provider
+    await collect(provider)
+    await provider.aclose()
+    first, second = (p.read_text() for p in paths)
+    assert first == second and len(first.splitlines()) == 1
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in paths)

@@ -103,3 +103,47 @@ async def test_registry_replay_profile() -> None:
     assert registry.provider_for(resolve_model("replay/demo")) is p  # type: ignore[arg-type]
     assert isinstance(p, ReplayProvider)
     registry.clear_cache()
+
+
+# ---------------------------------------------------------------------------- .sse cassettes
+
+SSE_FILES = sorted(CASSETTES.glob("*.sse"))
+_FAMILY = {"anthropic": "anthropic", "openai_responses": "openai-responses"}
+
+
+def test_every_shared_sse_file_is_a_one_exchange_cassette() -> None:
+    assert len(SSE_FILES) >= 27
+    for path in SSE_FILES:
+        [exchange] = load_cassette(path)
+        family = next((v for k, v in _FAMILY.items() if path.stem.startswith(k)), "openai-chat")
+        assert exchange.provider == family, path.name
+        assert exchange.body.encode() == path.read_bytes(), "served byte for byte"
+        request_file = path.with_name(path.stem + ".request.json")
+        if request_file.exists():
+            assert exchange.request == json.loads(request_file.read_text())
+
+
+async def test_sse_cassettes_play_through_the_sdk_their_stream_names() -> None:
+    tools = await collect(ReplayProvider(CASSETTES / "openai_responses_function_call_1.sse"))
+    expected = json.loads(
+        (CASSETTES / "expected" / "openai_responses_function_call_1.json").read_text()
+    )
+    [call] = [o for o in expected["output"] if o["type"] == "function_call"]
+    [tool] = tools.done.message.tool_uses()
+    assert (tool.name, tool.input) == (call["name"], json.loads(call["arguments"]))
+
+    chat = ReplayProvider(CASSETTES / "openai_chat_text_1.sse")
+    assert (await collect(chat)).done.message.text() == '"This is a test."'  # quotes and all
+    assert (await collect(chat)).failed.error.message.startswith("cassette exhausted")
+
+
+async def test_an_sse_file_of_no_known_provider_is_a_clear_error(tmp_path: Path) -> None:
+    odd = tmp_path / "odd.sse"
+    odd.write_text('data: {"hello": "world"}\n\n')
+    got = await collect(ReplayProvider(odd))
+    assert got.failed.error.kind == "invalid_request"
+    assert "cannot tell which provider" in got.failed.error.message
+    profile = resolve_model(f"replay/{CASSETTES / 'anthropic_text_2.sse'}")
+    assert profile is not None and profile.provider == "replay"
+    assert isinstance(registry.provider_for(profile), ReplayProvider)
+    registry.clear_cache()
