@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sema_rpc.log import register_secret
+
 __all__ = [
     "PROVIDERS",
     "ConfigError",
@@ -139,6 +141,7 @@ def _profile_from_json(name: str, raw: Any, path: Path) -> ModelProfile:
         if val is not None and not isinstance(val, str):
             raise ConfigError(f'{where}: "{key}" must be a string')
     provider = _normalise_provider(provider, where)
+    register_secret(api_key)
     return ModelProfile(
         name=name,
         provider=provider,

@@ -11,11 +11,23 @@ _SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,})")
 
 
+_known_secrets: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """A secret that is not in the environment (a `models.json` profile's `apiKey`):
+    `redact` removes it from then on."""
+    if value and len(value) >= 6:
+        _known_secrets.add(value)
+
+
 def redact(text: str) -> str:
     for name in _SECRET_ENV:
         value = os.environ.get(name)
         if value and len(value) >= 6:
             text = text.replace(value, "[REDACTED]")
+    for value in _known_secrets:
+        text = text.replace(value, "[REDACTED]")
     return _KEY_PATTERN.sub("[REDACTED]", text)
 
 

@@ -192,3 +192,14 @@ def test_imports_stay_light(root: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_profile_keys_are_redacted_once_loaded(root: Path) -> None:
+    from sema_rpc.log import redact
+
+    models = json.loads(json.dumps(MODELS))
+    models["profiles"]["local"]["apiKey"] = "plain-local-key-42"  # not shaped like sk-…
+    write_models(root, models)
+    assert redact("key plain-local-key-42 here") == "key plain-local-key-42 here"
+    load_models()
+    assert redact("key plain-local-key-42 here") == "key [REDACTED] here"
