@@ -151,6 +151,10 @@ class _Pending:
     buffered: list[tuple[dict[str, Any], str]] = field(default_factory=list)
 
 
+_NOTIFICATION_PREFIX = b'{"jsonrpc":"2.0","method":'
+"""How the server writes a notification (rpc/server.py `_dumps`, compact, keys in order)."""
+
+
 class _SessionTranscripts:
     """Routes wire lines to the transcripts of sessions created with `recordDir`."""
 
@@ -163,18 +167,28 @@ class _SessionTranscripts:
         self._client_requests: dict[Any, str] = {}
         """Client→server request id → the session it carried (its answer goes there too)."""
         self._server_requests: dict[Any, str] = {}
+        self._disposing: dict[Any, str] = {}
+        """session/dispose request id → its session: the answer closes the transcript."""
+        self._keys: dict[str, bytes] = {}
+        """Recorded session → `"sessionId":"<id>"` as it appears in the server's output."""
 
     @property
     def active(self) -> bool:
         return bool(self._pending or self._files)
 
     def wants(self, direction: str, body: bytes) -> bool:
-        """Cheap test: may this message matter to a session transcript?"""
-        if self.active:
-            return True
+        """Cheap test: may this message matter to a session transcript? Per outgoing
+        chunk of every session, so a byte search, not a parse."""
         if direction == "in":
-            return b'"initialize"' in body or b'"recordDir"' in body
-        return self._init is not None and not self._init_answered
+            return self.active or b'"initialize"' in body or b'"recordDir"' in body
+        if self._pending or (self._init is not None and not self._init_answered):
+            return True
+        if not self._files:
+            return False
+        if any(key in body for key in self._keys.values()):
+            return True
+        # the answer to a recorded session's request carries no sessionId
+        return bool(self._client_requests) and not body.startswith(_NOTIFICATION_PREFIX)
 
     def records_create(self, msg: dict[str, Any]) -> bool:
         params = msg.get("params")
@@ -218,6 +232,8 @@ class _SessionTranscripts:
                 self._write(sid, line)
                 if has_id:
                     self._client_requests[msg_id] = sid
+                    if method == "session/dispose":
+                        self._disposing[msg_id] = sid
             return
         if method is None:  # an answer
             if self._init is not None and not self._init_answered and msg_id == self._init_id:
@@ -231,6 +247,9 @@ class _SessionTranscripts:
             owner = self._client_requests.pop(msg_id, None) if has_id else None
             if owner is not None:
                 self._write(owner, line)
+                if self._disposing.pop(msg_id, None) == owner:  # the session is gone
+                    self._files.pop(owner).close()
+                    self._keys.pop(owner, None)
             return
         for pending in self._pending.values():
             pending.buffered.append((msg, line))
@@ -249,6 +268,7 @@ class _SessionTranscripts:
         try:
             run_dir = session_record_dir(pending.record_dir, sid)
             self._files[sid] = _open_private(run_dir / WIRE_FILE)
+            self._keys[sid] = b'"sessionId":' + json.dumps(sid).encode()
         except (OSError, ValueError) as exc:
             log.warning("cannot record session %s to %s: %s", sid, pending.record_dir, exc)
             return
@@ -263,6 +283,7 @@ class _SessionTranscripts:
 
     def close(self) -> None:
         files, self._files = self._files, {}
+        self._keys.clear()
         for f in files.values():
             f.close()
 

@@ -503,7 +503,7 @@ class SemaEngine:
                 blocks += await session.pipeline.input_blocks(steer.text)
         return blocks
 
-    def _settle_steering(self, session: Session, result: SessionPromptResult) -> None:
+    def _settle_steering(self, session: Session, result: SessionPromptResult | None) -> None:
         """A turn ended: steer inputs that joined it get its answer; the others (no tool
         batch came to take them) are released to run as turns of their own."""
         waiting, session.steering = session.steering, []
@@ -528,6 +528,7 @@ class SemaEngine:
             finally:
                 session.control = session.policy = session.runner = None
                 session.bus.emit(StateUpdateParams(state="idle"))
+                self._settle_steering(session, None)  # a steer sent meanwhile runs on its own
         if result is None:  # interrupted during the summary call
             before = session.usage.prompt_tokens
             return SessionCompactResult(

@@ -220,7 +220,17 @@ would put them in the model's context and the history)."""
 
 
 def _environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in SERVER_SECRETS}
+    env = {k: v for k, v in os.environ.items() if k not in SERVER_SECRETS and k != "OLDPWD"}
+    # A folder the model wrote (HEAD, objects/, refs/, config) is a bare repository to git,
+    # whose config (`diff.external`, `core.fsmonitor`) would make the read-only `git diff`
+    # run a program: git only uses a bare repository it is pointed at explicitly.
+    try:
+        count = max(0, int(env.get("GIT_CONFIG_COUNT", "0")))
+    except ValueError:
+        count = 0
+    env[f"GIT_CONFIG_KEY_{count}"] = "safe.bareRepository"
+    env[f"GIT_CONFIG_VALUE_{count}"] = "explicit"
+    env["GIT_CONFIG_COUNT"] = str(count + 1)
     env.update(
         PAGER="cat",
         GIT_PAGER="cat",

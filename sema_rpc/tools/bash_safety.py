@@ -475,7 +475,7 @@ SAFE_PROGRAMS: dict[str, Callable[[list[str]], bool]] = {
         """
         ls cat head tail wc pwd echo printf grep egrep fgrep stat du df which whoami id
         basename dirname realpath readlink uname true false cut nl tr cmp diff comm seq
-        md5sum sha1sum sha256sum sha512sum cksum strings column jq type test [ ps
+        md5sum sha1sum sha256sum sha512sum cksum strings column type test [
         uptime nproc arch sleep cd
         """.split(),
         _always,
@@ -489,6 +489,10 @@ SAFE_PROGRAMS: dict[str, Callable[[list[str]], bool]] = {
     "date": _date_ok,
     "hostname": _hostname_ok,
     "git": _git_ok,
+    # BSD-style `ps e` prints every process's environment, the server's keys included
+    "ps": lambda args: not any(not a.startswith("-") and "e" in a for a in args),
+    # jq's `env` / `$ENV` read the environment
+    "jq": lambda args: not any("env" in a.lower() for a in args),
 }
 """Program → check of its arguments; a command is safe when every segment passes."""
 
@@ -519,7 +523,7 @@ def is_safe_readonly_command(cmd: str, working_dir: Path | None = None) -> bool:
         program, *args = _words(seg)
         if any(t.expands for t in seg) or _ASSIGNMENT.match(program):
             return False
-        if program not in SAFE_PROGRAMS or seg[0].globs:
+        if program not in SAFE_PROGRAMS or (seg[0].globs and program != "["):
             return False
         check = SAFE_PROGRAMS[program]
         # A glob could smuggle a forbidden flag (`find . ?delete` with a file named
@@ -534,6 +538,7 @@ def is_safe_readonly_command(cmd: str, working_dir: Path | None = None) -> bool:
 
 
 _HARMLESS_PATHS = frozenset({"/dev/null", "/dev/stdin", "-"})
+_GLOB_CHARS = frozenset("*?[")
 
 
 def _names_outside(arg: str, working_dir: Path) -> bool:
@@ -541,21 +546,23 @@ def _names_outside(arg: str, working_dir: Path) -> bool:
     Relative paths are taken from `working_dir`: Bash refuses a `cd` that leaves it, so
     a relative path from a later `cd` can only end up further inside."""
     candidates = [arg]
-    if arg.startswith("-") and "=" in arg:
-        candidates.append(arg.split("=", 1)[1])
+    if arg.startswith("-"):
+        candidates.append(arg.split("=", 1)[1] if "=" in arg else arg[2:])  # -fVALUE
+    root = working_dir.resolve()
     for value in candidates:
-        if value in _HARMLESS_PATHS:
+        if not value or value in _HARMLESS_PATHS:
             continue
-        if not (value.startswith(("/", "~")) or ".." in Path(value).parts):
-            continue
+        if value.startswith("~") and not (value == "~" or value.startswith("~/")):
+            return True  # ~user, ~- ($OLDPWD), ~+: somewhere else
+        if any(part.startswith(".") and _GLOB_CHARS & set(part) for part in Path(value).parts):
+            return True  # `.?` matches `..` in older bash
         path = Path(os.path.expanduser(value))
         if not path.is_absolute():
             path = working_dir / path
         try:
-            resolved = path.resolve()
+            resolved = path.resolve()  # a symlink inside the workspace may lead outside
         except (OSError, RuntimeError):
             return True
-        root = working_dir.resolve()
         if resolved != root and root not in resolved.parents:
             return True
     return False

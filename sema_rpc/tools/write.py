@@ -175,7 +175,8 @@ PROTECTED_DIRS = frozenset({".git"})
 
 
 def is_protected(path: Path, working_dir: Path) -> bool:
-    return any(part in PROTECTED_DIRS for part in path.relative_to(working_dir).parts)
+    # casefold: `.GIT/config` is `.git/config` on a case-insensitive filesystem (macOS)
+    return any(p.casefold() in PROTECTED_DIRS for p in path.relative_to(working_dir).parts)
 
 
 def ask_for(tool: str, change: FileChange, ctx: ToolContext) -> PermissionAsk:

@@ -131,3 +131,28 @@ async def test_interrupt_answers_a_joined_steer_as_interrupted(
     first, second = await asyncio.wait_for(asyncio.gather(main, steer), 20)
     assert first["stopReason"] == second["stopReason"] == "interrupted"
     assert client.unsolicited == []
+
+
+async def test_steer_sent_during_session_compact_runs_as_its_own_turn(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
+    sid = await start(client, workspace)
+    gate = threading.Event()
+    summary = Reply.text("Summary of the work.", gate=gate)
+    scripted_llm.script(
+        Reply.text("First answer." * 50), Reply.text("Second answer."), summary, Reply.text("ok")
+    )
+    for text in ("first", "second"):
+        await client.call("session/prompt", {"sessionId": sid, "input": text})
+    compact = asyncio.ensure_future(client.call("session/compact", {"sessionId": sid}))
+    assert await asyncio.get_running_loop().run_in_executor(None, summary.at_gate.wait, 10)
+    steer = asyncio.ensure_future(
+        client.call("session/prompt", {"sessionId": sid, "input": "steer me", "delivery": "steer"})
+    )
+    await asyncio.sleep(0.2)
+    gate.set()
+    compacted = await asyncio.wait_for(compact, 10)
+    assert compacted["strategy"] in ("summary", "truncate")
+    answered = await asyncio.wait_for(steer, 10)
+    assert answered["stopReason"] == "end_turn"
+    assert user_texts(scripted_llm.requests[-1].body["messages"][-1])[0] == "steer me"

@@ -440,3 +440,32 @@ async def test_a_session_with_record_dir_is_recorded_alone_and_its_subagent_too(
     assert replayed.ok, replayed.diff + replayed.stderr[-2000:]
     assert any('"task:agent:end"' in line for line in replayed.replayed)
     assert (workspace / "marker").exists(), "allowed again by the recorded answer"
+
+
+async def test_disposing_a_recorded_session_closes_its_transcript(
+    server_env, scripted_llm, workspace, tmp_path: Path
+):
+    record_dir = tmp_path / "rec"
+    scripted_llm.script(Reply.text("one", chunks=1), Reply.text("two", chunks=1))
+    async with WireClient(env=server_env) as client:
+        await client.initialize()
+        ready = await client.create_session(
+            workspace, model="anthropic/claude-test", recordDir=str(record_dir)
+        )
+        sid = ready["sessionId"]
+        await prompt(client, sid, "hello")
+        assert client.proc is not None
+        fds = Path(f"/proc/{client.proc.pid}/fd")
+
+        def open_transcripts() -> list[str]:
+            return [str(p.readlink()) for p in fds.iterdir() if "wire.jsonl" in str(p.readlink())]
+
+        assert len(open_transcripts()) == 1
+        await client.call("session/dispose", {"sessionId": sid})
+        assert open_transcripts() == []
+        other = await client.create_session(workspace, model="anthropic/claude-test")
+        await prompt(client, other["sessionId"], "again")
+    [run_dir] = list(record_dir.iterdir())
+    lines = (run_dir / "wire.jsonl").read_text().splitlines()
+    assert '"disposed":true' in lines[-1].replace(" ", "")
+    assert other["sessionId"] not in "".join(lines)

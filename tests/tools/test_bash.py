@@ -194,3 +194,32 @@ def test_timeout_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     assert effective_timeout_ms(5000) == 1000
     monkeypatch.setenv("SEMA_BASH_MAX_TIMEOUT_MS", "junk")
     assert effective_timeout_ms(None) == 60_000
+
+
+async def test_a_written_bare_repository_cannot_make_git_diff_run_a_program(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    """Files the model may write without asking (acceptEdits) that git would take for a
+    bare repository: its `diff.external` must not run under the read-only `git diff`."""
+    sub = workspace / "sub"
+    for folder in ("objects", "refs"):
+        (sub / folder).mkdir(parents=True)
+    (sub / "HEAD").write_text("ref: refs/heads/main\n")
+    marker = workspace / "pwned"
+    (sub / "config").write_text(f'[diff]\n\texternal = "touch {marker}; true"\n')
+    (sub / "x").write_text("a\n")
+    (sub / "y").write_text("b\n")
+    command = "cd sub && git diff --no-index x y"
+    assert tool.permission(args_of(tool, command=command), ctx) is None  # read-only
+    out = await run(tool, ctx, command=command)
+    assert "-a" in out.content and "+b" in out.content
+    assert not marker.exists()
+
+
+async def test_the_server_keys_are_not_in_the_environment(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "not-for-the-model-123")
+    monkeypatch.setenv("OPENAI_API_KEY", "not-for-the-model-456")
+    out = await run(tool, ctx, command="env")
+    assert "not-for-the-model" not in out.content and "PATH=" in out.content

@@ -20,6 +20,9 @@ SAFE = [
     "find . -name '*.py' -type f | wc -l",
     "echo 'a > b' | wc -c",
     "ls *.py src/*.txt",
+    "[ -f x ] && ls",
+    "ps aux",
+    "jq .name package.json",
     "tree -L 2",
     "sort -u names.txt | uniq -c",
     "date +%Y-%m-%d",
@@ -95,6 +98,10 @@ UNSAFE = [
     'cat "$HOME/.ssh/id_rsa"',
     "printenv",
     "printenv ANTHROPIC_API_KEY",
+    # the environment by other means
+    "ps axeww",
+    "jq -n env",
+    "jq -n '$ENV'",
 ]
 
 OUTSIDE = [
@@ -104,6 +111,11 @@ OUTSIDE = [
     "head -5 src/../../secret.txt",
     "grep -r --file=/etc/shadow x",
     "cd src && cat ../../x",
+    "file -f/etc/passwd",
+    "cat ~-/.ssh/id_rsa",
+    "cat ~root/.profile",
+    "cat .?/.?/etc/passwd",
+    "cat outlink/passwd",
 ]
 
 INSIDE = ["cat src/../README.md", "ls -la", "grep -rn x . | head", "ls /dev/null"]
@@ -123,6 +135,7 @@ def test_unsafe(command: str) -> None:
 def test_paths_outside_the_workspace_are_asked(command: str, tmp_path) -> None:
     workspace = tmp_path / "ws"
     (workspace / "src").mkdir(parents=True)
+    (workspace / "outlink").symlink_to("/etc")  # a link shipped in a cloned repository
     assert is_safe_readonly_command(command), command  # read-only, so concurrency-safe
     assert not is_safe_readonly_command(command, workspace), command
 

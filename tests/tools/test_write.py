@@ -139,3 +139,12 @@ async def test_crlf_file_stays_crlf(workspace: Path, ctx: ToolContext) -> None:
 
 def test_not_read_only() -> None:
     assert not tool.is_read_only(args_of(tool, file_path="x", content=""))
+
+
+def test_dot_git_is_protected_whatever_its_case(workspace: Path, ctx: ToolContext) -> None:
+    for name in (".git/config", ".GIT/config", "sub/.Git/hooks/pre-commit"):
+        args = args_of(tool, file_path=name, content="x")
+        ask = tool.permission(args, ctx)
+        assert ask is not None and ask.ask_every_time and "(protected)" in ask.title, name
+    ask = tool.permission(args_of(tool, file_path="src/git.txt", content="x"), ctx)
+    assert ask is not None and not ask.ask_every_time
