@@ -545,6 +545,10 @@ def _summarise_jsonl(path: Path, session_id: str) -> SessionSummary | None:
             continue
         if obj.get("t") == "meta" and working_dir is None:
             working_dir = obj.get("workingDir")
+        elif obj.get("t") == "title" and isinstance(obj.get("title"), str):
+            title = " ".join(obj["title"].split())[:TITLE_CHARS] or None
+            if title:
+                break
         elif obj.get("t") == "message" and obj.get("role") == "user":
             title = _title_of(obj)
             if title:

@@ -310,3 +310,20 @@ async def test_an_unwritable_history_folder_never_stops_the_session(
     finally:
         await client.close()
     assert b"cannot write session history" in client.stderr
+
+
+async def test_a_session_begun_with_a_custom_command_is_listed_by_what_was_typed(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
+    commands = workspace / ".sema" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text("Review the code in $ARGUMENTS carefully.\n")
+    await client.initialize()
+    sid = (await client.create_session(workspace, model=MODEL))["sessionId"]
+    scripted_llm.script(Reply.text("Reviewed."))
+    await prompt(client, sid, "/review src/app.py")
+    assert texts(scripted_llm.requests[0].body["messages"][0])[0] == (
+        "Review the code in src/app.py carefully."
+    )
+    [listed] = (await client.call("session/list"))["sessions"]
+    assert listed["title"] == "/review src/app.py"
