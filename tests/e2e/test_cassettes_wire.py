@@ -20,34 +20,13 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from tests.providers.helpers import CASSETTES
+from tests.providers.helpers import ANTHROPIC, CASSETTES, CHAT, CHAT_ERRORS, expected
 from tests.support.scripted_llm import Reply, ScriptedLLM
 from tests.support.wire_client import Received, WireClient
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 """Every test shares the module's event loop, where the one server's client lives."""
-
-# The recorded streams are a requirement, not an option: a missing folder must fail loudly.
-assert CASSETTES.is_dir(), f"recorded cassettes not found at {CASSETTES} (set SEMA_SHARED_DIR)"
-
-ANTHROPIC = sorted(p.stem for p in CASSETTES.glob("anthropic_*.sse"))
-CHAT = sorted(
-    p.stem
-    for pattern in (
-        "openai_chat_*.sse",
-        "azure_*.sse",
-        "deepseek_*.sse",
-        "openrouter_*.sse",
-        "groq_*.sse",
-    )
-    for p in CASSETTES.glob(pattern)
-)
-CHAT_ERRORS = {"groq_chat_error_1", "openrouter_chat_error_1"}
 FOLLOW_UP = "Done with the tools."
-
-
-def expected(name: str) -> dict[str, Any]:
-    return json.loads((CASSETTES / "expected" / f"{name}.json").read_text())
 
 
 def test_cassettes_found() -> None:

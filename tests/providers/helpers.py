@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sema_rpc.engine.messages import Message
 from sema_rpc.providers.base import (
@@ -25,6 +27,30 @@ def shared_dir() -> Path:
 
 
 CASSETTES = shared_dir() / "cassettes"
+
+# The recorded streams are a requirement, not an option: a missing folder must fail loudly.
+assert CASSETTES.is_dir(), f"recorded cassettes not found at {CASSETTES} (set SEMA_SHARED_DIR)"
+
+ANTHROPIC = sorted(p.stem for p in CASSETTES.glob("anthropic_*.sse"))
+"""The recorded Anthropic Messages streams."""
+CHAT = sorted(
+    p.stem
+    for pattern in (
+        "openai_chat_*.sse",
+        "azure_*.sse",
+        "deepseek_*.sse",
+        "openrouter_*.sse",
+        "groq_*.sse",
+    )
+    for p in CASSETTES.glob(pattern)
+)
+"""The recorded Chat Completions streams (OpenAI and compatible servers)."""
+CHAT_ERRORS = {"groq_chat_error_1", "openrouter_chat_error_1"}
+
+
+def expected(name: str) -> dict[str, Any]:
+    """What the official SDK assembled from cassette `name`."""
+    return json.loads((CASSETTES / "expected" / f"{name}.json").read_text())
 
 
 def request(text: str = "hi", **kw: object) -> ModelRequest:

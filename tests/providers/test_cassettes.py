@@ -15,29 +15,8 @@ from sema_rpc.engine.messages import (
 )
 from sema_rpc.providers.anthropic import AnthropicProvider
 from sema_rpc.providers.openai_chat import OpenAIChatProvider
-from tests.providers.helpers import CASSETTES, collect
+from tests.providers.helpers import ANTHROPIC, CASSETTES, CHAT, CHAT_ERRORS, collect, expected
 from tests.support.scripted_llm import Reply, ScriptedLLM
-
-# The recorded streams are a requirement, not an option: a missing folder must fail loudly.
-assert CASSETTES.is_dir(), f"recorded cassettes not found at {CASSETTES} (set SEMA_SHARED_DIR)"
-
-ANTHROPIC = sorted(p.stem for p in CASSETTES.glob("anthropic_*.sse"))
-CHAT = sorted(
-    p.stem
-    for pattern in (
-        "openai_chat_*.sse",
-        "azure_*.sse",
-        "deepseek_*.sse",
-        "openrouter_*.sse",
-        "groq_*.sse",
-    )
-    for p in CASSETTES.glob(pattern)
-)
-CHAT_ERRORS = {"groq_chat_error_1", "openrouter_chat_error_1"}
-
-
-def expected(name: str) -> dict[str, Any]:
-    return json.loads((CASSETTES / "expected" / f"{name}.json").read_text())
 
 
 def test_cassettes_found() -> None:
