@@ -257,6 +257,11 @@ class TokenTracker:
         self._mark_len = 0
         self._mark_msg: Message | None = None
         self._mark_tokens = 0
+        self._sum_from = -1
+        self._sum_to = 0
+        self._sum = 0
+        """sum(counts[_sum_from:_sum_to]): a turn adds only the new messages' counts,
+        also when no provider figure bounds the range (a provider without usage)."""
 
     # ---- inputs
 
@@ -295,6 +300,7 @@ class TokenTracker:
         self._refs.clear()
         self._counts.clear()
         self._mark_len, self._mark_msg, self._mark_tokens = 0, None, 0
+        self._sum_from = -1
 
     # ---- outputs
 
@@ -309,20 +315,24 @@ class TokenTracker:
         the messages after it (or system + tools + every message when there is none)."""
         self._sync(history)
         start, base = self._start(history)
+        if self._sum_from != start:
+            self._sum_from, self._sum_to, self._sum = start, start, 0
         counts = self._counts
-        total = base
-        for i in range(start, len(history)):
+        total = self._sum
+        for i in range(self._sum_to, len(history)):
             c = counts[i]
             if c is None:
                 c = counts[i] = self.counter.count_message(history[i])
             total += c
-        return total
+        self._sum_to, self._sum = len(history), total
+        return base + total
 
     async def count_async(self, history: list[Message]) -> int:
         """`count`, loading the encoding first and tokenizing a large backlog off the loop."""
         self._sync(history)
         start, _ = self._start(history)
-        pending = [history[i] for i in range(start, len(history)) if self._counts[i] is None]
+        first = self._sum_to if self._sum_from == start else start
+        pending = [history[i] for i in range(first, len(history)) if self._counts[i] is None]
         if not pending:
             return self.count(history)
         await self.counter.ensure_loaded()
@@ -346,6 +356,8 @@ class TokenTracker:
         if keep < len(refs):
             del refs[keep:]
             del self._counts[keep:]
+            if keep < self._sum_to:
+                self._sum_from = -1
         for message in history[keep:]:
             refs.append(message)
             self._counts.append(None)

@@ -199,3 +199,29 @@ async def test_count_async_loads_the_encoding_and_offloads_a_large_backlog(no_ca
     history = [user("x" * 25) if i % 2 == 0 else assistant("y" * 25) for i in range(200)]
     assert await tracker.count_async(history) == 200 * (10 + MESSAGE_OVERHEAD)
     assert tracker.counter.ready
+
+
+def test_running_sum_without_provider_figures_matches_a_fresh_count() -> None:
+    """A provider that never reports usage: each count adds only the new messages, and
+    every kind of history change (append, merge into the last, compaction) stays exact."""
+
+    def msg(role: str, text: str) -> Message:
+        return Message(role=role, content=[TextBlock(text=text)])
+
+    tracker = TokenTracker()
+    history = [
+        msg("user" if i % 2 == 0 else "assistant", f"message {i} " * (i % 7 + 1)) for i in range(50)
+    ]
+
+    def fresh() -> int:
+        return TokenTracker().count(history)
+
+    assert tracker.count(history) == fresh()
+    history.append(msg("user", "one more"))
+    assert tracker.count(history) == fresh()
+    history[-1] = msg("user", "one more, merged with another input")
+    assert tracker.count(history) == fresh()
+    history[:] = [msg("user", "summary"), *history[-3:]]  # compaction replaces the list
+    assert tracker.count(history) == fresh()
+    history.append(msg("assistant", "after"))
+    assert tracker.count(history) == fresh()
