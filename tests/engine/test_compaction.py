@@ -25,7 +25,6 @@ from sema_rpc.engine.messages import (
     Usage,
 )
 from sema_rpc.engine.tokens import TokenCounter, TokenTracker
-from sema_rpc.protocol import EventParams, WireModel
 from sema_rpc.providers.base import (
     ModelRequest,
     ProviderError,
@@ -33,17 +32,7 @@ from sema_rpc.providers.base import (
     ResponseFailed,
     StreamEvent,
 )
-
-
-class Bridge:
-    def __init__(self) -> None:
-        self.events: list[EventParams] = []
-
-    def notify(self, event: EventParams) -> None:
-        self.events.append(event)
-
-    async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
-        return None
+from tests.engine._bridge import RecordingBridge
 
 
 class FakeProvider:
@@ -66,8 +55,10 @@ class FakeProvider:
         pass
 
 
-def make(provider: FakeProvider, context_length: int = 2000, **kw: Any) -> tuple[Compactor, Bridge]:
-    bridge = Bridge()
+def make(
+    provider: FakeProvider, context_length: int = 2000, **kw: Any
+) -> tuple[Compactor, RecordingBridge]:
+    bridge = RecordingBridge()
     tracker = TokenTracker(TokenCounter(None))  # chars / 2.5
     compactor = Compactor(
         provider=provider,  # type: ignore[arg-type]
@@ -115,7 +106,7 @@ def long_conversation() -> list[Message]:
     return history
 
 
-def compact_events(bridge: Bridge) -> list[Any]:
+def compact_events(bridge: RecordingBridge) -> list[Any]:
     return [e for e in bridge.events if e.event == "compact:exec"]
 
 

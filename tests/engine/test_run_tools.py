@@ -11,22 +11,9 @@ from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.messages import ToolUseBlock
 from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.run_tools import ToolRunner
-from sema_rpc.protocol import EventParams, WireModel
 from sema_rpc.tools.base import Tool, ToolContext, ToolInput, ToolOutput
 from sema_rpc.tools.write import WriteTool
-
-
-class Recorder:
-    """The client side of the bus: keeps every notification, answers no request."""
-
-    def __init__(self) -> None:
-        self.events: list[EventParams] = []
-
-    def notify(self, event: EventParams) -> None:
-        self.events.append(event)
-
-    async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
-        return None
+from tests.engine._bridge import RecordingBridge
 
 
 class _NoInput(ToolInput):
@@ -54,7 +41,7 @@ async def test_interrupt_between_calls_is_checkpoint_3(tmp_path: Path, monkeypat
     workspace = tmp_path / "ws"
     workspace.mkdir()
     control = TurnControl()
-    recorder = Recorder()
+    recorder = RecordingBridge()
     runner = ToolRunner(
         tools={"Finish": InterruptedWhileFinishing(control), "Write": WriteTool()},
         context=ToolContext(working_dir=workspace, session_id="s"),
