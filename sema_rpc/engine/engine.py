@@ -559,8 +559,8 @@ class SemaEngine:
         session.read_files.clear()
         had_todos = bool(session.tool_state.get("todos"))
         session.tool_state["todos"] = []
-        if session.pipeline is not None:  # the next query reminds as a first one does
-            session.pipeline.mode_changed(session.mode)
+        if session.pipeline is not None:
+            session.pipeline.context_cleared()
         if session.store is not None:
             session.store.append_event("clear")
         session.set_usage(0)

@@ -123,6 +123,11 @@ class InputPipeline:
             blocks.append(TextBlock(text=plan_mode_reminder()))
         return blocks
 
+    def context_cleared(self) -> None:
+        """`/clear`: the next query reminds as a session's first one does (the first-query
+        blocks follow from the empty history; the Plan reminder from this)."""
+        self.plan_reminded = False
+
     def mode_changed(self, mode: str) -> None:
         if mode == "Plan":
             self.plan_reminded = False  # entering Plan mode again reminds again

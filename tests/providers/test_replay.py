@@ -10,7 +10,7 @@ from sema_rpc.engine.messages import Message, TextBlock, ToolResultBlock
 from sema_rpc.providers import registry
 from sema_rpc.providers.base import ModelRequest
 from sema_rpc.providers.replay import ReplayProvider, load_cassette
-from tests.providers.helpers import CASSETTES, collect, request
+from tests.providers.helpers import CASSETTES, collect, expected, request
 
 DEMO = bundled_cassette("demo")
 
@@ -125,10 +125,8 @@ def test_every_shared_sse_file_is_a_one_exchange_cassette() -> None:
 
 async def test_sse_cassettes_play_through_the_sdk_their_stream_names() -> None:
     tools = await collect(ReplayProvider(CASSETTES / "openai_responses_function_call_1.sse"))
-    expected = json.loads(
-        (CASSETTES / "expected" / "openai_responses_function_call_1.json").read_text()
-    )
-    [call] = [o for o in expected["output"] if o["type"] == "function_call"]
+    recorded = expected("openai_responses_function_call_1")
+    [call] = [o for o in recorded["output"] if o["type"] == "function_call"]
     [tool] = tools.done.message.tool_uses()
     assert (tool.name, tool.input) == (call["name"], json.loads(call["arguments"]))
 
