@@ -25,6 +25,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal
 
+from sema_rpc.engine.budget import MIN_RESULT_TOKENS, batch_budgets, cap_results
 from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.messages import (
@@ -192,6 +193,7 @@ class Compactor:
         plan = self._plan(history, self.context_length * TAIL_SHARE)
         if plan is None:
             nothing = CompactionResult(trigger, "none", before, before, "nothing to compact")
+            nothing = self._fit_pending(nothing, history)
             self._finish(nothing, history)
             return nothing
         latest, k = plan
@@ -211,6 +213,7 @@ class Compactor:
                 error = f"the summary did not make the context smaller ({after} >= {before} tokens)"
         if result is None:
             result = self._truncate(history, latest, trigger, before, error or "no summary")
+        result = self._fit_pending(result, history)
         self._finish(result, history)
         return result
 
@@ -219,15 +222,19 @@ class Compactor:
     def _plan(
         self, history: list[Message], tail_budget: float
     ) -> tuple[list[ContentBlock], int] | None:
-        """(the latest real user message's own blocks, start of the kept tail)."""
-        u = _latest_user_index(history)
-        latest: list[ContentBlock] = _own_blocks(history[u]) if u >= 0 else []
-        counts = [self.tracker.counter.count_message(m) for m in history[u + 1 :]]
+        """(the latest real user message's own blocks, start of the kept tail).
+
+        The tail always holds the batch the model is waiting for (its tool calls and
+        their results), whatever its size; older pairs join it while they fit."""
         n = len(history)
-        k, tail = n, 0
+        m = _pending_start(history)
+        u = _latest_user_index(history, m)
+        latest: list[ContentBlock] = _own_blocks(history[u]) if u >= 0 else []
+        count = self.tracker.counter.count_message
+        k, tail = m, sum(count(history[i]) for i in range(m, n))
         # Walk back from the end: a tail may start at an assistant message only.
-        for i in range(n - 1, u, -1):
-            tail += counts[i - u - 1]
+        for i in range(m - 1, u, -1):
+            tail += count(history[i])
             if tail > tail_budget:
                 break
             if history[i].role == "assistant":
@@ -235,6 +242,48 @@ class Compactor:
         if k <= 1 and (u <= 0):
             return None  # nothing before the kept part
         return latest, k
+
+    def _fit_pending(self, result: CompactionResult, history: list[Message]) -> CompactionResult:
+        """When the compacted history is still above the threshold, cut the results of the
+        batch the model is waiting for to what is left of the window (budget.py)."""
+        messages = result.messages if result.messages is not None else history
+        excess = result.token_compact - self.limit
+        if excess <= 0 or _pending_start(messages) == len(messages):
+            return result
+        last = messages[-1]
+        results = [b for b in last.content if isinstance(b, ToolResultBlock)]
+        counter = self.tracker.counter
+        size = sum(counter.count_text(b.content) for b in results)
+        _, per_batch = batch_budgets(self.context_length)
+        budget = max(MIN_RESULT_TOKENS * len(results), min(per_batch, size - excess))
+        capped = iter(
+            cap_results(
+                results,
+                per_result=budget,
+                per_batch=budget,
+                counter=counter,
+                context_length=self.context_length,
+            )
+        )
+        content = [next(capped) if isinstance(b, ToolResultBlock) else b for b in last.content]
+        if all(a is b for a, b in zip(content, last.content, strict=True)):
+            return result
+        fitted = Message(role="user", content=content)
+        after = result.token_compact - counter.count_message(last) + counter.count_message(fitted)
+        note = "the latest tool results were cut to fit"
+        if result.messages is None:  # nothing else could be compacted
+            return CompactionResult(
+                result.trigger,
+                "truncate",
+                result.token_before,
+                after,
+                f"{result.err_msg}; {note}",
+                [*messages[:-1], fitted],
+            )
+        result.messages = [*messages[:-1], fitted]
+        result.token_compact = after
+        result.err_msg = f"{result.err_msg}; {note}" if result.err_msg else note
+        return result
 
     def _truncate(
         self,
@@ -326,12 +375,28 @@ def _is_real_text(block: ContentBlock) -> bool:
     return isinstance(block, TextBlock) and block.text not in (INTERRUPT_MESSAGE, CANCEL_MESSAGE)
 
 
-def _latest_user_index(history: list[Message]) -> int:
-    for i in range(len(history) - 1, -1, -1):
+def _latest_user_index(history: list[Message], end: int) -> int:
+    """The latest user message before `end` that holds text the user wrote."""
+    for i in range(end - 1, -1, -1):
         m = history[i]
         if m.role == "user" and any(_is_real_text(b) for b in m.content):
             return i
     return -1
+
+
+def _pending_start(history: list[Message]) -> int:
+    """Where the batch the model is waiting for starts: the assistant message whose tool
+    calls the last message answers; len(history) when the history ends otherwise."""
+    n = len(history)
+    if (
+        n >= 2
+        and history[-2].role == "assistant"
+        and history[-1].role == "user"
+        and history[-2].tool_uses()
+        and any(isinstance(b, ToolResultBlock) for b in history[-1].content)
+    ):
+        return n - 2
+    return n
 
 
 def _own_blocks(message: Message) -> list[ContentBlock]:

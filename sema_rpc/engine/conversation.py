@@ -19,11 +19,13 @@ Before each model call the main agent may compact the history (compaction.py); a
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sema_rpc.engine.budget import batch_budgets, cap_results
 from sema_rpc.engine.compaction import CompactionResult, Compactor
 from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.events import EventBus
@@ -120,27 +122,32 @@ class Conversation:
     async def query(self, user_content: list[ContentBlock]) -> TurnOutcome:
         self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
         self._append(Message(role="user", content=user_content))
-        overflow_retry = True
+        # No two compactions without a model response in between: a compaction keeps the
+        # batch the model waits for, so a response after it is progress; without one, a
+        # second compaction could only shrink the same thing again (a loop).
+        compacted = False
         for _ in range(self.config.max_turns):
-            if self._compacting:
+            if self._compacting and not compacted:
                 assert self.compactor is not None
-                self._compacted(await self.compactor.maybe_compact(self.history))
+                compacted = self._compacted(await self.compactor.maybe_compact(self.history))
             streamed = await self._stream_response()
             if isinstance(streamed, ResponseFailed):
                 if (
                     streamed.error.kind == "context_length_exceeded"
-                    and overflow_retry
                     and self._compacting
                     and not self.control.interrupted
                 ):
-                    overflow_retry = False  # one compaction, one retry
+                    if compacted:
+                        return self._fail(self._does_not_fit(streamed.error))
                     assert self.compactor is not None
                     result = await self.compactor.compact(self.history, "overflow")
                     if self._compacted(result):
+                        compacted = True
                         continue
                 return self._fail(streamed.error)
             if streamed is None:  # interrupted while streaming (or compacting)
                 return self._interrupted(1)
+            compacted = False
             message = streamed.message
             self._account(streamed.usage, message)
             self._append(message)
@@ -179,7 +186,8 @@ class Conversation:
             results = await self.runner.run_batch(
                 tool_uses, truncated=set(streamed.raw_tool_inputs)
             )
-            self._append(Message(role="user", content=list(results)))
+            results = await self._within_budget(results)
+            self._append(Message(role="user", content=results))
             if self.control.observe(2):
                 return self._interrupted(2)
             for signal in self.runner.controls:
@@ -189,6 +197,39 @@ class Conversation:
             if steered:  # after the whole batch, before the next model call (pi #1883)
                 self._append(Message(role="user", content=steered))
         return TurnOutcome("max_turns")
+
+    async def _within_budget(self, results: list[ToolResultBlock]) -> list[ToolResultBlock]:
+        """The batch's results cut to their share of the context window (budget.py)."""
+        per_result, per_batch = batch_budgets(self.config.context_length)
+        counter = self.tokens.counter
+        await counter.ensure_loaded()
+
+        def cap() -> list[ToolResultBlock]:
+            return cap_results(
+                results,
+                per_result=per_result,
+                per_batch=per_batch,
+                counter=counter,
+                context_length=self.config.context_length,
+            )
+
+        if sum(len(r.content) for r in results) > 200_000:  # tokenizing takes a while
+            return await asyncio.to_thread(cap)
+        return cap()
+
+    def _does_not_fit(self, error: ProviderError) -> ProviderError:
+        tokens = self.tokens.count(self.history)
+        return replace(
+            error,
+            message=(
+                f"The conversation does not fit the model's context window even after "
+                f"compaction (about {tokens:,} tokens; contextLength {self.config.context_length:,})"
+                f", so the turn stops instead of compacting again. Start a new session or "
+                f"/clear, ask for less at once, or set the profile's contextLength in "
+                f"models.json if the model's window is different. The provider said: "
+                f"{error.message}"
+            ),
+        )
 
     def _rebuild(self, rebuilt: ContextRebuild) -> None:
         """上下文重建 (seed 000): the mode changed mid-turn (ExitPlanMode), so the tools and
