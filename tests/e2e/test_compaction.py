@@ -303,3 +303,122 @@ async def test_project_rules_and_plan_reminder_survive_compaction_and_clear(
     assert "RULE-MARKER" in after_compact and "Plan mode" in after_compact
     assert after_compact.count("RULE-MARKER") == 1
     assert "RULE-MARKER" in after_clear and "Plan mode" in after_clear
+
+
+# ---- the context budget: a batch of big tool results -------------------------------------
+
+SMALL = {"provider": "anthropic", "modelName": "claude-test", "contextLength": 20000}
+"""Threshold 15,000; a batch's results hold at most 10,000 tokens, one result 5,000."""
+
+
+def eight_big_files(workspace: Path) -> list[str]:
+    """Eight 2,000-line files (~16,000 tokens each by the estimate)."""
+    names = []
+    for i in range(8):
+        name = f"big{i}.txt"
+        (workspace / name).write_text("".join(f"line {i} {n}\n" for n in range(1, 2001)))
+        names.append(name)
+    return names
+
+
+def small_env(server_env: dict[str, str]) -> dict[str, str]:
+    models = {"profiles": {"small": SMALL}, "pointers": {"main": "small"}}
+    (Path(server_env["SEMA_ROOT"]) / "models.json").write_text(json.dumps(models))
+    return server_env
+
+
+async def test_eight_big_reads_survive_compaction_and_the_turn_ends_in_three_requests(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    env = small_env(server_env)
+    names = eight_big_files(workspace)
+    sid = "reads8"
+    scripted_llm.script(
+        # An earlier turn leaves 9,000 tokens of context, mostly a long answer.
+        Reply.text("The earlier answer." + LONG * 10, usage=(1500, 7500)),
+        # The turn under test: eight reads, a compaction, the answer.
+        Reply.tools([("Read", {"file_path": n}) for n in names], usage=(9100, 80)),
+        Reply.text("SUMMARY: the user asked about the project earlier."),
+        Reply.text("All eight files read.", usage=(14000, 10)),
+    )
+    client = await WireClient(env=env).start()
+    try:
+        await client.initialize()
+        await client.create_session(workspace, sessionId=sid)
+        await client.call("session/prompt", {"sessionId": sid, "input": "Tell me about it"})
+        before = len(scripted_llm.requests)
+        result = await client.call(
+            "session/prompt", {"sessionId": sid, "input": "Read the eight big files"}
+        )
+        assert result["stopReason"] == "end_turn"
+        turn = scripted_llm.requests[before:]
+        assert len(turn) == 3, [r.body["messages"][-1] for r in turn]
+        assert is_summary_request(turn[1].body)
+        assert len(client.events("compact:exec", sid)) == 1
+        assert client.events("session:error", sid) == []
+
+        # The answering request holds the summary, the calls and all eight results, cut.
+        messages = turn[2].body["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+        assert texts(messages[0])[0].startswith(SUMMARY_HEADER)
+        assert "Read the eight big files" in texts(messages[0])
+        results = [b for b in messages[2]["content"] if b["type"] == "tool_result"]
+        assert len(results) == 8
+        for i, block in enumerate(results):
+            content = block["content"]
+            assert content.startswith(f"     1\tline {i} 1\n")
+            assert content.rstrip().endswith(f"line {i} 2000")
+            assert "characters (" in content and "cut here" in content
+            assert f"line {i} 1000\n" not in content
+            assert len(content) < 5000
+        # The client saw each whole output; only the model's copy is cut.
+        complete = {
+            e.params["toolCallId"]: e.params["content"]
+            for e in client.events("tool:execution:complete", sid)
+        }
+        assert len(complete) == 8
+        for i, block in enumerate(results):
+            assert f"line {i} 1000\n" in complete[block["tool_use_id"]]
+    finally:
+        await client.close()
+
+
+async def test_a_context_that_cannot_fit_after_compaction_ends_the_turn_with_an_error(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    env = small_env(server_env)
+    names = eight_big_files(workspace)
+    sid = "cannot-fit"
+    too_long = Reply.error(400, message="prompt is too long: 21000 tokens > 20000 maximum")
+    scripted_llm.script(
+        Reply.text("The earlier answer." + LONG * 10, usage=(1500, 7500)),
+        Reply.tools([("Read", {"file_path": n}) for n in names], usage=(9100, 80)),
+        Reply.text("SUMMARY: the user asked about the project earlier."),
+        too_long,  # the model's window is smaller than the profile says
+        Reply.text("Never sent: the turn stops."),
+    )
+    client = await WireClient(env=env).start()
+    try:
+        await client.initialize()
+        await client.create_session(workspace, sessionId=sid)
+        await client.call("session/prompt", {"sessionId": sid, "input": "Tell me about it"})
+        before = len(scripted_llm.requests)
+        result = await client.call(
+            "session/prompt", {"sessionId": sid, "input": "Read the eight big files"}
+        )
+        assert result["stopReason"] == "error"
+        assert result["error"]["code"] == "context_length_exceeded"
+        assert len(scripted_llm.requests) - before == 3, "no second compaction, no retry"
+        assert scripted_llm.pending == 1
+        assert len(client.events("compact:exec", sid)) == 1
+        (error,) = client.events("session:error", sid)
+        assert error.params["type"] == "context_length_exceeded"
+        message = error.params["error"]["message"]
+        assert "does not fit the model's context window even after compaction" in message
+        assert "contextLength 20,000" in message and "prompt is too long" in message
+
+        # The session goes on: the next prompt is answered.
+        result = await client.call("session/prompt", {"sessionId": sid, "input": "Thanks"})
+        assert result["stopReason"] == "end_turn"
+    finally:
+        await client.close()
