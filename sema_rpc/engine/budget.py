@@ -28,9 +28,9 @@ MIN_RESULT_TOKENS = 64
 """A cut result keeps at least this much of its output (plus the note)."""
 
 CUT_NOTE = (
-    "\n[… {chars} characters ({lines} lines) cut here: this output is larger than the share "
+    "[… {chars} characters ({lines} lines) cut here: this output is larger than the share "
     "of the model's context window it may take ({budget} tokens of {context}). Read the rest "
-    "in smaller parts (e.g. Read with offset and limit) or narrow the command or search …]\n"
+    "in smaller parts (e.g. Read with offset and limit) or narrow the command or search …]"
 )
 HEAD_SHARE = 2 / 3
 """Of what a cut result keeps, the beginning gets this share and the end the rest."""
@@ -95,7 +95,8 @@ def cut_text(text: str, tokens: int, budget: int, context_length: int) -> str:
         budget=f"{budget:,}",
         context=f"{context_length:,}",
     )
-    return text[:head_end] + note + text[tail_start:]
+    head, tail = text[:head_end], text[tail_start:]
+    return f"{head}{'' if head.endswith(chr(10)) else chr(10)}{note}\n{tail}"
 
 
 def _line_end(text: str, pos: int) -> int:

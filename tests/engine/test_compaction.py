@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from sema_rpc.engine.compaction import (
     render_transcript,
 )
 from sema_rpc.engine.control import INTERRUPT_MESSAGE, TurnControl
+from sema_rpc.engine.conversation import Conversation, LoopConfig
 from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.messages import (
     Message,
@@ -24,6 +27,8 @@ from sema_rpc.engine.messages import (
     ToolUseBlock,
     Usage,
 )
+from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
+from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import TokenCounter, TokenTracker
 from sema_rpc.providers.base import (
     ModelRequest,
@@ -32,24 +37,33 @@ from sema_rpc.providers.base import (
     ResponseFailed,
     StreamEvent,
 )
+from sema_rpc.tools.base import ToolContext
+from sema_rpc.tools.read import ReadTool
 from tests.engine._bridge import RecordingBridge
 
 
 class FakeProvider:
     name = "fake"
 
-    def __init__(self, *answers: str | ProviderError):
+    def __init__(self, *answers: str | Message | ProviderError, input_tokens: int = 10):
         self.answers = list(answers)
         self.requests: list[ModelRequest] = []
+        self.input_tokens = input_tokens
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        self.requests.append(request)
+        # The request's messages are the live history: keep a copy of what was sent.
+        self.requests.append(replace(request, messages=list(request.messages)))
         answer = self.answers.pop(0)
         if isinstance(answer, ProviderError):
             yield ResponseFailed(answer)
             return
-        message = Message(role="assistant", content=[TextBlock(text=answer)])
-        yield ResponseDone(message, "end_turn", Usage(input_tokens=10, output_tokens=5))
+        message = (
+            answer
+            if isinstance(answer, Message)
+            else Message(role="assistant", content=[TextBlock(text=answer)])
+        )
+        stop = "tool_use" if message.tool_uses() else "end_turn"
+        yield ResponseDone(message, stop, Usage(input_tokens=self.input_tokens, output_tokens=5))
 
     async def aclose(self) -> None:
         pass
@@ -243,3 +257,105 @@ def test_transcript_is_bounded_and_keeps_the_first_request():
 def test_threshold_setting(monkeypatch, raw, value):
     monkeypatch.setenv("SEMA_COMPACT_THRESHOLD", raw)
     assert compact_threshold() == value
+
+
+# ---- a turn whose tool batch is larger than the window ------------------------------------
+
+
+def reading_turn(tmp_path: Path, provider: FakeProvider, context_length: int) -> Conversation:
+    """A main-agent loop with the real Read tool over eight 2,000-line files."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for i in range(8):
+        (workspace / f"f{i}.txt").write_text("".join(f"line {i} {n}\n" for n in range(1, 2001)))
+    bridge, control = RecordingBridge(), TurnControl()
+    bus = EventBus("s", bridge)
+    tracker = TokenTracker(TokenCounter(None))
+    runner = ToolRunner(
+        tools={"Read": ReadTool()},
+        context=ToolContext(working_dir=workspace, session_id="s"),
+        policy=PermissionPolicy("default", RuleStore(workspace), client_can_answer=False),
+        bus=bus,
+        control=control,
+    )
+    compactor = Compactor(
+        provider=provider,  # type: ignore[arg-type]
+        model="m",
+        max_tokens=1024,
+        context_length=context_length,
+        tracker=tracker,
+        bus=bus,
+        control=control,
+        threshold=0.75,
+    )
+    return Conversation(
+        agent_id="main",
+        history=[user("an earlier question"), assistant("an earlier answer " + "a" * 20_000)],
+        provider=provider,  # type: ignore[arg-type]
+        config=LoopConfig(
+            model="m",
+            system_prompt="You are a test.",
+            tool_specs=[],
+            max_tokens=1024,
+            context_length=context_length,
+        ),
+        bus=bus,
+        runner=runner,
+        control=control,
+        tokens=tracker,
+        compactor=compactor,
+    )
+
+
+def eight_reads() -> Message:
+    return Message(
+        role="assistant",
+        content=[
+            ToolUseBlock(id=f"r{i}", name="Read", input={"file_path": f"f{i}.txt"})
+            for i in range(8)
+        ],
+    )
+
+
+async def test_a_batch_of_eight_big_reads_survives_compaction(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("SEMA_ROOT", str(tmp_path / "root"))
+    provider = FakeProvider(
+        eight_reads(), "SUMMARY of the earlier talk.", "Read them all.", input_tokens=9000
+    )
+    conversation = reading_turn(tmp_path, provider, context_length=20_000)
+
+    outcome = await conversation.query([TextBlock(text="read the eight files")])
+
+    assert outcome.stop_reason == "end_turn"
+    assert len(provider.requests) == 3
+    assert provider.requests[1].tools == [] and provider.requests[1].system.startswith(
+        "You summarise"
+    )
+    answering = provider.requests[2].messages
+    assert [m.role for m in answering] == ["user", "assistant", "user"]
+    assert answering[0].content[0].text.startswith(SUMMARY_HEADER)  # type: ignore[union-attr]
+    results = answering[2].content
+    assert [r.tool_use_id for r in results] == [f"r{i}" for i in range(8)]  # type: ignore[union-attr]
+    counter = conversation.tokens.counter
+    for i, block in enumerate(results):
+        assert isinstance(block, ToolResultBlock) and not block.is_error
+        assert block.content.startswith(f"     1\tline {i} 1\n")
+        assert block.content.endswith(f"line {i} 2000")
+        assert "cut here" in block.content
+        assert counter.count_text(block.content) <= 20_000 // 16 + 100  # a fair share + note
+    # What the model saw fits the window, below the threshold.
+    assert conversation.tokens.count(answering) < 15_000
+
+
+async def test_a_turn_never_compacts_twice_without_a_model_response(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("SEMA_ROOT", str(tmp_path / "root"))
+    too_long = ProviderError("context_length_exceeded", "prompt is too long", status=400)
+    provider = FakeProvider(eight_reads(), "SUMMARY.", too_long, "never asked", input_tokens=9000)
+    conversation = reading_turn(tmp_path, provider, context_length=20_000)
+
+    outcome = await conversation.query([TextBlock(text="read the eight files")])
+
+    assert outcome.stop_reason == "error" and outcome.error is not None
+    assert outcome.error.code == "context_length_exceeded"
+    assert "even after compaction" in outcome.error.message
+    assert len(provider.requests) == 3 and provider.answers == ["never asked"]
