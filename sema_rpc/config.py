@@ -5,7 +5,8 @@
     {
       "profiles": {
         "sonnet": {"provider": "anthropic", "modelName": "claude-sonnet-4-5",
-                   "maxTokens": 8192, "contextLength": 200000, "thinking": true},
+                   "maxTokens": 8192, "contextLength": 200000, "thinking": true,
+                   "streamIdleTimeout": 300},
         "local":  {"provider": "openai", "modelName": "qwen3", "baseURL": "http://localhost:8000/v1",
                    "apiKey": "none"}
       },
@@ -17,6 +18,14 @@ A model spec is a profile name, `provider/model-id` (split on the first slash, s
 bundled demo cassette; anything else is a path). API keys and base URLs come from the
 profile, else from ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL or OPENAI_API_KEY /
 OPENAI_BASE_URL.
+
+Profile fields: `provider` and `modelName` (required); `baseURL`, `apiKey`; `maxTokens`
+(the answer's limit, default 8192); `contextLength` (the model's context window in tokens,
+default 128,000 — the figure compaction and the tool-result budget work from, so set it
+for a model whose window differs: a `provider/model-id` spec without a profile always
+gets the default); `thinking` (extended thinking, default false); `streamIdleTimeout`
+(seconds a model stream may send nothing before the turn fails, default
+`$SEMA_STREAM_IDLE_TIMEOUT`, else 300).
 
 Stdlib only: this module is imported at startup and must stay cheap.
 """
@@ -42,6 +51,7 @@ __all__ = [
     "models_path",
     "resolve_model",
     "sema_root",
+    "stream_idle_timeout",
 ]
 
 PROVIDERS = ("anthropic", "openai", "openai-responses", "replay")
@@ -75,6 +85,33 @@ def max_retries() -> int:
         return 2
 
 
+DEFAULT_CONTEXT_LENGTH = 128_000
+"""The context window assumed for a model whose profile does not give `contextLength`."""
+DEFAULT_STREAM_IDLE_TIMEOUT = 300.0
+"""Seconds a model stream may stay silent before it is given up (see `stream_idle_timeout`)."""
+
+
+def stream_idle_timeout(profile_value: float | None = None) -> float | None:
+    """How long a model stream may send nothing before it fails (seconds; None: no limit
+    beyond the SDK's own 10 minutes). The profile's `streamIdleTimeout`, else
+    `$SEMA_STREAM_IDLE_TIMEOUT` (`0` or `off` disables it), else 300 s: reasoning models
+    can think silently for minutes (Anthropic's keep-alive `ping` events count as activity)."""
+    if profile_value is not None:
+        return profile_value
+    raw = os.environ.get("SEMA_STREAM_IDLE_TIMEOUT", "").strip().lower()
+    if not raw:
+        return DEFAULT_STREAM_IDLE_TIMEOUT
+    if raw in ("off", "none", "no", "false"):
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_STREAM_IDLE_TIMEOUT
+    if value != value or value < 0:  # NaN or negative: ignored
+        return DEFAULT_STREAM_IDLE_TIMEOUT
+    return value or None
+
+
 @dataclass(slots=True)
 class ModelProfile:
     name: str
@@ -85,8 +122,10 @@ class ModelProfile:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     max_tokens: int = 8192
-    context_length: int = 128000
+    context_length: int = DEFAULT_CONTEXT_LENGTH
     thinking: bool = False
+    stream_idle_timeout: float | None = None
+    """Seconds; None: `$SEMA_STREAM_IDLE_TIMEOUT`, else the default (`stream_idle_timeout`)."""
 
     def public(self) -> dict[str, Any]:
         """A JSON-safe view without the API key (for model/list, logs, events)."""
@@ -98,6 +137,7 @@ class ModelProfile:
             "maxTokens": self.max_tokens,
             "contextLength": self.context_length,
             "thinking": self.thinking,
+            "streamIdleTimeout": stream_idle_timeout(self.stream_idle_timeout),
         }
 
 
@@ -125,6 +165,14 @@ def _int(value: Any, default: int, where: str) -> int:
     return value
 
 
+def _seconds(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigError(f"{where}: expected a positive number of seconds, got {value!r}")
+    return float(value)
+
+
 def _profile_from_json(name: str, raw: Any, path: Path) -> ModelProfile:
     where = f"{path}: profile {name!r}"
     if not isinstance(raw, dict):
@@ -149,8 +197,11 @@ def _profile_from_json(name: str, raw: Any, path: Path) -> ModelProfile:
         base_url=base_url or None,
         api_key=api_key or None,
         max_tokens=_int(raw.get("maxTokens"), 8192, f"{where}: maxTokens"),
-        context_length=_int(raw.get("contextLength"), 128000, f"{where}: contextLength"),
+        context_length=_int(
+            raw.get("contextLength"), DEFAULT_CONTEXT_LENGTH, f"{where}: contextLength"
+        ),
         thinking=bool(raw.get("thinking", False)),
+        stream_idle_timeout=_seconds(raw.get("streamIdleTimeout"), f"{where}: streamIdleTimeout"),
     )
 
 

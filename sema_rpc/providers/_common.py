@@ -6,7 +6,10 @@ import asyncio
 import importlib
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sema_rpc.providers.base import ProviderError as ProviderErrorT
 
 log = logging.getLogger("sema_rpc.providers")
 
@@ -22,6 +25,19 @@ _CONTEXT_PHRASES = (
     "exceeds the context",
     "reduce the length",
 )
+
+
+def is_idle_timeout(exc: BaseException | None) -> bool:
+    """A read that waited longer than the stream idle timeout (the HTTP read timeout),
+    raw or wrapped by an SDK (`APITimeoutError ... from ReadTimeout`)."""
+    import httpx2
+
+    return isinstance(exc, httpx2.ReadTimeout) or isinstance(
+        getattr(exc, "__cause__", None), httpx2.ReadTimeout
+    )
+
+
+IDLE_TIMEOUT_HINT = "SEMA_STREAM_IDLE_TIMEOUT or the profile's streamIdleTimeout sets the limit"
 
 
 def looks_like_context_overflow(message: str) -> bool:
@@ -123,12 +139,16 @@ class SdkProvider:
         *,
         max_retries: int = 2,
         timeout: float | None = None,
+        idle_timeout: float | None = None,
         http_client: Any = None,
     ) -> None:
         self._api_key = api_key
         self.base_url = base_url
         self.max_retries = max_retries
         self.timeout = timeout
+        self.idle_timeout = idle_timeout
+        """Seconds the server may send nothing — before the response starts or between
+        two pieces of its stream — before the read fails (the HTTP read timeout)."""
         self._http_client = http_client
         self._client = LoopBoundClient()
 
@@ -159,9 +179,43 @@ class SdkProvider:
         }
         if self.timeout is not None:
             kwargs["timeout"] = self.timeout
+        if self.idle_timeout is not None:
+            import httpx2
+
+            base = self.timeout if self.timeout is not None else 600.0
+            kwargs["timeout"] = httpx2.Timeout(
+                base, read=self.idle_timeout, connect=min(5.0, base, self.idle_timeout)
+            )
         if self._http_client is not None:
             kwargs["http_client"] = self._http_client
         return self._sdk_client(**kwargs)
+
+    def _explain(self, failure: ProviderErrorT, *, started: bool, streamed: bool) -> ProviderErrorT:
+        """An `idle_timeout` failure with the message a user needs: what stalled, for how
+        long, whether it was retried, and what sets the limit."""
+        if failure.kind != "idle_timeout":
+            return failure
+        from sema_rpc.providers.base import ProviderError
+
+        secs = f"{self.idle_timeout:g} s" if self.idle_timeout is not None else "too long"
+        if not started:
+            tries = self.max_retries + 1
+            what = f"the model did not start answering: nothing arrived for {secs}"
+            what += f" (tried {tries} times)" if tries > 1 else ""
+        elif streamed:
+            what = (
+                f"the model stream stalled: nothing arrived for {secs} after part of the answer "
+                "had streamed; that part was not kept and nothing was retried (it would "
+                "repeat); prompt again to retry"
+            )
+        else:
+            what = f"the model stream stalled: nothing arrived for {secs}"
+        return ProviderError(
+            "idle_timeout",
+            f"Idle timeout: {what}. {IDLE_TIMEOUT_HINT}.",
+            status=failure.status,
+            code="idle_timeout",
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()

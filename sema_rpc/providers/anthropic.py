@@ -32,6 +32,7 @@ from sema_rpc.engine.messages import (
 )
 from sema_rpc.providers._common import (
     SdkProvider,
+    is_idle_timeout,
     looks_like_context_overflow,
     parse_tool_input,
 )
@@ -241,6 +242,8 @@ def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
             kind = "invalid_request"
         return ProviderError(kind, msg, status=status, code=etype)  # type: ignore[arg-type]
     if isinstance(exc, anthropic.APIConnectionError):
+        if is_idle_timeout(exc):
+            return ProviderError("idle_timeout", f"timed out waiting for the server: {exc}")
         if started:
             return ProviderError("stream_cut", f"connection lost mid-stream: {exc}")
         return ProviderError("connection", str(exc) or "connection error")
@@ -255,6 +258,8 @@ def classify_other(exc: BaseException, *, started: bool) -> ProviderError:
     import httpx2
 
     text = f"{type(exc).__name__}: {exc}"
+    if is_idle_timeout(exc):
+        return ProviderError("idle_timeout", f"timed out waiting for the server: {text}")
     if isinstance(exc, httpx2.TimeoutException):
         return ProviderError("connection", f"timed out: {text}")
     if isinstance(exc, httpx2.TransportError):
@@ -344,6 +349,9 @@ class AnthropicProvider(SdkProvider):
                 # content_block_stop / message_stop need no action
         except Exception as e:
             failure = classify_error(e, started=started)
+            partial = acc.partial()
+            streamed = partial is not None and bool(partial.content)
+            failure = self._explain(failure, started=started, streamed=streamed)
         finally:
             if sdk_stream is not None:
                 try:

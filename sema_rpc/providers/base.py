@@ -29,6 +29,7 @@ ErrorKind = Literal[
     "context_length_exceeded",  # the prompt does not fit the model's window
     "stream_error",  # an error event inside a 200 stream
     "stream_cut",  # the stream ended without a stop reason
+    "idle_timeout",  # the server sent nothing for the stream idle timeout
     "not_found",  # unknown model / endpoint
 ]
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from sema_rpc.engine.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sema_rpc.providers._common import (
     SdkProvider,
+    is_idle_timeout,
     looks_like_context_overflow,
     parse_tool_input,
 )
@@ -254,6 +255,8 @@ def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
             kind = "invalid_request"
         return ProviderError(kind, msg, status=status, code=code)  # type: ignore[arg-type]
     if isinstance(exc, openai.APIConnectionError):
+        if is_idle_timeout(exc):
+            return ProviderError("idle_timeout", f"timed out waiting for the server: {exc}")
         if started:
             return ProviderError("stream_cut", f"connection lost mid-stream: {exc}")
         return ProviderError("connection", str(exc) or "connection error")
@@ -311,6 +314,9 @@ class OpenAIChatProvider(SdkProvider):
                     await chunks.aclose()
         except Exception as e:
             failure = classify_error(e, started=started)
+        if failure is not None:
+            streamed = acc.partial() is not None
+            failure = self._explain(failure, started=started, streamed=streamed)
 
         if failure is None and acc.finish is None:
             failure = ProviderError(
@@ -488,9 +494,13 @@ def _sdk_network_error(exc: BaseException, http: Any) -> BaseException:
     import httpx2
     import openai
 
+    err: BaseException
     if isinstance(exc, httpx2.TimeoutException):
-        return openai.APITimeoutError(request=http.request)
-    return openai.APIConnectionError(request=http.request)
+        err = openai.APITimeoutError(request=http.request)
+    else:
+        err = openai.APIConnectionError(request=http.request)
+    err.__cause__ = exc
+    return err
 
 
 async def _drain(chunks: AsyncIterator[bytes]) -> None:

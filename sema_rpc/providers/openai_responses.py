@@ -470,6 +470,8 @@ class OpenAIResponsesProvider(SdkProvider):
                 log.debug("error after the final event ignored", exc_info=True)
             else:
                 failure = classify_error(e, started=started)
+                streamed = acc.partial() is not None
+                failure = self._explain(failure, started=started, streamed=streamed)
         finally:
             if sdk_stream is not None:
                 try:

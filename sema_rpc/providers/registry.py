@@ -8,7 +8,7 @@
     ...
     await provider.aclose()
 
-Providers are cached per (provider, base_url, api_key) — for replay per cassette path, so
+Providers are cached per (provider, base_url, api_key, stream idle timeout) — for replay per cassette path, so
 one process plays a cassette once across sessions (`ReplayProvider.reset()` rewinds).
 Recording providers are cached per (provider, base_url, api_key, cassette path): calling
 `provider_for` every turn returns the same one; after `aclose()` it reopens on next use.
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.config import ConfigError, ModelProfile, max_retries
+from sema_rpc.config import ConfigError, ModelProfile, max_retries, stream_idle_timeout
 
 if TYPE_CHECKING:
     from sema_rpc.providers.base import Provider
@@ -32,8 +32,9 @@ __all__ = ["aclose_all", "clear_cache", "provider_for", "warm_up"]
 
 log = logging.getLogger("sema_rpc.providers")
 
-_cache: dict[tuple[str, str | None, str | None], Provider] = {}
-_recording: dict[tuple[str, str | None, str | None, str], Provider] = {}
+_Key = tuple[str, str | None, str | None, float | None]
+_cache: dict[_Key, Provider] = {}
+_recording: dict[tuple[str, str | None, str | None, float | None, str], Provider] = {}
 _lock = threading.Lock()
 _warming: dict[str, threading.Thread] = {}
 
@@ -43,25 +44,35 @@ _SDK_FOR = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "o
 _TRANSPORT_MODULES = ["httpx2", "httpcore2", "anyio._backends._asyncio"]
 
 
-def _cache_key(profile: ModelProfile) -> tuple[str, str | None, str | None]:
+def _cache_key(profile: ModelProfile) -> _Key:
     if profile.provider == "replay":
-        return ("replay", profile.model_name, None)
-    return (profile.provider, profile.base_url, profile.api_key)
+        return ("replay", profile.model_name, None, None)
+    idle = stream_idle_timeout(profile.stream_idle_timeout)
+    return (profile.provider, profile.base_url, profile.api_key, idle)
 
 
 def _create(profile: ModelProfile, http_client: Any = None) -> Provider:
     p = profile.provider
+    idle = stream_idle_timeout(profile.stream_idle_timeout)
     if p == "anthropic":
         from sema_rpc.providers.anthropic import AnthropicProvider
 
         return AnthropicProvider(
-            profile.api_key, profile.base_url, max_retries=max_retries(), http_client=http_client
+            profile.api_key,
+            profile.base_url,
+            max_retries=max_retries(),
+            idle_timeout=idle,
+            http_client=http_client,
         )
     if p == "openai":
         from sema_rpc.providers.openai_chat import OpenAIChatProvider
 
         return OpenAIChatProvider(
-            profile.api_key, profile.base_url, max_retries=max_retries(), http_client=http_client
+            profile.api_key,
+            profile.base_url,
+            max_retries=max_retries(),
+            idle_timeout=idle,
+            http_client=http_client,
         )
     if p == "replay":
         from sema_rpc.providers.replay import ReplayProvider
@@ -73,7 +84,11 @@ def _create(profile: ModelProfile, http_client: Any = None) -> Provider:
         except ImportError:
             raise ConfigError("provider 'openai-responses' is not available yet") from None
         return mod.OpenAIResponsesProvider(  # type: ignore[no-any-return]
-            profile.api_key, profile.base_url, max_retries=max_retries(), http_client=http_client
+            profile.api_key,
+            profile.base_url,
+            max_retries=max_retries(),
+            idle_timeout=idle,
+            http_client=http_client,
         )
     raise ConfigError(f"unknown provider {p!r} in profile {profile.name!r}")
 
