@@ -96,9 +96,7 @@ class SilentServer:
         self.sock.close()
 
 
-async def test_a_provider_that_never_starts_answering_is_retried_then_fails(
-    server_env, workspace
-):
+async def test_a_provider_that_never_starts_answering_is_retried_then_fails(server_env, workspace):
     silent = SilentServer()
     env = {
         **server_env,

@@ -16,6 +16,7 @@ from sema_rpc.config import (
     max_retries,
     resolve_model,
     sema_root,
+    stream_idle_timeout,
 )
 
 ENV_VARS = (
@@ -24,6 +25,7 @@ ENV_VARS = (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "SEMA_MAX_RETRIES",
+    "SEMA_STREAM_IDLE_TIMEOUT",
 )
 
 
@@ -161,6 +163,10 @@ def test_replay_specs(root: Path, tmp_path: Path) -> None:
             {"profiles": {"x": {"provider": "openai", "modelName": "m", "maxTokens": "big"}}},
             "maxTokens: expected a positive integer",
         ),
+        (
+            {"profiles": {"x": {"provider": "openai", "modelName": "m", "streamIdleTimeout": 0}}},
+            "streamIdleTimeout: expected a positive number of seconds",
+        ),
         ({"profiles": {}, "pointers": {"main": "ghost"}}, "pointer 'main' names 'ghost'"),
     ],
 )
@@ -177,6 +183,25 @@ def test_max_retries(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert max_retries() == 5
     monkeypatch.setenv("SEMA_MAX_RETRIES", "lots")
     assert max_retries() == 2
+
+
+def test_stream_idle_timeout(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert stream_idle_timeout() == 300.0
+    for raw, value in [("45", 45.0), ("2.5", 2.5), ("0", None), ("off", None), ("soon", 300.0)]:
+        monkeypatch.setenv("SEMA_STREAM_IDLE_TIMEOUT", raw)
+        assert stream_idle_timeout() == value
+    # A profile's streamIdleTimeout wins over the environment; an unknown model's context
+    # window is the documented default.
+    write_models(
+        root,
+        {"profiles": {"slow": {"provider": "openai", "modelName": "o3", "streamIdleTimeout": 900}}},
+    )
+    slow = resolve_model("slow")
+    assert slow is not None and slow.public()["streamIdleTimeout"] == 900.0
+    unknown = resolve_model("anthropic/some-new-model")
+    assert unknown is not None and unknown.context_length == 128_000
+    monkeypatch.setenv("SEMA_STREAM_IDLE_TIMEOUT", "off")
+    assert unknown.public()["streamIdleTimeout"] is None
 
 
 def test_imports_stay_light(root: Path) -> None:
