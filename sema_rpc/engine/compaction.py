@@ -7,7 +7,9 @@ messages, the older history is summarised by the model and replaced:
     [user: summary + the latest real user message's text]  + the recent tail
 
 The tail starts at an assistant message (so tool calls keep their results) and holds at
-most a quarter of the window. When the summary call fails, or its result does not make
+most a quarter of the window — except the batch the model is waiting for (its last tool
+calls and their results), which is always kept, cut to what is left of the window when
+the compacted history is still above the threshold. When the summary call fails, or its result does not make
 the context smaller, the older history is dropped instead (truncation, keeping at most
 half of it) and `compact:exec` says so in `errMsg`. One compaction never retries itself;
 when even the fallback leaves the prompt above the threshold, automatic compaction pauses

@@ -14,7 +14,11 @@ stream), 2 after the tool batch, 3 before each tool and 4 during a tool (in run_
 The history is the *curated* one (what the model sees); `on_message` hands every
 completed message to the session's persistence (the *comprehensive* history, seed 003).
 Before each model call the main agent may compact the history (compaction.py); a
-"prompt is too long" answer from the provider triggers one compaction and one retry.
+"prompt is too long" answer from the provider triggers a compaction and a retry. A turn
+never compacts twice without a model response in between: a second "too long" after a
+compaction ends the turn with a `context_length_exceeded` error. Each batch's tool
+results are cut to their share of the context window before they join the history
+(budget.py).
 """
 
 from __future__ import annotations

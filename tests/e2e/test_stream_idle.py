@@ -59,6 +59,7 @@ async def test_a_stream_that_stalls_after_text_ends_the_turn_with_an_idle_timeou
         assert result["error"]["code"] == "idle_timeout"
         assert IDLE_S * 0.9 <= elapsed < BOUND_S
         (error,) = client.events("session:error", sid)
+        assert error.params["type"] == "api_error"
         assert error.params["error"]["code"] == "idle_timeout"
         message = error.params["error"]["message"]
         assert message.startswith("Idle timeout: the model stream stalled")
