@@ -9,12 +9,13 @@ messages, the older history is summarised by the model and replaced:
 The tail starts at an assistant message (so tool calls keep their results) and holds at
 most a quarter of the window — except the batch the model is waiting for (its last tool
 calls and their results), which is always kept, cut to what is left of the window when
-the compacted history is still above the threshold. When the summary call fails, or its result does not make
-the context smaller, the older history is dropped instead (truncation, keeping at most
-half of it) and `compact:exec` says so in `errMsg`. One compaction never retries itself;
-when even the fallback leaves the prompt above the threshold, automatic compaction pauses
-until the prompt has been measured below it again, so a conversation that cannot shrink
-never loops on compaction. The comprehensive history on disk keeps every message; a
+the compacted history is still above the threshold. When the summary call fails, or its
+result does not make the context smaller, the older history is dropped instead
+(truncation, keeping at most half of it) and `compact:exec` says so in `errMsg`. One
+compaction never retries itself; when even the fallback leaves the prompt above the
+threshold, automatic compaction pauses until the prompt has been measured below it
+again, so a conversation that cannot shrink never loops on compaction (and a turn never
+compacts twice without a model response in between: conversation.py). The comprehensive history on disk keeps every message; a
 compaction writes a marker holding the new curated history.
 """
 
