@@ -197,7 +197,10 @@ class SdkProvider:
             return failure
         from sema_rpc.providers.base import ProviderError
 
-        secs = f"{self.idle_timeout:g} s" if self.idle_timeout is not None else "too long"
+        if self.idle_timeout is not None:
+            secs = f"{self.idle_timeout:g} s"
+        else:  # the limit is off: the SDK's own read timeout fired
+            secs = f"{self.timeout or 600:g} s (the SDK's read timeout)"
         if not started:
             tries = self.max_retries + 1
             what = f"the model did not start answering: nothing arrived for {secs}"
