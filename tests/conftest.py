@@ -1,12 +1,78 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures, and the rule that tests never touch the user's real home.
+
+At start-up HOME and SEMA_ROOT point at a temporary directory for the whole run, so every
+server, client and engine a test starts (in process or as a subprocess inheriting the
+environment) keeps its sessions, rules and settings there. A test that still manages to
+write under the real `~/.sema` fails at teardown with the paths it wrote.
+"""
 
 from __future__ import annotations
 
+import os
+import pwd
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.support.scripted_llm import ScriptedLLM
+
+
+def _real_homes() -> list[Path]:
+    homes = {Path(pwd.getpwuid(os.getuid()).pw_dir)}
+    if os.environ.get("HOME"):
+        homes.add(Path(os.environ["HOME"]))
+    return sorted(homes)
+
+
+REAL_SEMA_DIRS = [home / ".sema" for home in _real_homes()]
+if os.environ.get("SEMA_ROOT"):
+    REAL_SEMA_DIRS.append(Path(os.environ["SEMA_ROOT"]).expanduser())
+
+_TEST_HOME_ROOT = Path(tempfile.mkdtemp(prefix="sema-tests-"))
+os.environ["HOME"] = str(_TEST_HOME_ROOT / "home")
+os.environ["SEMA_ROOT"] = str(_TEST_HOME_ROOT / "sema-root")
+(_TEST_HOME_ROOT / "home").mkdir()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_TEST_HOME_ROOT, ignore_errors=True)
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int]]:
+    """Every path under `root` with its (mtime_ns, size); empty when `root` is absent."""
+    state: dict[str, tuple[int, int]] = {}
+    if not root.exists():
+        return state
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            state[path] = (st.st_mtime_ns, st.st_size)
+    st = os.lstat(root)
+    state[str(root)] = (st.st_mtime_ns, 0)
+    return state
+
+
+@pytest.fixture(autouse=True)
+def _never_write_the_real_sema_root() -> Iterator[None]:
+    before = {str(d): tree_state(d) for d in REAL_SEMA_DIRS}
+    yield
+    for d in REAL_SEMA_DIRS:
+        after = tree_state(d)
+        old = before[str(d)]
+        changed = sorted(p for p in after.keys() | old.keys() if after.get(p) != old.get(p))
+        if changed:
+            pytest.fail(
+                f"the test wrote under the real {d}: {', '.join(changed[:5])}"
+                " (pass HOME and SEMA_ROOT of a temporary directory to what it starts)",
+                pytrace=False,
+            )
 
 
 @pytest.fixture

@@ -449,11 +449,7 @@ class SemaEngine:
             session.inputs.add(params.input)
         command = system_command(params.input)
         if session.profile is None and (command is None or command[0] != "clear"):
-            session.bus.emit(
-                ConfigNoModelsParams(
-                    message="No model is configured.", suggestion=NO_MODEL_SUGGESTION
-                )
-            )
+            # config:no_models went out once, with session:ready; the error says it again.
             raise RpcError(
                 ErrorCode.NO_MODEL_CONFIGURED, "no model configured: " + NO_MODEL_SUGGESTION
             )
