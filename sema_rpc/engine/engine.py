@@ -229,7 +229,8 @@ class SemaEngine:
         if not working_dir.is_absolute():
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
-                f"workingDir must be an absolute path: {params.working_dir}",
+                f"workingDir must be an absolute path (a client resolves a relative one "
+                f"against its own directory): {params.working_dir}",
             )
         if not working_dir.is_dir():
             raise RpcError(
