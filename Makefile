@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint fmt schema bench clean
+.PHONY: demo test lint fmt schema spec bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,6 +36,10 @@ fmt: $(STAMP)
 
 schema: $(STAMP)
 	$(BIN)/python -m sema_rpc.schema_gen
+
+# Re-capture the example exchange in protocol/README.md from the current build.
+spec: $(STAMP)
+	$(BIN)/python -m tests.support.spec_example --write
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_wire.py
