@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint fmt schema bench clean
+.PHONY: demo test lint fmt schema spec bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -12,8 +12,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The demo prints the answer as text (FORMAT=jsonl: the wire's event stream) and keeps its
+# session in a temporary SEMA_ROOT, removed afterwards: it never writes into ~/.sema.
+FORMAT ?= text
+DEMO_PROMPT := What is in this project?
+
 demo: $(STAMP)
-	$(BIN)/sema-rpc run --model replay/demo --format jsonl --cwd sema_rpc/data/demo-workspace "What is in this project?"
+	@echo '$$ sema-rpc run --model replay/demo --format $(FORMAT) "$(DEMO_PROMPT)"' >&2
+	@root=$$(mktemp -d) && SEMA_ROOT=$$root $(BIN)/python -m sema_rpc run --model replay/demo \
+		--format $(FORMAT) "$(DEMO_PROMPT)"; rc=$$?; rm -rf "$$root"; exit $$rc
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -29,6 +36,10 @@ fmt: $(STAMP)
 
 schema: $(STAMP)
 	$(BIN)/python -m sema_rpc.schema_gen
+
+# Re-capture the example exchange in protocol/README.md from the current build.
+spec: $(STAMP)
+	$(BIN)/python -m tests.support.spec_example --write
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_wire.py

@@ -78,7 +78,12 @@ def run_main(argv: list[str]) -> int:
         default=None,
         help="provider/model-id, a models.json profile, or replay/<cassette>",
     )
-    parser.add_argument("--cwd", default=".", help="working directory of the session (default: .)")
+    parser.add_argument(
+        "--cwd",
+        default=None,
+        help="working directory of the session (default: the current directory; for "
+        "replay/demo, the bundled demo workspace the recording was made in)",
+    )
     parser.add_argument("--format", choices=["jsonl", "text"], default="jsonl")
     parser.add_argument(
         "--permission-mode", choices=["default", "acceptEdits", "bypass"], default="default"
@@ -87,8 +92,10 @@ def run_main(argv: list[str]) -> int:
         "--yes",
         "-y",
         action="store_true",
-        help="allow every tool call (permission mode bypass; paths outside the workspace are "
-        "allowed too). Without it, calls that need consent are refused and the model is told.",
+        help="allow every tool call inside the workspace without asking (permission mode "
+        "bypass): writes, edits, any command. File paths outside the workspace stay refused, "
+        "and so do writes inside .git/. Without --yes, calls that need consent are refused "
+        "and the model is told.",
     )
     parser.add_argument(
         "--record",
@@ -104,14 +111,19 @@ def run_main(argv: list[str]) -> int:
 
     setup_logging(args.log_level)
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    from sema_rpc.config import recording_workspace
     from sema_rpc.runner import run_once
+
+    cwd = args.cwd
+    if cwd is None:
+        cwd = recording_workspace(args.model) or "."
 
     try:
         return asyncio.run(
             run_once(
                 prompt,
                 model=args.model,
-                working_dir=os.path.abspath(args.cwd),
+                working_dir=os.path.abspath(cwd),
                 output_format=args.format,
                 permission_mode="bypass" if args.yes else args.permission_mode,
                 yes=args.yes,

@@ -49,6 +49,7 @@ __all__ = [
     "load_models",
     "max_retries",
     "models_path",
+    "recording_workspace",
     "resolve_model",
     "sema_root",
     "stream_idle_timeout",
@@ -250,6 +251,19 @@ def bundled_cassette(name: str) -> Path:
     return _DATA_DIR / "cassettes" / f"{name}.jsonl"
 
 
+def recording_workspace(spec: str | None) -> str | None:
+    """The workspace a bundled recording was made in (`replay/demo` →
+    `data/demo-workspace`), None for any other model: its tools must run on the files the
+    recorded answers talk about, wherever the command is started."""
+    if not spec or not spec.startswith("replay/"):
+        return None
+    name = spec.removeprefix("replay/")
+    workspace = _DATA_DIR / f"{name}-workspace"
+    if "/" in name or not bundled_cassette(name).is_file() or not workspace.is_dir():
+        return None
+    return str(workspace)
+
+
 def _cassette_path(spec: str) -> Path:
     """`demo` → the bundled cassette; anything else is a path (`~` expanded)."""
     if spec and "/" not in spec and os.sep not in spec and not spec.endswith(".jsonl"):
@@ -262,9 +276,15 @@ def _cassette_path(spec: str) -> Path:
     return path.resolve()
 
 
-def _with_env(profile: ModelProfile) -> ModelProfile:
+def _with_env(profile: ModelProfile, models: Path | None = None) -> ModelProfile:
     """Fill the API key and base URL from the environment where the profile has none;
-    resolve a replay profile's cassette to an absolute path."""
+    resolve a replay profile's cassette to an absolute path.
+
+    A model that needs a key and has none is a ConfigError naming the variable (and the
+    models.json when the profile comes from there), so the user learns it before any
+    request instead of from the SDK's text at the first prompt. `models`: the models.json
+    the profile was read from, None for a spec given on the command line or the wire.
+    """
     if profile.provider == "replay":
         return replace(profile, model_name=str(_cassette_path(profile.model_name)))
     if profile.provider == "anthropic":
@@ -273,9 +293,22 @@ def _with_env(profile: ModelProfile) -> ModelProfile:
         key_var, url_var = "OPENAI_API_KEY", "OPENAI_BASE_URL"
     else:
         return profile
+    api_key = profile.api_key or os.environ.get(key_var) or None
+    # The Anthropic SDK also authenticates with a bearer token (gateways, proxies).
+    token = profile.provider == "anthropic" and os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    if api_key is None and not token:
+        if models is not None:
+            raise ConfigError(
+                f"profile {profile.name!r} needs an API key: set {key_var}, or give it an"
+                f' "apiKey" in {models} ("none" for a local server that takes no key)'
+            )
+        raise ConfigError(
+            f"model {profile.name!r} needs an API key: set {key_var}"
+            f' (or use a profile with an "apiKey" in {models_path()})'
+        )
     return replace(
         profile,
-        api_key=profile.api_key or os.environ.get(key_var) or None,
+        api_key=api_key,
         base_url=profile.base_url or os.environ.get(url_var) or None,
     )
 
@@ -304,14 +337,14 @@ def resolve_model(spec: str | None, pointer: str = "main") -> ModelProfile | Non
     if not spec:
         target = cfg.pointers.get(pointer) or cfg.pointers.get("main")
         if target:
-            return _with_env(cfg.profiles[target])
+            return _with_env(cfg.profiles[target], cfg.path)
         if os.environ.get("ANTHROPIC_API_KEY"):
             return resolve_model(f"anthropic/{DEFAULT_ANTHROPIC_MODEL}")
         if os.environ.get("OPENAI_API_KEY"):
             return resolve_model(f"openai/{DEFAULT_OPENAI_MODEL}")
         return None
     if spec in cfg.profiles:
-        return _with_env(cfg.profiles[spec])
+        return _with_env(cfg.profiles[spec], cfg.path)
     if "/" in spec:
         provider, model = spec.split("/", 1)
         provider = _normalise_provider(provider, f"model {spec!r}")

@@ -6,7 +6,13 @@ the wire (one JSON object per line), then the prompt's response message
 (`{"jsonrpc":"2.0","id":…,"result":{…}}`). `--format text` streams the answer text to
 stdout and one line per tool call to stderr (`→ title` on start, `✗ title: error` on
 error). The exit code follows the stop reason (cli.EXIT_CODES); 2 for usage and
-configuration errors (no model, a bad working directory, an unreadable models.json).
+configuration errors (no model, a model whose API key is not set, an unknown provider or
+model, a bad working directory, an unreadable models.json): one line on stderr naming
+what to set.
+
+Without `--cwd`, the session works in the current directory — except for a bundled
+recording (`replay/demo`), which works in the workspace it was recorded in
+(`sema_rpc/data/demo-workspace`), so its tools find the files its answers talk about.
 
 Permissions: without `--yes` the client declares no `permissions` capability, so a call
 that needs consent (a write, a non-read-only command, a path outside the workspace) is
@@ -38,6 +44,18 @@ USAGE_ERROR = 2
 # JSON-RPC errors from session/create or session/prompt that mean "fix your invocation or
 # configuration" rather than "the turn failed".
 _CONFIG_ERROR_CODES = {-32602, -32012, -32014}
+_NO_MODEL = -32012
+
+
+def _no_model() -> str:
+    """The server's -32012 text speaks of session/create; here the user typed a command."""
+    from sema_rpc.config import models_path
+
+    return (
+        "no model configured: pass --model (e.g. --model anthropic/claude-sonnet-4-5, or "
+        f"--model replay/demo to try it offline), set ANTHROPIC_API_KEY or OPENAI_API_KEY, "
+        f"or add a profile to {models_path()}"
+    )
 
 
 class _Output:
@@ -199,7 +217,7 @@ async def run_once(
         out.end_line()
         code = EXIT_CODES.get(result.stop_reason, 1)
     except SemaRpcError as exc:
-        out.note(f"sema-rpc: {exc.message}")
+        out.note(f"sema-rpc: {_no_model() if exc.code == _NO_MODEL else exc.message}")
         code = USAGE_ERROR if exc.code in _CONFIG_ERROR_CODES else 1
     except SemaConnectionError as exc:
         out.note(f"sema-rpc: {exc}")

@@ -229,7 +229,8 @@ class SemaEngine:
         if not working_dir.is_absolute():
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
-                f"workingDir must be an absolute path: {params.working_dir}",
+                f"workingDir must be an absolute path (a client resolves a relative one "
+                f"against its own directory): {params.working_dir}",
             )
         if not working_dir.is_dir():
             raise RpcError(
@@ -449,11 +450,7 @@ class SemaEngine:
             session.inputs.add(params.input)
         command = system_command(params.input)
         if session.profile is None and (command is None or command[0] != "clear"):
-            session.bus.emit(
-                ConfigNoModelsParams(
-                    message="No model is configured.", suggestion=NO_MODEL_SUGGESTION
-                )
-            )
+            # config:no_models went out once, with session:ready; the error says it again.
             raise RpcError(
                 ErrorCode.NO_MODEL_CONFIGURED, "no model configured: " + NO_MODEL_SUGGESTION
             )

@@ -148,7 +148,7 @@ async def test_content_length_framing_and_rpc_errors(server_env, workspace: Path
     async with await SemaClient.spawn(env=server_env, jsonl=False) as client:
         await client.initialize()
         with pytest.raises(SemaRpcError) as err:
-            await client.create_session("relative/dir", model=MODEL)
+            await client.create_session(workspace / "missing", model=MODEL)
         assert err.value.code == -32602 and err.value.method == "session/create"
         with pytest.raises(SemaRpcError) as err:
             await client.interrupt("no-such-session")
@@ -361,3 +361,18 @@ def test_permission_results():
     assert fb.wire() == {"decision": "reject", "feedback": "no"}
     with pytest.raises(ValueError):
         permission_result("maybe")
+
+
+async def test_a_relative_working_dir_is_resolved_by_the_client(
+    server_env, workspace: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The library resolves a relative path against the caller's directory, as Python
+    code expects. The server, started in `/`, rejects a relative workingDir (-32602), so
+    the session exists only because the wire carried the absolute path."""
+    monkeypatch.chdir(workspace.parent)
+    async with await SemaClient.spawn(env=server_env, cwd="/") as client:
+        ready = await client.create_session(workspace.name, model=MODEL)
+        assert ready.working_dir == str(workspace.resolve())
+        with pytest.raises(SemaRpcError) as err:
+            await client.request("session/create", {"workingDir": workspace.name})
+        assert err.value.code == -32602 and "absolute" in err.value.message

@@ -27,7 +27,10 @@ def workspace(tmp_path: Path) -> Path:
 def server_env(scripted_llm: ScriptedLLM, tmp_path: Path) -> dict[str, str]:
     sema_root = tmp_path / "sema-root"
     sema_root.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
     return {
+        "HOME": str(home),
         "SEMA_ROOT": str(sema_root),
         "ANTHROPIC_API_KEY": "sk-ant-test-key-000000",
         "ANTHROPIC_BASE_URL": scripted_llm.url,

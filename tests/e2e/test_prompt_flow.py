@@ -327,9 +327,47 @@ async def test_no_model_configured(tmp_path, workspace):
         await client.initialize()
         ready = await client.create_session(workspace)
         await client.wait_for("config:no_models")
+        for _ in range(2):
+            with pytest.raises(RpcFailure) as err:
+                await client.call(
+                    "session/prompt", {"sessionId": ready["sessionId"], "input": "hi"}
+                )
+            assert err.value.code == -32012 and "ANTHROPIC_API_KEY" in err.value.error["message"]
+        await client.call("session/list", {})  # everything the prompts emitted has arrived
+        assert len(client.events("config:no_models")) == 1, "sent once, with session:ready"
+
+
+@pytest.mark.parametrize(
+    ("model", "named"),
+    [
+        ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("openai/gpt-4.1", "OPENAI_API_KEY"),
+        ("mistral/large", "unknown provider 'mistral'"),
+        ("mystery", "models.json"),
+    ],
+)
+async def test_a_model_that_cannot_run_is_refused_at_session_create(
+    tmp_path, workspace, model: str, named: str
+):
+    """Not at the first prompt with the SDK's text: -32014 naming what to set, and no
+    session exists afterwards."""
+    env = {
+        "SEMA_ROOT": str(tmp_path / "root"),
+        "ANTHROPIC_API_KEY": "",
+        "ANTHROPIC_AUTH_TOKEN": "",
+        "OPENAI_API_KEY": "",
+    }
+    async with WireClient(env=env) as client:
+        await client.initialize()
+        params = {"workingDir": str(workspace), "model": model, "sessionId": "s1"}
         with pytest.raises(RpcFailure) as err:
-            await client.call("session/prompt", {"sessionId": ready["sessionId"], "input": "hi"})
-        assert err.value.code == -32012
+            await client.call("session/create", params)
+        assert err.value.code == -32014 and named in err.value.error["message"]
+        assert "\n" not in err.value.error["message"]
+        with pytest.raises(RpcFailure) as err:
+            await client.call("session/prompt", {"sessionId": "s1", "input": "hi"})
+        assert err.value.code == -32010
+        assert client.events("session:ready") == []
 
 
 async def test_eof_on_stdin_is_an_orderly_shutdown(client: WireClient, workspace):

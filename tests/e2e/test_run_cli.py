@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,11 @@ MODEL = "anthropic/claude-test"
 
 
 def run(
-    *args: str, env: dict[str, str], stdin: str | None = None, timeout: float = 60
+    *args: str,
+    env: dict[str, str],
+    stdin: str | None = None,
+    timeout: float = 60,
+    cwd: Path = REPO,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "sema_rpc", "run", *args],
@@ -30,9 +35,22 @@ def run(
         text=True,
         encoding="utf-8",
         env={**os.environ, "PYTHONIOENCODING": "utf-8", **env},
-        cwd=REPO,
+        cwd=cwd,
         timeout=timeout,
     )
+
+
+def own_home(tmp_path: Path) -> dict[str, str]:
+    """HOME and SEMA_ROOT of this test alone, and no key from the caller's environment."""
+    home, root = tmp_path / "home", tmp_path / "sema-root"
+    home.mkdir(exist_ok=True)
+    return {
+        "HOME": str(home),
+        "SEMA_ROOT": str(root),
+        "ANTHROPIC_API_KEY": "",
+        "ANTHROPIC_AUTH_TOKEN": "",
+        "OPENAI_API_KEY": "",
+    }
 
 
 def jsonl(stdout: str) -> list[dict[str, Any]]:
@@ -81,19 +99,55 @@ def test_jsonl_without_yes_refuses_the_write_and_a_provider_error_exits_1(
     assert seqs == list(range(1, len(seqs) + 1)), "every notification, in wire order"
 
 
-def test_no_model_is_a_usage_error(tmp_path: Path, workspace: Path):
-    env = {"SEMA_ROOT": str(tmp_path / "root"), "ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
+def test_no_model_is_a_usage_error_naming_model(tmp_path: Path, workspace: Path):
+    env = own_home(tmp_path)
     proc = run("--format", "text", "--cwd", str(workspace), "hi", env=env)
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert "no model" in proc.stderr.lower()
+    [line] = proc.stderr.splitlines()
+    assert "no model" in line.lower() and "--model" in line
+    assert "ANTHROPIC_API_KEY" in line and "models.json" in line
+
+    proc = run("--cwd", str(workspace), "hi", env=env)
+    assert proc.returncode == 2
+    methods = [m.get("method") for m in jsonl(proc.stdout)]
+    assert methods.count("config:no_models") == 1, methods
 
 
-def test_demo_command_prints_the_whole_event_stream():
+@pytest.mark.parametrize(
+    ("model", "named"),
+    [
+        ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("openai/gpt-4.1", "OPENAI_API_KEY"),
+        ("gpt-4.1", "OPENAI_API_KEY"),
+        ("mistral/large", "unknown provider 'mistral'"),
+        ("mystery", "models.json"),
+        ("local", "models.json"),
+    ],
+)
+def test_a_model_that_cannot_run_is_a_one_line_config_error(
+    model: str, named: str, tmp_path: Path, workspace: Path
+):
+    """A missing key, an unknown provider or model: exit 2 and one line that says what
+    to set, before any model request (not the SDK's text after one)."""
+    env = own_home(tmp_path)
+    Path(env["SEMA_ROOT"]).mkdir()
+    models = {"profiles": {"local": {"provider": "openai", "modelName": "qwen3"}}}
+    (Path(env["SEMA_ROOT"]) / "models.json").write_text(json.dumps(models))
+    for fmt in ("text", "jsonl"):
+        proc = run("--format", fmt, "--model", model, "--cwd", str(workspace), "hi", env=env)
+        assert proc.returncode == 2, proc.stderr
+        [line] = proc.stderr.splitlines()
+        assert line.startswith("sema-rpc: ") and named in line
+        assert "Traceback" not in line and "api_key" not in line
+        assert proc.stdout == ""
+
+
+def test_demo_command_prints_the_whole_event_stream(tmp_path: Path):
     proc = run(
         "--model", "replay/demo", "--format", "jsonl",
         "--cwd", "sema_rpc/data/demo-workspace", "What is in this project?",
-        env={},
+        env=own_home(tmp_path),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -103,6 +157,59 @@ def test_demo_command_prints_the_whole_event_stream():
     assert methods[0] == "session:ready" and methods[-1] == "state:update"
     assert methods.count("tool:execution:complete") == 2
     assert answer["result"]["stopReason"] == "end_turn"
+
+
+def test_the_demo_recording_runs_on_its_own_workspace_from_any_directory(tmp_path: Path):
+    """Without --cwd, `replay/demo` works in the bundled demo workspace: the tools find
+    the files the recording talks about, wherever the command is run."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = own_home(tmp_path)
+    proc = run("--format", "text", "--model", "replay/demo", "What is in this project?",
+               env=env, cwd=elsewhere)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "tasklist" in proc.stdout
+    assert "→ Read README.md" in proc.stderr and "✗" not in proc.stderr, proc.stderr
+    assert list(elsewhere.iterdir()) == []
+
+    proc = run("--model", "replay/demo", "What is in this project?", env=env, cwd=elsewhere)
+    assert proc.returncode == 0, proc.stderr
+    [ready] = [m["params"] for m in jsonl(proc.stdout) if m.get("method") == "session:ready"]
+    assert ready["workingDir"] == str((REPO / "sema_rpc/data/demo-workspace").resolve())
+
+    # --cwd still wins: the tools then look there.
+    proc = run("--format", "text", "--model", "replay/demo", "--cwd", str(elsewhere), "go",
+               env=env, cwd=REPO)  # fmt: skip
+    assert "✗ Read README.md: File does not exist" in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_demo_prints_text_and_writes_nothing_into_home(tmp_path: Path):
+    """`make demo` is readable text (the JSONL stream with FORMAT=jsonl) and keeps its
+    session in a temporary SEMA_ROOT: neither HOME nor the user's SEMA_ROOT changes."""
+    env = {**os.environ, **own_home(tmp_path), "PYTHONIOENCODING": "utf-8"}
+    make = ["make", "-s", "--no-print-directory", "-o", ".venv/.installed",
+            f"BIN={Path(sys.executable).parent}", "demo"]  # fmt: skip
+    proc = subprocess.run(make, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "This is **tasklist**" in proc.stdout and '"jsonrpc"' not in proc.stdout
+    assert "→ Glob **/*.py" in proc.stderr
+
+    proc = subprocess.run([*make, "FORMAT=jsonl"], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout.splitlines()[-1])
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert list((tmp_path / "home").iterdir()) == []
+    assert not (tmp_path / "sema-root").exists()
+
+
+def test_help_says_what_yes_allows():
+    proc = subprocess.run([sys.executable, "-m", "sema_rpc", "run", "--help"],
+                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    text = " ".join(proc.stdout.split())
+    assert "outside the workspace are allowed" not in text
+    assert "paths outside the workspace stay refused" in text
 
 
 def test_ctrl_c_interrupts_the_turn_and_exits_130(
@@ -177,7 +284,7 @@ def test_a_shared_sse_cassette_is_a_replay_model(name: str, tmp_path: Path, work
     cassette = CASSETTES / f"{name}.sse"
     proc = run(
         "--model", f"replay/{cassette}", "--cwd", str(workspace), "hello",
-        env={"SEMA_ROOT": str(tmp_path / "root")},
+        env=own_home(tmp_path),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     *events, answer = jsonl(proc.stdout)

@@ -21,6 +21,7 @@ from sema_rpc.config import (
 
 ENV_VARS = (
     "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
     "ANTHROPIC_BASE_URL",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
@@ -107,11 +108,12 @@ def test_provider_model_specs(root: Path, monkeypatch: pytest.MonkeyPatch) -> No
         "sk-ant-env",
         "http://proxy:1234",
     )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-env")
     p = resolve_model("openai/gpt-oss/120b")
     assert p is not None and (p.provider, p.model_name, p.api_key) == (
         "openai",
         "gpt-oss/120b",
-        None,
+        "sk-openai-env",
     )
     p = resolve_model("openai-responses/gpt-5")
     assert p is not None and p.provider == "openai-responses"
@@ -123,6 +125,30 @@ def test_provider_model_specs(root: Path, monkeypatch: pytest.MonkeyPatch) -> No
         resolve_model("mystery")
     with pytest.raises(ConfigError, match="missing the model id"):
         resolve_model("openai/")
+
+
+def test_a_model_without_its_key_is_a_config_error(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resolving names the missing variable (and the models.json for a profile) instead of
+    leaving the SDK to fail at the first request."""
+    with pytest.raises(
+        ConfigError, match=r"'anthropic/claude-x' needs an API key: set ANTHROPIC_API_KEY"
+    ):
+        resolve_model("anthropic/claude-x")
+    with pytest.raises(ConfigError, match="needs an API key: set OPENAI_API_KEY"):
+        resolve_model("gpt-4.1")
+    with pytest.raises(ConfigError, match="needs an API key: set OPENAI_API_KEY"):
+        resolve_model("openai-responses/gpt-5")
+    write_models(root, MODELS)
+    with pytest.raises(ConfigError) as info:
+        resolve_model("local")
+    assert "profile 'local' needs an API key: set OPENAI_API_KEY" in str(info.value)
+    assert f'"apiKey" in {root / "models.json"}' in str(info.value)
+    # A profile's own key, or the Anthropic SDK's bearer token, is enough.
+    assert resolve_model("sonnet") is not None
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "gateway-token")
+    assert resolve_model("anthropic/claude-x") is not None
 
 
 def test_env_fallback(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:

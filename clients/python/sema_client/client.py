@@ -26,7 +26,6 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ValidationError
@@ -686,8 +685,13 @@ class SemaClient:
     ) -> SessionReadyParams:
         """`session/create`. Params in snake_case or camelCase: `model`, `mode`,
         `permission_mode`, `session_id`, `use_tools`; unknown ones are sent as given
-        (camelCased), for newer servers."""
-        wire = {"workingDir": os.fspath(Path(working_dir)), **_camel_params(params)}
+        (camelCased), for newer servers.
+
+        A relative `working_dir` (and `~`) is resolved here, against this process's current
+        directory: the wire takes absolute paths only, and the server's own directory is
+        not the caller's."""
+        path = os.path.abspath(os.path.expanduser(os.fspath(working_dir)))  # noqa: ASYNC240 (no I/O but getcwd)
+        wire = {"workingDir": path, **_camel_params(params)}
         known = SessionCreateParams.model_validate(wire).model_dump(
             mode="json", by_alias=True, exclude_unset=True
         )
