@@ -46,6 +46,7 @@ def run_scenario(
     llm: ScriptedLLM,
     *,
     sema_root: Path | None = None,
+    env_overrides: dict[str, str | None] | None = None,
     timeout: float = 90,
 ) -> dict[str, Any]:
     """Run clients/neovim/tests/<name>.lua; return what it wrote (fails on its error)."""
@@ -68,6 +69,11 @@ def run_scenario(
         "SEMA_NVIM_CMD": json.dumps([sys.executable, "-m", "sema_rpc"]),
         "SEMA_NVIM_MODEL": MODEL,
     }
+    for key, value in (env_overrides or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     out = tmp_path / f"{name}-result.json"
     out.unlink(missing_ok=True)
     script = PLUGIN / "tests" / f"{name}.lua"
@@ -94,7 +100,9 @@ def test_chat_opens_and_streams_an_answer_with_thinking_folded(
     scripted_llm.script(
         Reply.thinking(
             "The user asks about the project.\nLook at the README.",
-            then=Reply.text("This is a **demo** project.\nIt has a README and a src folder.", chunks=12),
+            then=Reply.text(
+                "This is a **demo** project.\nIt has a README and a src folder.", chunks=12
+            ),
         )
     )
     result = run_scenario("stream", workspace, tmp_path, scripted_llm)
@@ -119,7 +127,18 @@ def test_write_runs_only_when_approved_and_the_diff_shows_the_change(
         Reply.text("I wrote notes.txt."),
         Reply.tools([("Write", {"file_path": "other.txt", "content": "rejected line\n"})]),
         Reply.tools([("Read", {"file_path": "README.md"})]),
-        Reply.tools([("Edit", {"file_path": "README.md", "old_string": "A tiny project.", "new_string": "A bigger project."})]),
+        Reply.tools(
+            [
+                (
+                    "Edit",
+                    {
+                        "file_path": "README.md",
+                        "old_string": "A tiny project.",
+                        "new_string": "A bigger project.",
+                    },
+                )
+            ]
+        ),
         Reply.text("Understood, README left alone."),
     )
     result = run_scenario("consent", workspace, tmp_path, scripted_llm)
@@ -212,6 +231,38 @@ def test_completion_of_files_and_commands_in_the_input(
     assert result["slash_menu"]["/review"] == "Review a file"
     # the chosen item is inserted into the input line
     assert result["input_line"] == "> @src/mod3.py"
+
+
+def test_checkhealth_reports_server_model_and_key_without_printing_it(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    result = run_scenario("health", workspace, tmp_path, scripted_llm)
+    report = "\n".join(result["report"])
+    assert "OK sema-rpc 0.1.0, protocol 1" in report
+    assert "OK model (from setup): anthropic/claude-test" in report
+    assert "OK API key: ANTHROPIC_API_KEY is set (22 characters)" in report
+    assert "sk-ant-test-key-000000" not in report
+
+    result = run_scenario(
+        "health",
+        workspace,
+        tmp_path,
+        scripted_llm,
+        env_overrides={"ANTHROPIC_API_KEY": None, "SEMA_NVIM_MODEL": "openai/gpt-test"},
+    )
+    report = "\n".join(result["report"])
+    assert "OK model (from setup): openai/gpt-test" in report
+    assert "OK API key: OPENAI_API_KEY is set (21 characters)" in report
+
+    result = run_scenario(
+        "health",
+        workspace,
+        tmp_path,
+        scripted_llm,
+        env_overrides={"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "SEMA_NVIM_MODEL": None},
+    )
+    report = "\n".join(result["report"])
+    assert "ERROR No model is configured." in report
 
 
 @pytest.fixture

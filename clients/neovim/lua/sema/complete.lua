@@ -95,9 +95,7 @@ function M.items(base, chat)
     local prefix, contains = {}, {}
     for _, path in ipairs(M.workspace_paths(root)) do
       local l = path:lower()
-      if l == lower then
-        -- the folder typed so far: its entries follow
-      elseif l:sub(1, #lower) == lower then
+      if l ~= lower and l:sub(1, #lower) == lower then -- (the folder typed so far is not an item)
         prefix[#prefix + 1] = path
       elseif lower ~= "" and l:find(lower, 1, true) then
         contains[#contains + 1] = path

@@ -256,7 +256,8 @@ local function questions(client, chat, p, id)
       kind = "sema.question",
       format_item = function(item)
         if item.option then
-          return (chosen[item.label] and "[x] " or "[ ] ") .. item.label .. (item.description ~= "" and (" — " .. item.description) or "")
+          local box = chosen[item.label] and "[x] " or "[ ] "
+          return box .. item.label .. ((item.description or "") ~= "" and (" — " .. item.description) or "")
         end
         return item.label
       end,

@@ -21,33 +21,59 @@ end
 --- gets (`session:ready.model`, or `config:no_models`). Writes nothing to disk: a session
 --- is saved only once it has a message.
 local function probe(cmd)
-  local lines = {
-    vim.json.encode({ jsonrpc = "2.0", id = 1, method = "initialize", params = { clientInfo = { name = "checkhealth" } } }),
-    vim.json.encode({ jsonrpc = "2.0", id = 2, method = "session/create", params = { workingDir = vim.fn.getcwd() } }),
-    vim.json.encode({ jsonrpc = "2.0", id = 3, method = "shutdown", params = vim.empty_dict() }),
-  }
-  local full = vim.list_extend(vim.deepcopy(cmd), { "--jsonl" })
-  local ok, obj = pcall(function()
-    return vim
-      .system(full, { stdin = table.concat(lines, "\n") .. "\n", env = next(config.options.env) and config.options.env or nil, text = true })
-      :wait(20000)
-  end)
-  if not ok then
-    return nil, tostring(obj)
-  end
-  local out = { stderr = obj.stderr }
-  for line in (obj.stdout or ""):gmatch("[^\n]+") do
-    local dok, msg = pcall(vim.json.decode, line, { luanil = { object = true, array = true } })
-    if dok and type(msg) == "table" then
-      if msg.id == 1 then
-        out.init = msg.result
-      elseif msg.id == 2 then
-        out.ready, out.create_error = msg.result, msg.error
-      elseif msg.method == "config:no_models" then
-        out.no_models = msg.params
-      end
+  local out = { stderr = "" }
+  local pending = ""
+  local function on_line(line)
+    local ok, msg = pcall(vim.json.decode, line, { luanil = { object = true, array = true } })
+    if not ok or type(msg) ~= "table" then
+      return
+    end
+    if msg.id == 1 then
+      out.init = msg.result
+    elseif msg.id == 2 then
+      out.ready, out.create_error, out.created = msg.result, msg.error, true
+    elseif msg.method == "config:no_models" then
+      out.no_models = msg.params
     end
   end
+  local full = vim.list_extend(vim.deepcopy(cmd), { "--jsonl" })
+  local ok, proc = pcall(vim.system, full, {
+    stdin = true,
+    text = true,
+    env = next(config.options.env) and config.options.env or nil,
+    stdout = function(_, data)
+      pending = pending .. (data or "")
+      while true do
+        local nl = pending:find("\n", 1, true)
+        if not nl then
+          break
+        end
+        local line = pending:sub(1, nl - 1)
+        pending = pending:sub(nl + 1)
+        vim.schedule(function()
+          on_line(line)
+        end)
+      end
+    end,
+    stderr = function(_, data)
+      out.stderr = out.stderr .. (data or "")
+    end,
+  })
+  if not ok then
+    return nil, tostring(proc)
+  end
+  local function send(msg)
+    msg.jsonrpc = "2.0"
+    proc:write(vim.json.encode(msg) .. "\n")
+  end
+  send({ id = 1, method = "initialize", params = { clientInfo = { name = "checkhealth" } } })
+  send({ id = 2, method = "session/create", params = { workingDir = vim.fn.getcwd() } })
+  vim.wait(20000, function()
+    return out.created == true or proc:is_closing()
+  end, 20)
+  -- closing stdin is an orderly shutdown
+  pcall(proc.write, proc, nil)
+  pcall(proc.wait, proc, 5000)
   return out
 end
 
@@ -84,11 +110,13 @@ function M.check()
   h.ok("server: " .. table.concat(cmd, " ") .. " (" .. exe .. ")")
   local result, err = probe(cmd)
   if not result or not result.init then
-    h.error("the server did not answer `initialize`: " .. (err or vim.trim((result and result.stderr) or ""):sub(-400)))
+    local why = err or vim.trim((result and result.stderr) or ""):sub(-400)
+    h.error("the server did not answer `initialize`: " .. why)
     return
   end
   local info = result.init.serverInfo or {}
-  h.ok(("%s %s, protocol %s"):format(info.name or "sema-rpc", info.version or "?", tostring(result.init.protocolVersion)))
+  local protocol = tostring(result.init.protocolVersion)
+  h.ok(("%s %s, protocol %s"):format(info.name or "sema-rpc", info.version or "?", protocol))
   local methods = (result.init.capabilities or {}).methods or {}
   if not vim.tbl_contains(methods, "model/list") then
     h.info("this server cannot list or switch models (`:Sema model` says so; `:Sema new {model}` works)")
@@ -115,8 +143,9 @@ function M.check()
   local key_in_profile = false
   if not provider or (provider ~= "anthropic" and provider ~= "openai" and provider ~= "replay") then
     local data = read_models_json()
-    local profiles = data and (data.profiles or data.models or data) or {}
-    local profile = type(profiles) == "table" and profiles[model] or nil
+    local profiles = data and data.profiles or {}
+    local pointers = data and data.pointers or {}
+    local profile = type(profiles) == "table" and (profiles[model] or profiles[pointers[model] or ""]) or nil
     if type(profile) == "table" then
       key_in_profile = profile.apiKey ~= nil and profile.apiKey ~= ""
       local spec = profile.provider or (type(profile.model) == "string" and profile.model:match("^([%w%-]+)/"))
@@ -140,7 +169,10 @@ function M.check()
     end
   end
   if #vars > 0 then
-    h.error("API key: " .. table.concat(vars, " or ") .. " is not set", { "Export it before starting Neovim, or set it in setup({ env = {...} })" })
+    h.error(
+      "API key: " .. table.concat(vars, " or ") .. " is not set",
+      { "Export it before starting Neovim, or set it in setup({ env = {...} })" }
+    )
   else
     h.warn("cannot tell which API key `" .. model .. "` needs")
   end

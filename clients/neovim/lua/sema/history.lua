@@ -17,7 +17,8 @@ end
 
 --- Render one page of messages (at most `limit`), then the next, until done.
 function M.show(client, chat, cursor)
-  client:request("session/messages", { sessionId = chat.session_id, cursor = cursor, limit = 200 }, function(err, result)
+  local params = { sessionId = chat.session_id, cursor = cursor, limit = 200 }
+  client:request("session/messages", params, function(err, result)
     if err or not result then
       chat:append({ "(could not read the earlier conversation: " .. (err and err.message or "?") .. ")" })
       return
