@@ -95,7 +95,9 @@ function M.items(base, chat)
     local prefix, contains = {}, {}
     for _, path in ipairs(M.workspace_paths(root)) do
       local l = path:lower()
-      if l ~= lower and l:sub(1, #lower) == lower then -- (the folder typed so far is not an item)
+      if l == lower then -- luacheck: ignore 542
+        -- the folder typed so far is not an item: its entries are
+      elseif l:sub(1, #lower) == lower then
         prefix[#prefix + 1] = path
       elseif lower ~= "" and l:find(lower, 1, true) then
         contains[#contains + 1] = path
