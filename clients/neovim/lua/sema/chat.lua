@@ -155,21 +155,36 @@ function Chat:is_visible()
   return self.win ~= nil and api.nvim_win_is_valid(self.win)
 end
 
+--- Show this chat in `other`'s windows (when another chat is visible), so switching chats
+--- never stacks more splits.
+function Chat:take_windows(other)
+  if other and other ~= self and other:is_visible() and other.input_win
+    and api.nvim_win_is_valid(other.input_win) then
+    self.win, self.input_win = other.win, other.input_win
+    other.win, other.input_win = nil, nil
+    api.nvim_win_set_buf(self.win, self.buf)
+    api.nvim_win_set_buf(self.input_win, self.input)
+    self:_winbar()
+    self:_scroll_to_end(true)
+    return true
+  end
+  return false
+end
+
 --- Show the chat and its input (creating the windows if needed) and focus the input.
-function Chat:show()
-  if not self:is_visible() then
+---@param replace sema.Chat? a visible chat whose windows this one takes over
+function Chat:show(replace)
+  if not self:is_visible() and not self:take_windows(replace) then
     local layout = config.options.layout
     local pos = layout.position
-    if pos == "tab" then
-      vim.cmd("tabnew")
-    elseif pos == "left" then
-      vim.cmd(("topleft %dvsplit"):format(layout.size))
-    elseif pos == "below" then
-      vim.cmd(("botright %dsplit"):format(layout.size))
-    elseif pos == "above" then
-      vim.cmd(("topleft %dsplit"):format(layout.size))
-    else
-      vim.cmd(("botright %dvsplit"):format(layout.size))
+    local split = ({
+      tab = "tabnew",
+      left = ("topleft %dvsplit"):format(layout.size),
+      below = ("botright %dsplit"):format(layout.size),
+      above = ("topleft %dsplit"):format(layout.size),
+    })[pos] or ("botright %dvsplit"):format(layout.size)
+    if not pcall(vim.cmd, split) then
+      vim.cmd("tabnew") -- no room for a split (E36)
     end
     self.win = api.nvim_get_current_win()
     api.nvim_win_set_buf(self.win, self.buf)

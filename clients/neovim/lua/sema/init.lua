@@ -209,9 +209,10 @@ function M.new_chat(opts)
   if opts.model then
     chat.info.model = opts.model
   end
+  local previous = state.current
   state.current = chat
   if opts.show ~= false then
-    chat:show()
+    chat:show(previous)
   end
   chat:append({ "# Sema — " .. vim.fn.fnamemodify(cwd, ":~") })
   attach(chat, { model = opts.model })
@@ -324,14 +325,15 @@ end
 --- Resume the session `session_id` (from `session/list`) in a chat and show it.
 function M.resume_session(session_id, item)
   local chat = state.chats[session_id]
+  local previous = state.current
   if chat then
     state.current = chat
-    chat:show()
+    chat:show(previous)
     return chat
   end
   chat = register(session_id, (item and item.workingDir) or vim.fn.getcwd())
   state.current = chat
-  chat:show()
+  chat:show(previous)
   chat:append({ "# Sema — resumed: " .. ((item and item.title) or session_id) })
   attach(chat, { resume = true }, function(client, ready)
     if not ready.historyLoaded then
