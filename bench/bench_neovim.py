@@ -39,9 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, Checks, Reply, ScriptedLLM, host_header, pct, print_table, verdict
-
 import pynvim
+from _common import REPO, Checks, Reply, ScriptedLLM, host_header, pct, print_table, verdict
 
 PLUGIN = REPO / "clients" / "neovim"
 MODEL = "anthropic/claude-bench"
