@@ -119,6 +119,27 @@ def test_chat_opens_and_streams_an_answer_with_thinking_folded(
     assert "What is this project?" in json.dumps(scripted_llm.requests[0].body["messages"])
 
 
+def test_subagent_tool_lines_are_indented_under_their_task(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    task = {"subagent_type": "Explore", "description": "find VALUE_3", "prompt": "Find VALUE_3."}
+    scripted_llm.script(
+        Reply.tools([("Task", task, "toolu_task_1")], text="Delegating."),
+        Reply.tools([("Grep", {"pattern": "VALUE_3"}, "toolu_grep")]),  # the subagent
+        Reply.text("VALUE_3 is in src/mod3.py."),  # the subagent's answer
+        Reply.tools([("Read", {"file_path": "README.md"}, "toolu_read")]),  # main again
+        Reply.text("It is in src/mod3.py."),
+    )
+    result = run_scenario("stream", workspace, tmp_path, scripted_llm)
+
+    lines = result["snapshots"]["answered"].splitlines()
+    task_row = next(i for i, line in enumerate(lines) if "Task (Explore): find VALUE_3" in line)
+    assert lines[task_row].startswith("  ✓ Task (Explore): find VALUE_3")
+    assert lines[task_row + 1].startswith("      ✓ Grep") and "VALUE_3" in lines[task_row + 1]
+    assert lines[task_row + 2].startswith("  ✓ Read README.md")
+    assert lines[-2:] == ["", "It is in src/mod3.py."]
+
+
 def test_write_runs_only_when_approved_and_the_diff_shows_the_change(
     workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
 ):

@@ -363,6 +363,9 @@ function Chat:flush()
         local open = {}
         if last ~= "" then
           open[#open + 1] = ""
+          if self.block == nil and seg.kind == "text" then
+            open[#open + 1] = "" -- a blank line between tool lines and the text after them
+          end
         end
         if seg.kind == "thinking" then
           open[#open + 1] = THINKING_HEADER
