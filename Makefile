@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_history.py
 	$(BIN)/python bench/bench_pipeline.py
+	$(BIN)/python bench/bench_neovim.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
