@@ -217,6 +217,94 @@ def test_interrupt_stops_the_stream_and_closes_an_open_consent_prompt(
     assert "Still here." in result["snapshots"]["end"]
 
 
+def test_questions_plan_review_and_mode_switches_through_the_picker(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    question = {
+        "question": "Which database should I use?",
+        "header": "Database",
+        "options": [
+            {"label": "Postgres", "description": "Big and shared"},
+            {"label": "SQLite", "description": "Small and local"},
+        ],
+        "multiSelect": False,
+    }
+    scripted_llm.script(
+        Reply.tools([("AskUserQuestion", {"questions": [question]})]),
+        Reply.text("SQLite it is."),
+        Reply.tools([("ExitPlanMode", {"plan": "# Plan\n\n1. Add the table."})]),
+        Reply.text("Starting on the plan."),
+        Reply.tools([("Write", {"file_path": "quiet.txt", "content": "no question asked\n"})]),
+        Reply.text("Written."),
+    )
+    result = run_scenario("modes", workspace, tmp_path, scripted_llm)
+
+    # the answer reached the model
+    assert "SQLite" in json.dumps(scripted_llm.requests[1].body["messages"][-1])
+    [asked] = [p for p in result["prompts"] if p.get("kind") == "sema.question"]
+    assert asked["labels"] == ["Postgres — Big and shared", "SQLite — Small and local", "Other…"]
+    # the plan was shown in a split while the choice was asked, then closed
+    assert "/.sema/plans/" in result["plan_window"] and result["plan_window"].endswith(".md")
+    assert "Agent" in result["winbar_after_plan"] and "Plan" not in result["winbar_after_plan"]
+    assert result["windows_after_plan"] == 3  # the user's window, the chat, the input
+    # acceptEdits: the Write ran without a consent prompt
+    assert (workspace / "quiet.txt").read_text() == "no question asked\n"
+    assert not [p for p in result["prompts"] if p.get("kind") == "sema.permission"]
+    text = result["snapshots"]["end"]
+    assert "SQLite it is." in text and "Starting on the plan." in text
+    assert "✓ Write quiet.txt" in text and "acceptEdits" not in text
+
+
+def test_steer_joins_the_running_turn_and_a_follow_up_waits_for_the_next(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    gate = threading.Event()
+    signal = tmp_path / "release"
+    scripted_llm.script(
+        Reply.tools([("Read", {"file_path": "README.md"})], gate=gate),
+        Reply.text("Done with both."),
+        Reply.text("Follow-up answer."),
+    )
+
+    def release() -> None:
+        for _ in range(900):
+            if signal.exists():
+                break
+            threading.Event().wait(0.1)
+        gate.set()
+
+    releaser = threading.Thread(target=release, daemon=True)
+    releaser.start()
+    try:
+        result = run_scenario(
+            "busy",
+            workspace,
+            tmp_path,
+            scripted_llm,
+            env_overrides={"SEMA_NVIM_SIGNAL": str(signal)},
+        )
+    finally:
+        gate.set()
+
+    busy = result["snapshots"]["while_busy"]
+    assert "## You (steer)\n\nalso mention the title" in busy
+    assert "and then?" not in busy  # queued: shown when its turn starts
+    text = result["snapshots"]["end"]
+    order = [
+        "## You\n\nread the readme",
+        "## You (steer)\n\nalso mention the title",
+        "Done with both.",
+        "## You\n\nand then?",
+        "Follow-up answer.",
+    ]
+    positions = [text.index(part) for part in order]
+    assert positions == sorted(positions)
+    # the steer reached the model inside the first turn, the follow-up in its own
+    assert "also mention the title" in json.dumps(scripted_llm.requests[1].body["messages"])
+    assert "and then?" not in json.dumps(scripted_llm.requests[1].body["messages"])
+    assert "and then?" in json.dumps(scripted_llm.requests[2].body["messages"][-1])
+
+
 def test_resume_a_session_from_the_list(workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM):
     sema_root = tmp_path / "sema-root"
     scripted_llm.script(Reply.text("The answer is 42."))
