@@ -724,6 +724,7 @@ function Chat:on_turn_end()
       vim.fn.setqflist({}, " ", { title = "Sema: files changed by the turn", items = items })
     end
     self:append({
+      "",
       ("Changed %d file%s%s"):format(
         #self.touched_order,
         #self.touched_order == 1 and "" or "s",

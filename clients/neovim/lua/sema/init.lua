@@ -531,6 +531,14 @@ function M.command(args)
   end
   local word, rest = args:match("^(%S+)%s*(.*)$")
   local spec = ARGS[word]
+  if type(spec) == "table" then
+    -- `:Sema mode plan` means Plan
+    for _, value in ipairs(spec) do
+      if value:lower() == rest:lower() then
+        rest = value
+      end
+    end
+  end
   local is_sub = SUBCOMMANDS[word] ~= nil
     and (
       (spec == nil and rest == "")
