@@ -320,6 +320,7 @@ def test_resume_a_session_from_the_list(workspace: Path, tmp_path: Path, scripte
     assert "resumed: What is the answer?" in text
     assert "You asked about the answer." in text
     assert second["session_id"] == first["session_id"]
+    assert second["history_line"] == "> What is the answer?"
     # the model saw the earlier conversation: the session really resumed
     messages = json.dumps(scripted_llm.requests[-1].body["messages"])
     assert "What is the answer?" in messages and "The answer is 42." in messages
