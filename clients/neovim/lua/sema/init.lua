@@ -162,7 +162,7 @@ local function attach(chat, opts, cb)
     local params = {
       sessionId = chat.session_id,
       workingDir = chat.working_dir,
-      model = opts.model or config.options.model,
+      model = opts.model or chat.model_override or config.options.model,
       permissionMode = chat.info.permissionMode or config.options.permission_mode,
       recordDir = config.options.record_dir,
     }
@@ -208,6 +208,7 @@ function M.new_chat(opts)
   local chat = register(new_session_id(), cwd)
   if opts.model then
     chat.info.model = opts.model
+    chat.model_override = opts.model -- kept when the session is resumed after a restart
   end
   local previous = state.current
   state.current = chat
