@@ -25,7 +25,7 @@ lint: $(STAMP) lint-lua
 
 # The Neovim plugin's Lua: luacheck, from Debian's lua-check package (installed when missing).
 lint-lua:
-	@command -v luacheck >/dev/null || apt-get install -y -q lua-check >/dev/null \
+	@command -v luacheck >/dev/null || { apt-get update -qq && apt-get install -y -q lua-check >/dev/null; } \
 		|| { echo "luacheck is missing: install Debian's lua-check package"; exit 1; }
 	cd clients/neovim && luacheck --no-color --formatter plain .
 
