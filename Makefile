@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint fmt schema spec bench clean
+.PHONY: demo test lint lint-lua fmt schema spec bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,10 +25,16 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+lint: $(STAMP) lint-lua
 	$(BIN)/ruff check sema_rpc tests bench clients
 	$(BIN)/ruff format --check sema_rpc tests bench clients
 	$(BIN)/mypy
+
+# The Neovim plugin's Lua: luacheck, from Debian's lua-check package (installed when missing).
+lint-lua:
+	@command -v luacheck >/dev/null || { apt-get update -qq && apt-get install -y -q lua-check >/dev/null; } \
+		|| { echo "luacheck is missing: install Debian's lua-check package"; exit 1; }
+	cd clients/neovim && luacheck --no-color --formatter plain .
 
 fmt: $(STAMP)
 	$(BIN)/ruff format sema_rpc tests bench clients
@@ -46,6 +52,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_history.py
 	$(BIN)/python bench/bench_pipeline.py
+	$(BIN)/python bench/bench_neovim.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

