@@ -258,3 +258,56 @@ async def test_end_of_input_answers_open_prompts_and_starts_nothing(
         assert code == 0
         assert took < 4, took  # it waited out a 5 s grace before
         assert len(scripted_llm.requests) == 1  # the queued prompt never started
+
+
+async def test_cancelling_the_running_prompt_stops_it_and_the_queue_goes_on(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
+    sid = await start(client, workspace)
+    gate = threading.Event()
+    first = Reply.text("held open", gate=gate)
+    scripted_llm.script(first, Reply.text("The queued prompt ran."))
+    try:
+        running = client.expect_response("run")
+        queued = client.expect_response("queued")
+        client.send(message("run", "session/prompt", {"sessionId": sid, "input": "one"}))
+        await at_gate(first)
+        client.send(message("queued", "session/prompt", {"sessionId": sid, "input": "two"}))
+        await asyncio.sleep(0.2)
+        client.notify("$/cancelRequest", {"id": "run"})
+        stopped = await asyncio.wait_for(running, 5)
+    finally:
+        gate.set()
+    assert stopped["result"]["stopReason"] == "interrupted"
+    assert (await asyncio.wait_for(queued, 10))["result"]["stopReason"] == "end_turn"
+    assert "two" in json.dumps(scripted_llm.requests[1].body)
+    assert client.unsolicited == []
+
+
+async def test_cancelling_a_steer_that_joined_the_turn_interrupts_that_turn(
+    client: WireClient, scripted_llm: ScriptedLLM, workspace
+):
+    sid = await start(client, workspace, permissionMode="bypass")
+    gate = threading.Event()
+    after = Reply.text("never finished", gate=gate)
+    scripted_llm.script(Reply.tools([("Bash", {"command": "sleep 0.3"})]), after)
+    try:
+        running = client.expect_response("run")
+        steer = client.expect_response("steer")
+        client.send(message("run", "session/prompt", {"sessionId": sid, "input": "go"}))
+        await client.wait_for("tool:execution:start", lambda p: p["sessionId"] == sid)
+        client.send(
+            message(
+                "steer",
+                "session/prompt",
+                {"sessionId": sid, "input": "steer me", "delivery": "steer"},
+            )
+        )
+        await at_gate(after)  # the steer joined: the model is answering it
+        client.notify("$/cancelRequest", {"id": "steer"})
+        done = await asyncio.wait_for(asyncio.gather(running, steer), 5)
+    finally:
+        gate.set()
+    assert [r["result"]["stopReason"] for r in done] == ["interrupted"] * 2
+    assert "steer me" in json.dumps(scripted_llm.requests[1].body)
+    assert client.unsolicited == []
