@@ -591,14 +591,22 @@ class SemaServer(JsonRPCServer):
     async def stop_turns(self, grace_s: float = 5.0) -> None:
         """`shutdown` and end of input: nothing new starts; running turns are
         interrupted; every open prompt is answered (`interrupted` unless it had ended)
-        before this returns, within `grace_s`."""
+        and every other request in flight is answered before this returns (together
+        within `grace_s`)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
         if self._engine is not None:
             await self._engine.shutdown(grace_s)
         for cancel, _task in list(self._prompts.values()):
             cancel.cancel()  # not started yet (or no engine): answers at once
-        open_prompts = [task for _cancel, task in self._prompts.values()]
-        if open_prompts:
-            await asyncio.wait(open_prompts, timeout=grace_s)
+        current = asyncio.current_task()
+        in_flight: list[asyncio.Task[Any]] = []  # the client's requests being handled
+        for future in list(self.protocol._request_futures.values()):
+            task: Any = future  # our own requests to the client are not tasks
+            if isinstance(task, asyncio.Task) and task is not current and not task.done():
+                in_flight.append(task)
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=max(0.1, deadline - loop.time()))
 
     def _exit(self, _params: Any) -> None:
         self.exit_code = 0 if self.shutting_down else 1
