@@ -42,7 +42,7 @@ async def start(client: WireClient, workspace, **params: Any) -> str:
 
 
 async def at_gate(reply: Reply) -> None:
-    assert await asyncio.get_running_loop().run_in_executor(None, reply.at_gate.wait, 10)
+    assert await asyncio.get_running_loop().run_in_executor(None, reply.at_gate.wait, 20)
 
 
 def answers_for(client: WireClient, msg_id: Any) -> int:
@@ -153,7 +153,7 @@ async def test_a_server_cancel_names_the_request_key_a_client_without_ids_can_se
         prompt = asyncio.ensure_future(
             client.call("session/prompt", {"sessionId": sid, "input": "touch it"})
         )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 20  # as long as a call may take
         while not client.server_requests and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         [asked] = client.server_requests
