@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 PROTOCOL_VERSION = 1
@@ -28,6 +28,12 @@ class WireModel(BaseModel):
         extra="ignore",
         defer_build=True,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_array_is_empty_object(cls, data: Any) -> Any:
+        # Lua's JSON encoders (Neovim's `vim.json`) write an empty table `{}` as `[]`.
+        return {} if data == [] else data
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -437,7 +443,15 @@ class SessionClearedParams(EventParams):
 # --------------------------------------------------------------------------- server → client requests
 
 
-class PermissionRequestParams(EventParams):
+class ServerRequestParams(EventParams):
+    request_id: str = Field(
+        "",
+        description="This request's JSON-RPC id, repeated: a `$/cancelRequest` from the server "
+        "names it in `id` (for client libraries that hide ids from request handlers).",
+    )
+
+
+class PermissionRequestParams(ServerRequestParams):
     event: ClassVar[str] = "tool:permission:request"
     tool_call_id: str
     tool_name: str
@@ -505,7 +519,7 @@ class AskQuestion(WireModel):
     multi_select: bool = False
 
 
-class AskQuestionRequestParams(EventParams):
+class AskQuestionRequestParams(ServerRequestParams):
     event: ClassVar[str] = "ask:question:request"
     questions: list[AskQuestion]
 
@@ -516,11 +530,16 @@ class AskQuestionResult(WireModel):
         "or the user's own text."
     )
 
+    @field_validator("answers", mode="before")
+    @classmethod
+    def _empty_array_is_no_answers(cls, value: Any) -> Any:
+        return {} if value == [] else value
+
 
 PlanExitDecision = Literal["startEditing", "clearContextAndStart", "keepPlanning"]
 
 
-class PlanExitRequestParams(EventParams):
+class PlanExitRequestParams(ServerRequestParams):
     event: ClassVar[str] = "plan:exit:request"
     plan_file_path: str = Field(description="Absolute path of the saved plan (.md).")
     plan_content: str

@@ -9,7 +9,8 @@ call; 3 before each tool; 4 during a tool.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import anyio
@@ -54,3 +55,58 @@ class TurnControl:
                 yield scope
             finally:
                 self._scopes.discard(scope)
+
+
+class PromptCancel:
+    """Cancelling one prompt, whatever stage it is at when the cancel comes.
+
+    `cancel()` may come at any time, even before the engine has seen the prompt (a
+    client sends the request and its cancel back to back). The engine installs, with
+    `on_cancel`, what cancelling means at the stage the prompt is in: leave the queue
+    (a waiting follow-up or steer) or interrupt the turn it runs in. A prompt cancelled
+    before it started never runs. Either way it is answered once, `interrupted`.
+    """
+
+    def __init__(self) -> None:
+        self.cancelled = False
+        self._hook: Callable[[], object] | None = None
+
+    def cancel(self) -> None:
+        if self.cancelled:
+            return
+        self.cancelled = True
+        if self._hook is not None:
+            self._hook()
+
+    def on_cancel(self, hook: Callable[[], object] | None) -> None:
+        """What `cancel()` does from now on (None: nothing more than the flag)."""
+        self._hook = hook
+
+    async def acquire(self, lock: asyncio.Lock) -> bool:
+        """Wait for `lock` in arrival order. False (not holding it) when the prompt is
+        cancelled first: it leaves the queue at once."""
+        if self.cancelled:
+            return False
+        if not lock.locked():
+            # Free: taken now, without yielding, so prompts keep their arrival order.
+            await lock.acquire()
+            if self.cancelled:  # only if it had to wait after all (a hand-over under way)
+                lock.release()
+                return False
+            return True
+        acquire = asyncio.ensure_future(lock.acquire())
+        self.on_cancel(acquire.cancel)
+        try:
+            await asyncio.wait({acquire})
+        except BaseException:
+            if not acquire.cancel() and not acquire.cancelled():
+                lock.release()  # it was granted the lock as this task was cancelled
+            raise
+        finally:
+            self.on_cancel(None)
+        if acquire.cancelled():
+            return False
+        if self.cancelled:  # cancelled as the lock was granted
+            lock.release()
+            return False
+        return True

@@ -27,7 +27,7 @@ from sema_rpc.engine.compaction import (
     Compactor,
     compact_threshold,
 )
-from sema_rpc.engine.control import TurnControl
+from sema_rpc.engine.control import PromptCancel, TurnControl
 from sema_rpc.engine.conversation import ContextRebuild, Conversation, LoopConfig, TurnOutcome
 from sema_rpc.engine.events import ClientBridge, EventBus
 from sema_rpc.engine.history import (
@@ -104,6 +104,8 @@ class SteerInput:
     text: str
     joined: bool = False
     result: SessionPromptResult | None = None
+    failed: BaseException | None = None
+    """The turn it joined raised: it fails with that turn."""
     settled: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -215,6 +217,8 @@ class SemaEngine:
         self.sessions: dict[str, Session] = {}
         self.record_dir: Path | str | None = None
         """`--record DIR`: each session's model exchanges are recorded as a cassette."""
+        self.closing = False
+        """Set by `shutdown()`: nothing new starts; waiting prompts answer `interrupted`."""
 
     # ------------------------------------------------------------------ sessions
 
@@ -425,10 +429,14 @@ class SemaEngine:
         return PermissionModeUpdateResult(permission_mode=params.permission_mode)
 
     async def shutdown(self, grace_s: float = 5.0) -> None:
-        """Interrupt every running turn and wait (briefly) for them to settle.
+        """Interrupt every running turn and wait (briefly) for them to settle. Nothing
+        new starts: queued prompts and waiting steers answer `interrupted` without running.
 
         Every completed message is already on disk (each is synced as it completes)."""
+        self.closing = True
         for session in self.sessions.values():
+            for steer in [s for s in session.steering if not s.joined]:
+                self._drop_steer(session, steer)
             if session.control is not None:
                 session.control.interrupt("shutdown")
         deadline = asyncio.get_running_loop().time() + grace_s
@@ -444,8 +452,15 @@ class SemaEngine:
 
     # ------------------------------------------------------------------ processUserInput
 
-    async def prompt(self, params: SessionPromptParams) -> SessionPromptResult:
+    async def prompt(
+        self, params: SessionPromptParams, cancel: PromptCancel | None = None
+    ) -> SessionPromptResult:
+        """Run one input when its turn comes; answers once, also when `cancel` comes at
+        any stage (before it starts, while it waits, while it runs)."""
         session = self.session(params.session_id)
+        cancel = cancel if cancel is not None else PromptCancel()
+        if cancel.cancelled or self.closing:  # cancelled before it started: nothing runs
+            return SessionPromptResult(stop_reason="interrupted", usage=session.usage)
         if session.inputs is not None:
             session.inputs.add(params.input)
         command = system_command(params.input)
@@ -457,16 +472,29 @@ class SemaEngine:
         if params.delivery == "steer" and command is None and session.control is not None:
             steer = SteerInput(params.input)
             session.steering.append(steer)
-            await steer.settled.wait()
-            if steer.result is not None:  # it joined the running turn
+            cancel.on_cancel(lambda: self._drop_steer(session, steer))
+            try:
+                await steer.settled.wait()
+            finally:
+                cancel.on_cancel(None)
+            if steer.failed is not None:
+                raise RuntimeError(
+                    f"the turn this input joined failed: {steer.failed!r}"
+                ) from steer.failed
+            if steer.result is not None:  # it joined the running turn (or was cancelled)
                 return steer.result
             # The turn ended before a tool batch could take it: it runs as its own turn.
-        async with session.turn_lock:
-            if session.disposed:
+        if not await cancel.acquire(session.turn_lock):  # cancelled while queued
+            return SessionPromptResult(stop_reason="interrupted", usage=session.usage)
+        try:
+            if session.disposed or self.closing:
                 return SessionPromptResult(stop_reason="interrupted", usage=session.usage)
             control = TurnControl()
             session.control = control
+            cancel.on_cancel(lambda: control.interrupt("user"))
             session.bus.emit(StateUpdateParams(state="processing"))
+            result: SessionPromptResult | None = None
+            failure: BaseException | None = None
             try:
                 if command is None:
                     if not session.history and session.store is not None:
@@ -479,16 +507,23 @@ class SemaEngine:
                 else:
                     await self._compact(session, control, command[1] or None)
                     outcome = TurnOutcome("interrupted" if control.interrupted else "command")
+                result = SessionPromptResult(
+                    stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
+                    usage=session.usage,
+                    error=outcome.error,
+                )
+                return result
+            except BaseException as exc:
+                failure = exc
+                raise
             finally:
+                cancel.on_cancel(None)
                 session.control = session.policy = session.runner = None
                 session.bus.emit(StateUpdateParams(state="idle"))
-            result = SessionPromptResult(
-                stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
-                usage=session.usage,
-                error=outcome.error,
-            )
-            self._settle_steering(session, result)
-            return result
+                # Also when the turn raised: a steer that joined it is answered with it.
+                self._settle_steering(session, result, failure)
+        finally:
+            session.turn_lock.release()
 
     async def _take_steering(self, session: Session) -> list[ContentBlock]:
         """The loop's hook after each tool batch: steer inputs join the running turn, with
@@ -504,13 +539,37 @@ class SemaEngine:
                 blocks += await session.pipeline.input_blocks(steer.text)
         return blocks
 
-    def _settle_steering(self, session: Session, result: SessionPromptResult | None) -> None:
-        """A turn ended: steer inputs that joined it get its answer; the others (no tool
-        batch came to take them) are released to run as turns of their own."""
+    def _settle_steering(
+        self,
+        session: Session,
+        result: SessionPromptResult | None,
+        failure: BaseException | None = None,
+    ) -> None:
+        """A turn ended: steer inputs that joined it get its answer (or its failure);
+        the others (no tool batch came to take them) are released to run as turns of
+        their own."""
+        if result is None and (failure is None or isinstance(failure, asyncio.CancelledError)):
+            result = SessionPromptResult(stop_reason="interrupted", usage=session.usage)
         waiting, session.steering = session.steering, []
         for steer in waiting:
-            steer.result = result if steer.joined else None
+            if steer.joined:
+                steer.result, steer.failed = result, failure if result is None else None
             steer.settled.set()
+
+    def _drop_steer(self, session: Session, steer: SteerInput) -> None:
+        """Cancel one steer input: one still waiting leaves the queue and answers
+        `interrupted`; one that joined the running turn is part of it, so that turn is
+        interrupted (and answers both)."""
+        if steer.settled.is_set():
+            return
+        if steer.joined:
+            if session.control is not None:
+                session.control.interrupt("user")
+            return
+        if steer in session.steering:
+            session.steering.remove(steer)
+        steer.result = SessionPromptResult(stop_reason="interrupted", usage=session.usage)
+        steer.settled.set()
 
     async def compact(self, params: SessionCompactParams) -> SessionCompactResult:
         session = self.session(params.session_id)
@@ -521,15 +580,17 @@ class SemaEngine:
         async with session.turn_lock:
             if session.disposed:
                 raise session_not_found(session.id)
-            control = TurnControl()
-            session.control = control
-            session.bus.emit(StateUpdateParams(state="processing"))
-            try:
-                result = await self._compact(session, control, params.instructions)
-            finally:
-                session.control = session.policy = session.runner = None
-                session.bus.emit(StateUpdateParams(state="idle"))
-                self._settle_steering(session, None)  # a steer sent meanwhile runs on its own
+            result: CompactionResult | None = None  # shut down while it waited: none starts
+            if not self.closing:
+                control = TurnControl()
+                session.control = control
+                session.bus.emit(StateUpdateParams(state="processing"))
+                try:
+                    result = await self._compact(session, control, params.instructions)
+                finally:
+                    session.control = session.policy = session.runner = None
+                    session.bus.emit(StateUpdateParams(state="idle"))
+                    self._settle_steering(session, None)  # a steer sent meanwhile runs alone
         if result is None:  # interrupted during the summary call
             before = session.usage.prompt_tokens
             return SessionCompactResult(

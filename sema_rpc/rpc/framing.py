@@ -28,7 +28,11 @@ MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 OnBody = Callable[[bytes], None]
 OnError = Callable[[str], None]
 
-_CONTENT_LENGTH = re.compile(rb"content-length\s*:\s*(\d+)", re.IGNORECASE)
+_HEADER_LINE = re.compile(rb"([!-9;-~]+)[ \t]*:[ \t]*(.*?)[ \t]*\r?", re.DOTALL)
+_FRAME_START = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
+"""Where a frame can start again after a bad header: a whole `Content-Length: N` line.
+It cannot be inside a JSON body (a raw newline never occurs inside a JSON string, and
+an unquoted name is not JSON), so resynchronising on it never cuts a good message."""
 
 
 class JsonlDecoder:
@@ -72,7 +76,13 @@ class JsonlDecoder:
 
 
 class ContentLengthDecoder:
-    """LSP base protocol: headers, a blank line, then exactly Content-Length bytes."""
+    """LSP base protocol: headers, a blank line, then exactly Content-Length bytes.
+
+    Header lines end with CRLF or a bare LF; the block ends at the first empty line. The
+    Content-Length value must be digits only. A bad header block (no Content-Length, a
+    value such as `5.0`, `1_0` or `5abc`, two different values) is reported once and
+    the reader skips to the next `Content-Length: N` line: it costs that message only.
+    """
 
     def __init__(self, on_body: OnBody, on_error: OnError, max_bytes: int = MAX_MESSAGE_BYTES):
         self._on_body = on_body
@@ -81,6 +91,7 @@ class ContentLengthDecoder:
         self._buf = bytearray()
         self._need: int | None = None  # body length once headers are read
         self._skip = 0
+        self._resync = False  # after a bad header: looking for the next frame's header
 
     def feed(self, data: bytes) -> None:
         buf = self._buf
@@ -92,24 +103,28 @@ class ContentLengthDecoder:
                 self._skip -= n
                 if self._skip:
                     return
+            if self._resync:
+                match = _FRAME_START.search(buf)
+                if match is None:
+                    # Keep a tail that may be the start of a header line cut by the read.
+                    del buf[: max(0, len(buf) - 64)]
+                    return
+                del buf[: match.start()]
+                self._resync = False
             if self._need is None:
-                end = buf.find(b"\r\n\r\n")
-                sep = 4
-                if end < 0:
-                    end = buf.find(b"\n\n")
-                    sep = 2
-                if end < 0:
+                parsed = self._headers(buf)
+                if parsed is None:
                     if len(buf) > 64 * 1024:
                         self._on_error("header block too long; discarded")
-                        buf.clear()
+                        self._resync = True
+                        del buf[:1]
+                        continue
                     return
-                headers = bytes(buf[:end])
-                del buf[: end + sep]
-                match = _CONTENT_LENGTH.search(headers)
-                if match is None:
-                    self._on_error("message without a Content-Length header; discarded")
+                length, error = parsed
+                if length is None:
+                    self._on_error(f"{error}; message discarded")
+                    self._resync = True
                     continue
-                length = int(match.group(1))
                 if length > self._max:
                     self._on_error(f"message larger than {self._max} bytes; skipped")
                     self._skip = length
@@ -122,8 +137,37 @@ class ContentLengthDecoder:
             self._need = None
             self._on_body(body)
 
+    @staticmethod
+    def _headers(buf: bytearray) -> tuple[int | None, str] | None:
+        """Consume one header block from `buf`: (length, "") or (None, why it is bad);
+        None while the block is incomplete (nothing consumed)."""
+        values: list[bytes] = []
+        pos = 0
+        seen = False
+        while True:
+            end = buf.find(b"\n", pos)
+            if end < 0:
+                return None
+            line = bytes(buf[pos:end])
+            pos = end + 1
+            if line in (b"", b"\r"):
+                if seen:
+                    break
+                continue  # a stray line break between frames is not a header block
+            seen = True
+            match = _HEADER_LINE.fullmatch(line)
+            if match is not None and match.group(1).lower() == b"content-length":
+                values.append(match.group(2))
+        del buf[:pos]
+        if not values:
+            return None, "message without a Content-Length header"
+        shown = ", ".join(repr(v.decode("ascii", "replace")) for v in values)
+        if len(set(values)) > 1 or not values[0].isdigit():
+            return None, f"invalid Content-Length header: {shown}"
+        return int(values[0]), ""
+
     def eof(self) -> None:
-        if self._need is not None or self._buf.strip():
+        if not self._resync and (self._need is not None or self._buf.strip()):
             self._on_error("end of input in the middle of a message; discarded")
         self._buf.clear()
         self._need = None

@@ -22,6 +22,7 @@ import inspect
 import itertools
 import json
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -67,6 +68,7 @@ from sema_rpc.rpc.framing import (
 )
 
 if TYPE_CHECKING:
+    from sema_rpc.engine.control import PromptCancel
     from sema_rpc.engine.engine import SemaEngine
     from sema_rpc.transcript import TranscriptRecorder
 
@@ -154,6 +156,50 @@ def _valid_id(value: Any) -> bool:
     return (isinstance(value, str | int) and not isinstance(value, bool)) or value is None
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _loads(body: bytes) -> Any:
+    """Parse one incoming message: the one place text enters the process.
+
+    The bytes must be UTF-8 (an encoded surrogate such as `ED A0 80` is not: ValueError,
+    answered -32700). A JSON escape of a lone surrogate (`"\\ud800"`, what JavaScript's
+    `JSON.stringify` gives for a string cut inside an emoji) is valid JSON but not text:
+    it becomes U+FFFD, so nothing after the reader ever holds a surrogate. An escaped
+    pair is the character it encodes."""
+    obj = json.loads(body.decode("utf-8"))
+    if _SURROGATE_ESCAPE.search(body) is not None:
+        obj = _without_surrogates(obj)
+    return obj
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATES.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _parse_params(spec: MethodSpec, params: Any) -> Any:
+    """Validate a request's params; `[]` is `{}` (Lua's JSON encoders write an empty
+    table as `[]`), so a method whose fields are all optional accepts it."""
+    try:
+        return spec.params.model_validate({} if params is None or params == [] else params)
+    except ValidationError as exc:
+        raise JsonRpcException(
+            code=ErrorCode.INVALID_PARAMS,
+            message=f"invalid params for {spec.name}: {exc.error_count()} error(s)",
+            data=json.loads(exc.json(include_url=False, include_context=False)),
+        ) from exc
+
+
+_NOT_A_REQUEST = object()
+
+
 class SemaServer(JsonRPCServer):
     """One process, one client, many sessions."""
 
@@ -175,7 +221,11 @@ class SemaServer(JsonRPCServer):
         self.exit_requested = asyncio.Event()
         self.exit_code = 0
         self._request_ids = itertools.count(1)
-        self._prompt_requests: dict[Any, str] = {}
+        self._prompts: dict[Any, tuple[PromptCancel, asyncio.Future[Any]]] = {}
+        """Open `session/prompt` requests by id, from the moment they are read, so a
+        `$/cancelRequest` right behind one finds it before its task has started."""
+        self._reading: Any = _NOT_A_REQUEST
+        """The id of the request being read, once known (for an answer on a bug)."""
         handlers: dict[str, Callable[[Any], Any]] = {
             "initialize": self._initialize,
             "shutdown": self._shutdown,
@@ -241,14 +291,13 @@ class SemaServer(JsonRPCServer):
         """
 
         def parse(params: Any) -> Any:
+            if not spec.notification:
+                return _parse_params(spec, params)
             try:
-                return spec.params.model_validate({} if params is None else params)
-            except ValidationError as exc:
-                raise JsonRpcException(
-                    code=ErrorCode.INVALID_PARAMS,
-                    message=f"invalid params for {spec.name}: {exc.error_count()} error(s)",
-                    data=json.loads(exc.json(include_url=False, include_context=False)),
-                ) from exc
+                return _parse_params(spec, params)
+            except JsonRpcException:  # a notification cannot be refused (nor answered)
+                log.warning("%s: ignoring invalid params %r", spec.name, params)
+                return spec.params()
 
         def translate(exc: Exception) -> JsonRpcException:
             if isinstance(exc, RpcError):
@@ -294,21 +343,35 @@ class SemaServer(JsonRPCServer):
 
     def on_body(self, body: bytes) -> None:
         """Check one message's envelope and hand it to pygls. Never raises: the reader
-        must go on to the next message whatever this one was."""
+        must go on to the next message whatever this one was. A failure here is a bug:
+        a request is answered -32603; a notification or a response never is."""
+        self._reading = _NOT_A_REQUEST
         try:
             self._on_body(body)
         except Exception:
             log.exception("unexpected failure handling a message")
-            self.protocol.send_raw(
-                _error_message(None, ErrorCode.INTERNAL_ERROR, "internal error reading a message")
-            )
+            if self._reading is not _NOT_A_REQUEST:
+                self.protocol.send_raw(
+                    _error_message(
+                        self._reading, ErrorCode.INTERNAL_ERROR, "internal error reading a message"
+                    )
+                )
 
     def _on_body(self, body: bytes) -> None:
         if self.recorder is not None:
             self.recorder.record("in", body)
         try:
-            obj = json.loads(body)
-        except (ValueError, RecursionError) as exc:  # invalid UTF-8; absurd nesting
+            obj = _loads(body)
+        except UnicodeDecodeError as exc:
+            self.protocol.send_raw(
+                _error_message(
+                    None,
+                    ErrorCode.PARSE_ERROR,
+                    f"parse error: not valid UTF-8 (byte {exc.start}: {exc.reason})",
+                )
+            )
+            return
+        except (ValueError, RecursionError) as exc:  # not JSON; absurd nesting
             self.protocol.send_raw(
                 _error_message(None, ErrorCode.PARSE_ERROR, f"parse error: {exc}")
             )
@@ -384,14 +447,37 @@ class SemaServer(JsonRPCServer):
                 )
             )
             return
-        if method == "shutdown":
+        self._reading = msg_id
+        if method == "shutdown" and self._params_valid(method, params):
             # In the order received: an `exit` in the same write sees it (exit code 0),
             # and any request after it is refused, before the handler's task has run.
+            # Invalid params are answered -32602 by the handler, and nothing shuts down.
             self.shutting_down = True
-        assert msg_id is not None or "id" in obj
+        cancel: PromptCancel | None = None
+        if method == "session/prompt":
+            from sema_rpc.engine.control import PromptCancel
+
+            cancel = PromptCancel()
         self.protocol.handle_message(
             JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)  # type: ignore[arg-type]
         )
+        if cancel is not None and msg_id is not None:
+            task = self.protocol._request_futures.get(msg_id)
+            if isinstance(task, asyncio.Future) and not task.done():
+                self._prompts[msg_id] = (cancel, task)
+                task.add_done_callback(lambda _t: self._forget_prompt(msg_id, cancel))
+
+    def _params_valid(self, method: str, params: Any) -> bool:
+        try:
+            _parse_params(METHODS[method], params)
+        except JsonRpcException:
+            return False
+        return True
+
+    def _forget_prompt(self, msg_id: Any, cancel: PromptCancel) -> None:
+        entry = self._prompts.get(msg_id)
+        if entry is not None and entry[0] is cancel:
+            del self._prompts[msg_id]
 
     def _on_response(self, obj: dict[str, Any]) -> None:
         error = obj.get("error")
@@ -414,14 +500,18 @@ class SemaServer(JsonRPCServer):
             )
 
     def _on_cancel(self, params: Any) -> None:
+        """`$/cancelRequest` is a notification: whatever its params, it is never answered."""
         target = params.get("id") if isinstance(params, dict) else None
-        session_id = self._prompt_requests.get(target)
-        if session_id is not None:
-            # Cancelling a prompt is an interrupt: it still answers once, `interrupted`.
-            self.engine.interrupt(session_id)
+        if not isinstance(target, str | int) or isinstance(target, bool):
+            log.warning("ignoring $/cancelRequest without a string or integer id: %r", params)
             return
-        if isinstance(target, str | int):
-            self.protocol._handle_cancel_notification(target)
+        prompt = self._prompts.get(target)
+        if prompt is not None:
+            # A prompt is never answered -32800: cancelled at any stage (not started,
+            # queued, running) it answers once, `interrupted`.
+            prompt[0].cancel()
+            return
+        self.protocol._handle_cancel_notification(target)
 
     # ------------------------------------------------------------------ ClientBridge
 
@@ -436,7 +526,10 @@ class SemaServer(JsonRPCServer):
         if not getattr(self.capabilities, _snake(spec.capability), False) or self.writer.closed:
             return None
         msg_id = f"sema-{next(self._request_ids)}"
-        future = self.protocol.send_request(event.event, event.wire(), msg_id=msg_id)
+        # `requestId` repeats the id inside params: a client library that hides ids from
+        # its request handler (Neovim's) still matches the `$/cancelRequest {id}` below.
+        params = {**event.wire(), "requestId": msg_id}
+        future = self.protocol.send_request(event.event, params, msg_id=msg_id)
         try:
             raw = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
@@ -457,6 +550,26 @@ class SemaServer(JsonRPCServer):
     # ------------------------------------------------------------------ lifecycle methods
 
     def _initialize(self, params: InitializeParams) -> InitializeResult:
+        if params.protocol_version != PROTOCOL_VERSION:
+            # Refused, and nothing changes: a client that speaks several versions tries
+            # again with this one.
+            why = (
+                f"protocolVersion {params.protocol_version} is not supported: this server "
+                f"speaks protocolVersion {PROTOCOL_VERSION}"
+            )
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                why,
+                [
+                    {
+                        "type": "unsupported_protocol_version",
+                        "loc": ["protocolVersion"],
+                        "msg": why,
+                        "input": params.protocol_version,
+                        "supported": [PROTOCOL_VERSION],
+                    }
+                ],
+            )
         self.capabilities = params.capabilities
         if self._engine is not None:
             self._engine.client_answers_permissions = params.capabilities.permissions
@@ -472,21 +585,36 @@ class SemaServer(JsonRPCServer):
 
     async def _shutdown(self, _params: Any) -> EmptyResult:
         self.shutting_down = True
-        if self._engine is not None:
-            await self._engine.shutdown()
+        await self.stop_turns()
         return EmptyResult()
+
+    async def stop_turns(self, grace_s: float = 5.0) -> None:
+        """`shutdown` and end of input: nothing new starts; running turns are
+        interrupted; every open prompt is answered (`interrupted` unless it had ended)
+        and every other request in flight is answered before this returns (together
+        within `grace_s`)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
+        if self._engine is not None:
+            await self._engine.shutdown(grace_s)
+        for cancel, _task in list(self._prompts.values()):
+            cancel.cancel()  # not started yet (or no engine): answers at once
+        current = asyncio.current_task()
+        in_flight: list[asyncio.Task[Any]] = []  # the client's requests being handled
+        for future in list(self.protocol._request_futures.values()):
+            task: Any = future  # our own requests to the client are not tasks
+            if isinstance(task, asyncio.Task) and task is not current and not task.done():
+                in_flight.append(task)
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=max(0.1, deadline - loop.time()))
 
     def _exit(self, _params: Any) -> None:
         self.exit_code = 0 if self.shutting_down else 1
         self.exit_requested.set()
 
     async def _prompt(self, params: Any) -> Any:
-        msg_id = self.protocol.msg_id
-        self._prompt_requests[msg_id] = params.session_id
-        try:
-            return await self.engine.prompt(params)
-        finally:
-            self._prompt_requests.pop(msg_id, None)
+        prompt = self._prompts.get(self.protocol.msg_id)
+        return await self.engine.prompt(params, prompt[0] if prompt is not None else None)
 
     def _interrupt(self, params: Any) -> Any:
         from sema_rpc.protocol import SessionInterruptResult
@@ -521,8 +649,8 @@ async def serve(
         log.info("end of input: shutting down")
     exiting.cancel()
     reading.cancel()
-    if server._engine is not None:
-        await server._engine.shutdown()
+    server.shutting_down = True
+    await server.stop_turns()
     await writer.drain()
     recorder.close()
     return server.exit_code

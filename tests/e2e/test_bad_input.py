@@ -100,7 +100,7 @@ async def test_unknown_session_and_bad_working_dir(client: WireClient, tmp_path)
         ("mode/update", {"sessionId": "nope", "mode": "Plan"}),
     ]:
         response = await client.request(method, params)
-        assert response["error"]["code"] == -32010, method
+        assert response["error"]["code"] == -32010, (method, response)
         assert response["error"]["data"] == {"sessionId": "nope"}
     response = await client.request("session/create", {"workingDir": str(tmp_path / "missing")})
     assert response["error"]["code"] == -32602
