@@ -27,6 +27,7 @@ import json
 import statistics
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,7 @@ def setup(root: Path) -> Path:
 
 
 def gaps_ms(times: list[float]) -> list[float]:
-    return [(b - a) * 1000 for a, b in zip(times, times[1:], strict=False)]
+    return [(b - a) * 1000 for a, b in pairwise(times)]
 
 
 def sent_deltas(reply: Reply) -> dict[str, float]:

@@ -18,6 +18,7 @@ from .bash_safety import (
     ShellSyntaxError,
     is_safe_readonly_command,
     lex,
+    names_git_dir,
     network_program,
     rule_for,
     segments,
@@ -100,6 +101,14 @@ class BashTool(Tool):
     def permission(self, args: BashInput, ctx: ToolContext) -> PermissionAsk | None:
         if is_safe_readonly_command(args.command, ctx.working_dir):
             return None
+        if names_git_dir(args.command):
+            # A write inside `.git/` is asked every time, as for Write and Edit: its config
+            # and hooks make later read-only git commands run programs.
+            return PermissionAsk(
+                title=f"Bash: {args.command} (may write inside .git/)",
+                content=args.command,
+                ask_every_time=True,
+            )
         return PermissionAsk(
             title=f"Bash: {args.command}", content=args.command, rule=rule_for(args.command)
         )
