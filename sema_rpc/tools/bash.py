@@ -13,6 +13,8 @@ import anyio
 from anyio.abc import Process
 from pydantic import Field
 
+from sema_rpc.log import SECRET_ENV
+
 from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 from .bash_safety import (
     ShellSyntaxError,
@@ -221,9 +223,7 @@ def _check_cd(command: str, working_dir: Path) -> str | None:
 # ---------------------------------------------------------------- process
 
 
-SERVER_SECRETS = frozenset(
-    {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "OPENAI_ADMIN_KEY"}
-)
+SERVER_SECRETS = frozenset(SECRET_ENV)
 """The model keys this server reads: the agent's commands never see them (a `printenv`
 would put them in the model's context and the history)."""
 

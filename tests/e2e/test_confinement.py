@@ -203,3 +203,79 @@ async def test_bypass_asks_for_bash_writes_inside_dot_git(
     await client2.close()
     assert config.read_bytes() == before
     assert "no one can be asked" in results_seen_by_model(scripted_llm)[-1]
+
+
+ENV_KEY = "sk-ant-test-key-000000"  # the server's ANTHROPIC_API_KEY (server_env)
+PROFILE_KEY = "profile-secret-abcdef123456"
+
+
+async def test_secrets_in_tool_output_and_provider_errors_are_redacted(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    assert server_env["ANTHROPIC_API_KEY"] == ENV_KEY
+    root = Path(server_env["SEMA_ROOT"])
+    (root / "models.json").write_text(
+        json.dumps(
+            {
+                "profiles": {
+                    "mine": {
+                        "provider": "anthropic",
+                        "modelName": "claude-test",
+                        "baseURL": scripted_llm.url,
+                        "apiKey": PROFILE_KEY,
+                    }
+                }
+            }
+        )
+    )
+    (workspace / ".env").write_text(f"ANTHROPIC_API_KEY={ENV_KEY}\nMINE={PROFILE_KEY}\n")
+    (workspace / "show.sh").write_text('read -r line < .env; echo "the key is ${line#*=}"\n')
+    client = await WireClient(env=server_env).start()
+    await client.initialize()
+    ready = await client.create_session(workspace, model="mine", permissionMode="bypass")
+    sid = ready["sessionId"]
+    scripted_llm.script(
+        Reply.tools([("Bash", {"command": "cat .env"})]),
+        # the output arrives in two pieces, cut inside the key
+        Reply.tools([("Bash", {"command": "head -c 25 .env; sleep 0.3; tail -c +26 .env"})]),
+        Reply.tools([("Bash", {"command": "bash show.sh"})]),
+        Reply.tools([("Read", {"file_path": ".env"})]),
+        Reply.tools([("Grep", {"pattern": "MINE", "output_mode": "content"})]),
+        Reply.text("done"),
+    )
+    result = await client.call("session/prompt", {"sessionId": sid, "input": "show me"})
+    assert result["stopReason"] == "end_turn"
+    results = results_seen_by_model(scripted_llm)
+    assert len(results) == 5 and all("[REDACTED]" in r for r in results), results
+    assert "the key is [REDACTED]" in results[2]
+    updates = "".join(
+        r.params["delta"]
+        for r in client.events("tool:execution:update", sid)
+        if r.params["toolCallId"]
+        == client.events("tool:execution:start", sid)[1].params["toolCallId"]
+    )
+    assert "ANTHROPIC_API_KEY=[REDACTED]" in updates
+
+    # A provider error that echoes the key it was sent.
+    scripted_llm.script(
+        Reply.error(
+            401,
+            message=f"invalid x-api-key: {PROFILE_KEY}",
+            error_type="authentication_error",
+            retry_after_ms=None,
+        )
+    )
+    failed = await client.call("session/prompt", {"sessionId": sid, "input": "again"})
+    await client.close()
+    assert failed["stopReason"] == "error"
+    assert "invalid x-api-key: [REDACTED]" in failed["error"]["message"]
+    [error] = client.events("session:error", sid)
+    assert "[REDACTED]" in error.params["error"]["message"]
+
+    history = (root / "history" / f"{sid}.jsonl").read_text()
+    assert "[REDACTED]" in history
+    seen_by_client = client.stdout.decode()
+    for key in (ENV_KEY, PROFILE_KEY):
+        assert key not in history
+        assert key not in seen_by_client
+        assert key not in str([r.body for r in scripted_llm.requests])
