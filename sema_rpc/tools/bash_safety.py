@@ -679,8 +679,8 @@ def names_git_dir(cmd: str, _depth: int = 0) -> bool:
     """Whether `cmd` may write inside a `.git` folder by what it says: a word (after
     quote removal and `$'…'` decoding, in any case), a redirection target or a
     substitution naming `.git`, a glob that can match `.git` (`.g?t`, `.[a-z]*`), or
-    `git config` setting a value (config entries run programs: `core.fsmonitor`,
-    `core.hooksPath`, `diff.external`). Text that cannot be analysed counts as naming it
+    `git config` setting a key other than a few harmless ones (config entries run
+    programs: `core.fsmonitor`, `core.hooksPath`, `diff.external`, `alias.*`). Text that cannot be analysed counts as naming it
     when its raw form does."""
     if _depth > 5 or _DOT_GIT.search(cmd):
         return True
@@ -719,19 +719,49 @@ def _glob_may_name_git(word: str) -> bool:
     return False
 
 
+_GIT_CONFIG_HARMLESS = re.compile(
+    r"(user|color|advice|init|pull|push|fetch|merge|rebase|log|format|status|branch)\.[^.]+"
+    r"|core\.(autocrlf|eol|filemode|ignorecase|quotepath|safecrlf|whitespace)",
+    re.IGNORECASE,
+)
+"""`git config` keys whose values never name a program or a file to include (`user.email`,
+`pull.rebase`, `core.autocrlf`); setting any other key counts as a write into `.git/`.
+`section.subsection.key` forms (`branch.main.remote`, `merge.x.driver`) are not in it."""
+_GIT_CONFIG_VALUE_OPTIONS = frozenset({"-f", "--file", "--blob", "--type", "--default",
+                                       "--comment", "--value"})  # fmt: skip
+
+
 def _git_config_writes(args: list[str]) -> bool:
+    """Whether `git …` (its arguments) runs `git config` to set, add, unset or edit anything
+    but a harmless key."""
     i = 0
     while i < len(args) and args[i].startswith("-"):
         i += 2 if args[i] in _GIT_VALUE_OPTIONS else 1
     if i >= len(args) or args[i] != "config":
         return False
     rest = args[i + 1 :]
-    if any(a in _GIT_CONFIG_WRITES or _is_long_option(a, tuple(_GIT_CONFIG_WRITES)) for a in rest):
+    operands: list[str] = []
+    j = 0
+    while j < len(rest):
+        if rest[j] in _GIT_CONFIG_VALUE_OPTIONS:
+            j += 2
+            continue
+        if not rest[j].startswith("-"):
+            operands.append(rest[j])
+        j += 1
+    editing = any(
+        a in _GIT_CONFIG_WRITES or _is_long_option(a, tuple(_GIT_CONFIG_WRITES)) for a in rest
+    )
+    if not editing:
+        if any(a in _GIT_CONFIG_READS or a.startswith("--get") for a in rest):
+            return False
+        if len(operands) <= 1 and (not operands or operands[0] not in _GIT_CONFIG_WRITES):
+            return False  # `git config NAME` reads it
+    if operands and operands[0] in _GIT_CONFIG_WRITES | _GIT_CONFIG_READS:
+        operands = operands[1:]  # git 2.46 subcommands: `git config set NAME VALUE`
+    if any(a in ("-e", "--edit", "edit") for a in rest) or not operands:
         return True
-    if any(a in _GIT_CONFIG_READS or a.startswith("--get") for a in rest):
-        return False
-    operands = [a for a in rest if not a.startswith("-")]
-    return len(operands) != 1  # `git config NAME` reads; NAME VALUE, --unset, -e, ... write
+    return not _GIT_CONFIG_HARMLESS.fullmatch(operands[0])
 
 
 # ---------------------------------------------------------------- rules

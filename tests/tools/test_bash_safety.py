@@ -316,6 +316,9 @@ def test_globs_are_checked_against_what_they_expand_to(tmp_path) -> None:
         "git config core.fsmonitor 'touch x'",
         "git -C . config --unset core.x",
         "git config --edit",
+        "git config alias.st '!touch x'",
+        "git config --add include.path ../evil",
+        "git config set core.hooksPath hooks",
         "shopt -s dotglob; rm -rf *",
     ],
 )
@@ -326,6 +329,7 @@ def test_commands_naming_dot_git_are_recognised(command: str) -> None:
 @pytest.mark.parametrize(
     "command",
     ["git commit -m x", "git config user.name", "git config --get core.x", "cat .gitignore",
+     "git config user.email bot@example.com", "git config pull.rebase true",
      "touch .github/workflows/ci.yml", "rm -rf build/*", "sed -i s/a/b/ src/*.py"],
 )  # fmt: skip
 def test_commands_not_naming_dot_git(command: str) -> None:
