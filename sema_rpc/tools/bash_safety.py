@@ -664,8 +664,10 @@ def _names_outside(arg: str, working_dir: Path) -> bool:
 
 # ---------------------------------------------------------------- .git
 
-_DOT_GIT = re.compile(r"\.git(?![A-Za-z0-9_.\-])", re.IGNORECASE)
-"""`.git` as a whole path component (`.git`, `.GIT/config`, `-o.git/x`), not `.gitignore`."""
+_DOT_GIT = re.compile(r"(?<![A-Za-z0-9_])\.git(?![A-Za-z0-9_.\-])", re.IGNORECASE)
+"""`.git` as a whole path component (`.git`, `.GIT/config`, `--output=.git/x`), not
+`.gitignore`, `.github/` or a repository URL's `repo.git`."""
+_DOT_GIT_ANYWHERE = re.compile(r"\.git(?![A-Za-z0-9_.\-])", re.IGNORECASE)
 _GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l",
                                "--list", "get", "list", "--get-color", "--get-colorbool"})  # fmt: skip
 _GIT_CONFIG_WRITES = frozenset({"--unset", "--unset-all", "--add", "--replace-all", "-e",
@@ -682,19 +684,20 @@ def names_git_dir(cmd: str, _depth: int = 0) -> bool:
     `git config` setting a key other than a few harmless ones (config entries run
     programs: `core.fsmonitor`, `core.hooksPath`, `diff.external`, `alias.*`). Text that cannot be analysed counts as naming it
     when its raw form does."""
-    if _depth > 5 or _DOT_GIT.search(cmd):
+    if _depth > 5 or _DOT_GIT.search(cmd):  # also here-document bodies fed to a shell
         return True
     try:
         lexed = lex(cmd)
     except ShellSyntaxError:
-        return False  # the raw text was checked above
+        return bool(_DOT_GIT_ANYWHERE.search(cmd))
     if "dotglob" in cmd and any(t.globs for t in lexed.tokens):
         return True
     for token in lexed.tokens:
         if token.kind != "word":
             continue
-        if _DOT_GIT.search(token.value):
-            return True
+        value = token.value
+        if _DOT_GIT.search(value) or (value[:1] == "-" and _DOT_GIT.match(value[2:])):
+            return True  # `-o.git/config`: a short option's attached value
         if token.globs and _glob_may_name_git(token.value):
             return True
     for seg in segments(lexed):

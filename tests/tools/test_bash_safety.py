@@ -313,6 +313,8 @@ def test_globs_are_checked_against_what_they_expand_to(tmp_path) -> None:
         "sh -c 'sed -i x .git/config'",
         "echo $(sed -i x .git/config)",
         "cp hook -t.git/hooks",
+        "sort -o.git/config x",
+        "bash <<EOF\nsed -i x .git/config\nEOF",
         "git config core.fsmonitor 'touch x'",
         "git -C . config --unset core.x",
         "git config --edit",
@@ -330,6 +332,7 @@ def test_commands_naming_dot_git_are_recognised(command: str) -> None:
     "command",
     ["git commit -m x", "git config user.name", "git config --get core.x", "cat .gitignore",
      "git config user.email bot@example.com", "git config pull.rebase true",
+     "git remote add origin git@example.com:me/repo.git", "pip install git+https://x/y.git",
      "touch .github/workflows/ci.yml", "rm -rf build/*", "sed -i s/a/b/ src/*.py"],
 )  # fmt: skip
 def test_commands_not_naming_dot_git(command: str) -> None:
