@@ -35,10 +35,11 @@ def known_secrets() -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-def redact_known(text: str) -> str:
-    """`text` with every secret this process knows replaced by `[REDACTED]`. For text
-    that is content (tool output): anything else that merely looks like a key stays."""
-    for value in known_secrets():
+def redact_known(text: str, secrets: list[str] | None = None) -> str:
+    """`text` with every secret this process knows (or `secrets`, from `known_secrets()`)
+    replaced by `[REDACTED]`. For text that is content (tool output): anything else that
+    merely looks like a key stays."""
+    for value in known_secrets() if secrets is None else secrets:
         if value in text:
             text = text.replace(value, REDACTED)
     return text

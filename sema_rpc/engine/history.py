@@ -58,7 +58,7 @@ from pydantic import ValidationError
 
 from sema_rpc.config import sema_root
 from sema_rpc.engine.messages import Message, TextBlock, ToolResultBlock
-from sema_rpc.log import redact_known
+from sema_rpc.log import known_secrets, redact_known
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +102,21 @@ def _ensure_private_dir(path: Path) -> None:
 def _dumps(entry: dict[str, Any]) -> bytes:
     # ASCII: lone surrogates from odd tool output stay valid JSON; never a raw newline.
     # A key the server knows never reaches the file, whatever brought it into the
-    # conversation (an @reference, the user's own input).
-    return redact_known(json.dumps(entry, separators=(",", ":"))).encode("ascii") + b"\n"
+    # conversation (an @reference, the user's own input): redacted in the values, so
+    # the line's own structure can never be touched.
+    if secrets := known_secrets():
+        entry = _redacted(entry, secrets)
+    return json.dumps(entry, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+def _redacted(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        return redact_known(value, secrets)
+    if isinstance(value, dict):
+        return {k: _redacted(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v, secrets) for v in value]
+    return value
 
 
 def append_curated(history: list[Message], message: Message) -> None:

@@ -416,3 +416,16 @@ async def test_synced_waits_without_blocking_the_loop(workdir):
     task.cancel()
     assert ticks > 0
     assert history_path("async").read_bytes().count(b'"t":"message"') == 50
+
+
+def test_keys_the_server_knows_never_reach_the_file(workdir, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-history-0001")
+    monkeypatch.setenv("OPENAI_ADMIN_KEY", "content")  # even one that is a field name
+    store = write_session("keys", workdir, [user("my key is sk-ant-history-0001, content")])
+    store.close()
+    store.flush()
+    raw = history_path("keys").read_text()
+    assert "sk-ant-history-0001" not in raw
+    loaded = load_history("keys")
+    assert loaded is not None and loaded.skipped == 0
+    assert loaded.messages[0].text() == "my key is [REDACTED], [REDACTED]"
