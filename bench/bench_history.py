@@ -127,6 +127,7 @@ def write_history(session_id: str, working_dir: Path, n_messages: int) -> Path:
                 store.append_message(m, usage)
             i += 1
         store.close()
+        store.flush()  # the writer thread is done before fsync is restored
     finally:
         os.fsync = real_fsync
     return store.path
