@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_wire.py
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_history.py
+	$(BIN)/python bench/bench_history_stall.py
 	$(BIN)/python bench/bench_pipeline.py
 	$(BIN)/python bench/bench_neovim.py
 

@@ -71,6 +71,10 @@ async def _no_steering() -> list[ContentBlock]:
     return []
 
 
+async def _nothing_to_wait_for() -> None:
+    pass
+
+
 @dataclass
 class TurnOutcome:
     stop_reason: str  # end_turn | interrupted | max_turns | error | command
@@ -113,6 +117,9 @@ class Conversation:
     control: TurnControl
     on_message: Callable[[Message], None] = lambda _m: None
     """Called once for each message as it completes (persistence hooks in here)."""
+    persisted: Callable[[], Awaitable[None]] = _nothing_to_wait_for
+    """Resolves once every message handed to `on_message` is stored. Awaited before each
+    model request and each tool batch, so a crash loses at most the message in flight."""
     last_usage: TokenUsage = field(default_factory=TokenUsage)
     tokens: TokenTracker = field(default_factory=TokenTracker)
     """The prompt's size: provider usage first, local counts for the rest (tokens.py)."""
@@ -134,6 +141,8 @@ class Conversation:
             if self._compacting and not compacted:
                 assert self.compactor is not None
                 compacted = self._compacted(await self.compactor.maybe_compact(self.history))
+            with self.control.cancellable():  # a disk that hangs must not hold an interrupt
+                await self.persisted()
             streamed = await self._stream_response()
             if isinstance(streamed, ResponseFailed):
                 if (
@@ -187,6 +196,8 @@ class Conversation:
             if not tool_uses:
                 return TurnOutcome("end_turn")
 
+            with self.control.cancellable():
+                await self.persisted()
             results = await self.runner.run_batch(
                 tool_uses, truncated=set(streamed.raw_tool_inputs)
             )

@@ -39,6 +39,7 @@ from sema_rpc.engine.history import (
     dangling_tool_results,
     list_sessions,
     load_history,
+    synced_all,
     valid_session_id,
 )
 from sema_rpc.engine.messages import ContentBlock, Message, TextBlock
@@ -167,6 +168,12 @@ class Session:
         """The loop's `on_message` hook: one history entry per completed message."""
         if self.store is not None:
             self.store.append_message(message, self.tokens.mark_for(message))
+
+    async def synced(self) -> None:
+        """Wait (the loop serves others meanwhile) until the session's history entries so
+        far are on disk."""
+        if self.store is not None:
+            await self.store.synced()
 
     def set_usage(self, tokens: int) -> None:
         self.usage = TokenUsage(
@@ -407,6 +414,7 @@ class SemaEngine:
             del self.sessions[session.id]
         if session.store is not None:
             session.store.close()
+            await session.store.synced()
         await self.close_mcp(session)
         return SessionDisposeResult(disposed=True, interrupted=interrupted)
 
@@ -449,6 +457,7 @@ class SemaEngine:
                 session.turn_lock.release()
             except TimeoutError:
                 log.warning("session %s did not settle before shutdown", session.id)
+        await synced_all()
 
     # ------------------------------------------------------------------ processUserInput
 
@@ -507,6 +516,7 @@ class SemaEngine:
                 else:
                     await self._compact(session, control, command[1] or None)
                     outcome = TurnOutcome("interrupted" if control.interrupted else "command")
+                await session.synced()  # answered once the turn is on disk
                 result = SessionPromptResult(
                     stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
                     usage=session.usage,
@@ -591,6 +601,7 @@ class SemaEngine:
                     session.control = session.policy = session.runner = None
                     session.bus.emit(StateUpdateParams(state="idle"))
                     self._settle_steering(session, None)  # a steer sent meanwhile runs alone
+                await session.synced()
         if result is None:  # interrupted during the summary call
             before = session.usage.prompt_tokens
             return SessionCompactResult(
@@ -732,6 +743,7 @@ class SemaEngine:
             runner=runner,
             control=control,
             on_message=session.persist,
+            persisted=session.synced,
             last_usage=session.usage,
             tokens=session.tokens,
             compactor=self._compactor(session, control),

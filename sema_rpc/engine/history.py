@@ -7,6 +7,13 @@ change, `/clear` and compaction, one JSON object per line, appended and fsync'd 
 completes. The *curated* history (what the model sees) is rebuilt from it on load: the
 messages after the last `clear`, starting from the last `compact` marker's messages.
 
+Writes never happen on the event loop: an entry is serialised where it is appended and
+handed to one writer thread for the whole process, which writes and syncs the files in
+the order the entries were appended (entries queued for one file meanwhile share one
+write and one fsync). A session that needs its entries on disk awaits `synced()`
+(without blocking the loop for other sessions); `load_history` and `list_sessions` first
+wait for what is queued; the server's shutdown waits for everything (`synced_all`).
+
 Entries (`t` is the kind, `n` the number of messages written so far, `at` a Unix time):
 
     {"t":"meta","v":1,"n":0,"at":…,"sessionId":…,"workingDir":…}        first line
@@ -33,12 +40,15 @@ history.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import contextlib
 import datetime
 import json
 import logging
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +58,7 @@ from pydantic import ValidationError
 
 from sema_rpc.config import sema_root
 from sema_rpc.engine.messages import Message, TextBlock, ToolResultBlock
+from sema_rpc.log import known_secrets, redact_known
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +101,22 @@ def _ensure_private_dir(path: Path) -> None:
 
 def _dumps(entry: dict[str, Any]) -> bytes:
     # ASCII: lone surrogates from odd tool output stay valid JSON; never a raw newline.
+    # A key the server knows never reaches the file, whatever brought it into the
+    # conversation (an @reference, the user's own input): redacted in the values, so
+    # the line's own structure can never be touched.
+    if secrets := known_secrets():
+        entry = _redacted(entry, secrets)
     return json.dumps(entry, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+def _redacted(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        return redact_known(value, secrets)
+    if isinstance(value, dict):
+        return {k: _redacted(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v, secrets) for v in value]
+    return value
 
 
 def append_curated(history: list[Message], message: Message) -> None:
@@ -131,8 +157,98 @@ def message_title(message: Message) -> str | None:
 # --------------------------------------------------------------------------- writing
 
 
+class _Writer:
+    """The process's one history writer thread, started on first use.
+
+    Jobs (a store and its lines, or None to close the store's file) run in the order
+    they were submitted, so each file gets its entries in order. Each job has a ticket
+    (1, 2, ...); `done` is the last ticket whose job finished (written and synced, or
+    failed and kept by its store for a retry)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._jobs: list[tuple[HistoryStore, list[bytes] | None]] = []
+        self._submitted = 0
+        self._done = 0
+        self._waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._thread: threading.Thread | None = None
+
+    def submit(self, store: HistoryStore, lines: list[bytes] | None) -> int:
+        with self._lock:
+            self._jobs.append((store, lines))
+            self._submitted += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="sema-history", daemon=True)
+                self._thread.start()
+                atexit.register(self.wait, None, 10.0)
+            self._changed.notify_all()
+            return self._submitted
+
+    def wait(self, ticket: int | None = None, timeout: float | None = None) -> bool:
+        """Block until job `ticket` (default: every job submitted so far) is done."""
+        with self._lock:
+            target = self._submitted if ticket is None else ticket
+            return self._changed.wait_for(lambda: self._done >= target, timeout)
+
+    async def wait_async(self, ticket: int | None = None) -> None:
+        """Wait for job `ticket` (default: all so far) without blocking the event loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            target = self._submitted if ticket is None else ticket
+            if self._done >= target:
+                return
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((target, loop, future))
+        await asyncio.shield(future)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                self._changed.wait_for(lambda: bool(self._jobs))
+                jobs, self._jobs = self._jobs, []
+                last = self._submitted
+            by_store: dict[int, tuple[HistoryStore, list[list[bytes] | None]]] = {}
+            for store, lines in jobs:  # dicts keep insertion order
+                by_store.setdefault(id(store), (store, []))[1].append(lines)
+            for store, items in by_store.values():
+                try:
+                    store._drain(items)
+                except Exception:  # a bug must not stop every session's history
+                    log.exception("history writer: %s", store.path)
+            with self._lock:
+                self._done = last
+                self._changed.notify_all()
+                ready = [w for w in self._waiters if w[0] <= last]
+                self._waiters = [w for w in self._waiters if w[0] > last]
+            for _, loop, future in ready:
+                with contextlib.suppress(RuntimeError):  # that loop is closed
+                    loop.call_soon_threadsafe(_resolve, future)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+_writer = _Writer()
+
+
+def flush_all(timeout: float | None = None) -> bool:
+    """Block until every history entry appended so far is written (or failed)."""
+    return _writer.wait(None, timeout)
+
+
+async def synced_all() -> None:
+    """Wait, without blocking the loop, for every history entry appended so far."""
+    await _writer.wait_async(None)
+
+
 class HistoryStore:
-    """Appends one session's entries to its JSONL file. Never raises on I/O errors."""
+    """Appends one session's entries to its JSONL file. Never raises on I/O errors.
+
+    The append methods serialise the entry and queue it for the writer thread; the file
+    itself is only touched there (`_drain`)."""
 
     def __init__(self, session_id: str, working_dir: Path, message_count: int = 0):
         self.session_id = session_id
@@ -143,8 +259,10 @@ class HistoryStore:
         self._pending: list[bytes] = []
         self._failing = False
         self._closed = False
+        self._ticket = 0
+        """The writer's ticket for this store's last job."""
         self.write_seconds = 0.0
-        """Total time spent writing and syncing (for the benchmark)."""
+        """Total time spent writing and syncing, on the writer thread (for the benchmark)."""
 
     # ---- entries
 
@@ -184,23 +302,42 @@ class HistoryStore:
 
     @property
     def healthy(self) -> bool:
+        """Whether everything appended is on disk (waits for the queued writes)."""
+        self.flush()
         return not self._pending
 
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until this store's queued entries are written (or failed). Not on the loop."""
+        return _writer.wait(self._ticket, timeout)
+
+    async def synced(self) -> None:
+        """Wait, without blocking the loop, until this store's queued entries are written."""
+        await _writer.wait_async(self._ticket)
+
     def close(self) -> None:
-        if self._pending:
-            self._flush()
-        self._closed = True
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
+        """Close the file once the queued entries are written; later appends are dropped.
+        Returns at once: `synced()` / `flush()` wait for it."""
+        if not self._closed:
+            self._closed = True
+            self._ticket = _writer.submit(self, None)
 
     def _write(self, lines: list[bytes]) -> None:
         if self._closed:
             log.warning("history of %s is closed; entry dropped", self.session_id)
             return
-        self._pending.extend(lines)
-        self._flush()
+        self._ticket = _writer.submit(self, lines)
+
+    def _drain(self, items: list[list[bytes] | None]) -> None:
+        """On the writer thread: this store's jobs, in order (None closes the file)."""
+        for lines in items:
+            if lines is None:
+                if self._pending:
+                    self._flush()
+                self._close_fd()
+            else:
+                self._pending.extend(lines)
+        if self._pending and items[-1] is not None:
+            self._flush()
 
     def _flush(self) -> None:
         started = time.perf_counter()
@@ -328,6 +465,7 @@ def load_history(session_id: str) -> LoadedHistory | None:
 
     Unparsable lines are skipped with a warning. Raises HistoryError only when the file
     exists but cannot be read (permissions, I/O error)."""
+    flush_all()  # what this process queued for the file is in it
     path = history_path(session_id)
     try:
         data = path.read_bytes()
@@ -489,6 +627,7 @@ class SessionSummary:
 def list_sessions(working_dir: Path | None = None) -> list[SessionSummary]:
     """Every session on disk (newest first), or only those created in `working_dir`.
     Unreadable files are skipped with a warning. Blocking; use a thread."""
+    flush_all()
     root = history_dir()
     try:
         entries = list(os.scandir(root))

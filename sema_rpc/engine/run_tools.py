@@ -4,6 +4,11 @@ A batch whose every call is read-only runs concurrently; any other batch runs se
 in the model's order. Results always come back in the model's order, one per call.
 Every failure is a tool result, never an exception: unknown tool, invalid input, a
 refused validation, a rejected permission, a tool that raises.
+
+Tool output is where text from outside the conversation enters it (a file, a command's
+output): every secret the server knows is replaced by `[REDACTED]` here, in the result
+the model gets (and the history stores) and in what the client is shown, streamed
+updates included.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from sema_rpc.engine.permissions import (
     PermissionPolicy,
     feedback_message,
 )
+from sema_rpc.log import StreamRedactor, redact_known
 from sema_rpc.protocol import (
     PermissionRequestParams,
     PermissionResult,
@@ -140,14 +146,20 @@ class ToolRunner:
         if self.control.observe(3):
             return self._error(call, title, CANCEL_MESSAGE)
 
+        redactor = StreamRedactor()
+
+        def emit_update(text: str) -> None:
+            if text := redactor.feed(text):
+                self._emit(
+                    ToolExecutionUpdateParams(tool_call_id=call.id, tool_name=call.name, delta=text)
+                )
+
         ctx = dataclasses.replace(
             self.context,
             tool_call_id=call.id,
             agent_id=self.agent_id,
             plan_mode=self.plan_mode,
-            emit_update=lambda text: self._emit(
-                ToolExecutionUpdateParams(tool_call_id=call.id, tool_name=call.name, delta=text)
-            ),
+            emit_update=emit_update,
         )
         # Plan mode first: a write the model calls anyway is refused as such, not sent
         # to read the file first (and its validation never looks at the target).
@@ -177,9 +189,14 @@ class ToolRunner:
                 output = ToolOutput(
                     content=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True
                 )
+        if held := redactor.flush():
+            self._emit(
+                ToolExecutionUpdateParams(tool_call_id=call.id, tool_name=call.name, delta=held)
+            )
         if output is None:  # cancelled by an interrupt while running
             self.control.observe(4)
             return self._error(call, title, CANCEL_MESSAGE)
+        output = _redacted(output)
         if output.control is not None:
             self.controls.append(output.control)
         if output.is_error:
@@ -246,9 +263,19 @@ class ToolRunner:
         self.bus.emit(event, agent_id=self.agent_id)
 
     def _error(self, call: ToolUseBlock, title: str, message: str) -> ToolResultBlock:
+        message = redact_known(message)
         self._emit(
             ToolExecutionErrorParams(
                 tool_call_id=call.id, tool_name=call.name, title=title, content=message
             )
         )
         return ToolResultBlock(tool_use_id=call.id, content=message, is_error=True)
+
+
+def _redacted(output: ToolOutput) -> ToolOutput:
+    return dataclasses.replace(
+        output,
+        content=redact_known(output.content),
+        summary=redact_known(output.summary),
+        display=None if output.display is None else redact_known(output.display),
+    )

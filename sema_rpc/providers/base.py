@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from sema_rpc.engine.messages import Message, Usage
+from sema_rpc.log import redact
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "pause_turn"]
 
@@ -90,6 +91,11 @@ class ProviderError:
     status: int | None = None
     code: str | None = None
     """The provider's own error type/code when it gave one (e.g. `overloaded_error`)."""
+
+    def __post_init__(self) -> None:
+        # A provider may echo the key it was sent (`invalid x-api-key: sk-…`): the message
+        # goes to the client, to a subagent's result and so to the history.
+        self.message = redact(self.message)
 
 
 @dataclass(slots=True)

@@ -13,11 +13,14 @@ import anyio
 from anyio.abc import Process
 from pydantic import Field
 
+from sema_rpc.log import SECRET_ENV
+
 from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 from .bash_safety import (
     ShellSyntaxError,
     is_safe_readonly_command,
     lex,
+    names_git_dir,
     network_program,
     rule_for,
     segments,
@@ -100,6 +103,14 @@ class BashTool(Tool):
     def permission(self, args: BashInput, ctx: ToolContext) -> PermissionAsk | None:
         if is_safe_readonly_command(args.command, ctx.working_dir):
             return None
+        if names_git_dir(args.command):
+            # A write inside `.git/` is asked every time, as for Write and Edit: its config
+            # and hooks make later read-only git commands run programs.
+            return PermissionAsk(
+                title=f"Bash: {args.command} (may write inside .git/)",
+                content=args.command,
+                ask_every_time=True,
+            )
         return PermissionAsk(
             title=f"Bash: {args.command}", content=args.command, rule=rule_for(args.command)
         )
@@ -212,9 +223,7 @@ def _check_cd(command: str, working_dir: Path) -> str | None:
 # ---------------------------------------------------------------- process
 
 
-SERVER_SECRETS = frozenset(
-    {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "OPENAI_ADMIN_KEY"}
-)
+SERVER_SECRETS = frozenset(SECRET_ENV)
 """The model keys this server reads: the agent's commands never see them (a `printenv`
 would put them in the model's context and the history)."""
 

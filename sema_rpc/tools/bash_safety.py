@@ -13,6 +13,7 @@ unsafe (it needs a permission prompt).
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from collections.abc import Callable
@@ -24,6 +25,7 @@ __all__ = [
     "ShellSyntaxError",
     "is_safe_readonly_command",
     "lex",
+    "names_git_dir",
     "network_program",
     "rule_for",
     "rule_matches",
@@ -496,6 +498,43 @@ SAFE_PROGRAMS: dict[str, Callable[[list[str]], bool]] = {
 }
 """Program → check of its arguments; a command is safe when every segment passes."""
 
+
+def _find_follows(args: list[str]) -> bool:
+    return not any(a in ("-L", "-follow", "-files0-from") for a in args)
+
+
+def _diff_follows(args: list[str]) -> bool:
+    # `diff -r` reads through the symlinks it meets unless told not to
+    recursive = not _refuse("r", "--recursive")(args)
+    return not recursive or any(a == "--no-dereference" for a in args)
+
+
+_HASH_CHECK = _refuse("c", "--check")
+"""`-c FILE` hashes every file FILE names."""
+
+INDIRECT_READS: dict[str, Callable[[list[str]], bool]] = {
+    "grep": _refuse("R", "--dereference-recursive"),
+    "egrep": _refuse("R", "--dereference-recursive"),
+    "fgrep": _refuse("R", "--dereference-recursive"),
+    "rg": _refuse("L", "--follow"),
+    "find": _find_follows,
+    "du": _refuse("L", "--dereference", "--files0-from"),
+    "ls": _refuse("L", "--dereference"),
+    "tree": _refuse("l", "--fromfile"),
+    "diff": _diff_follows,
+    "wc": _refuse("", "--files0-from"),
+    "sort": _refuse("", "--files0-from"),
+    "file": _refuse("f", "--files-from"),
+    "strings": lambda args: not any(a.startswith("@") for a in args),  # @FILE: more options
+    **dict.fromkeys(("md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum"), _HASH_CHECK),
+}
+"""Options that make a read-only program read files it was not named on the command
+line: following the symlinks it meets while walking a folder (`grep -R`, `find -L`,
+`rg -L`, `du -L`, `ls -L`, `tree -l`, `diff -r`), or reading file names from a file
+(`--files0-from`, `md5sum -c`, `file -f`). Such a file may lie outside the workspace, so
+these commands are not read-only: they ask (and Plan mode refuses them). A check passes
+when the arguments use none of them."""
+
 _SAFE_SEPARATORS = {";", "&&", "||", "|", "\n"}
 
 
@@ -530,11 +569,66 @@ def is_safe_readonly_command(cmd: str, working_dir: Path | None = None) -> bool:
         # `-delete`) past the argument check: programs that have one get literal words.
         if check is not _always and any(t.globs for t in seg[1:]):
             return False
-        if not check(args):
+        if not check(args) or not INDIRECT_READS.get(program, _always)(args):
             return False
-        if working_dir is not None and any(_names_outside(a, working_dir) for a in args):
+        if working_dir is not None and not _confined(seg[1:], working_dir):
             return False
     return True
+
+
+def _confined(args: list[Token], working_dir: Path) -> bool:
+    """Whether every argument, and every file a glob argument expands to, stays inside
+    `working_dir` once symlinks are resolved (`cat *` must not read through a link that
+    leads out), and no expansion turns into an option (a file named `-R`)."""
+    for token in args:
+        if _names_outside(token.value, working_dir):
+            return False
+        if not token.globs:
+            continue
+        matches = _glob_matches(token.value, working_dir)
+        if matches is None:
+            return False
+        for match in matches:
+            if match.name.startswith("-") or _names_outside(str(match), working_dir):
+                return False
+    return True
+
+
+_GLOB_LIMIT = 2000
+
+
+def _glob_matches(word: str, working_dir: Path) -> list[Path] | None:
+    """What bash could expand glob `word` to, as a superset (a bracket expression matches
+    anything; a leading dot must be literal, as bash requires); None past `_GLOB_LIMIT`
+    entries or when a folder cannot be listed."""
+    path = os.path.expanduser(word)
+    base = Path("/") if path.startswith("/") else working_dir
+    current = [base]
+    for part in Path(path).parts:
+        if part == "/":
+            continue
+        if not any(ch in part for ch in _GLOB_CHARS):
+            current = [c / part for c in current]
+            continue
+        pattern = "*" if "[" in part else part
+        hidden = part.startswith(".")
+        found: list[Path] = []
+        for folder in current:
+            try:
+                names = os.listdir(folder)
+            except NotADirectoryError:
+                continue
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return None
+            for name in names:
+                if (hidden or not name.startswith(".")) and fnmatch.fnmatchcase(name, pattern):
+                    found.append(folder / name)
+            if len(found) > _GLOB_LIMIT:
+                return None
+        current = found
+    return current
 
 
 _HARMLESS_PATHS = frozenset({"/dev/null", "/dev/stdin", "-"})
@@ -566,6 +660,111 @@ def _names_outside(arg: str, working_dir: Path) -> bool:
         if resolved != root and root not in resolved.parents:
             return True
     return False
+
+
+# ---------------------------------------------------------------- .git
+
+_DOT_GIT = re.compile(r"(?<![A-Za-z0-9_])\.git(?![A-Za-z0-9_.\-])", re.IGNORECASE)
+"""`.git` as a whole path component (`.git`, `.GIT/config`, `--output=.git/x`), not
+`.gitignore`, `.github/` or a repository URL's `repo.git`."""
+_DOT_GIT_ANYWHERE = re.compile(r"\.git(?![A-Za-z0-9_.\-])", re.IGNORECASE)
+_GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l",
+                               "--list", "get", "list", "--get-color", "--get-colorbool"})  # fmt: skip
+_GIT_CONFIG_WRITES = frozenset({"--unset", "--unset-all", "--add", "--replace-all", "-e",
+                                "--edit", "--rename-section", "--remove-section", "set",
+                                "unset", "edit", "rename-section", "remove-section"})  # fmt: skip
+_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
+                                "--config-env", "--exec-path"})  # fmt: skip
+
+
+def names_git_dir(cmd: str, _depth: int = 0) -> bool:
+    """Whether `cmd` may write inside a `.git` folder by what it says: a word (after
+    quote removal and `$'…'` decoding, in any case), a redirection target or a
+    substitution naming `.git`, a glob that can match `.git` (`.g?t`, `.[a-z]*`), or
+    `git config` setting a key other than a few harmless ones (config entries run
+    programs: `core.fsmonitor`, `core.hooksPath`, `diff.external`, `alias.*`). Text that cannot be analysed counts as naming it
+    when its raw form does."""
+    if _depth > 5 or _DOT_GIT.search(cmd):  # also here-document bodies fed to a shell
+        return True
+    try:
+        lexed = lex(cmd)
+    except ShellSyntaxError:
+        return bool(_DOT_GIT_ANYWHERE.search(cmd))
+    if "dotglob" in cmd and any(t.globs for t in lexed.tokens):
+        return True
+    for token in lexed.tokens:
+        if token.kind != "word":
+            continue
+        value = token.value
+        if _DOT_GIT.search(value) or (value[:1] == "-" and _DOT_GIT.match(value[2:])):
+            return True  # `-o.git/config`: a short option's attached value
+        if token.globs and _glob_may_name_git(token.value):
+            return True
+    for seg in segments(lexed):
+        program, args = _program_of(_words(seg))
+        if program == "git" and _git_config_writes(args):
+            return True
+        if program in _SHELLS and "-c" in args:
+            index = args.index("-c")
+            if index + 1 < len(args) and names_git_dir(args[index + 1], _depth + 1):
+                return True
+        if program == "eval" and names_git_dir(" ".join(args), _depth + 1):
+            return True
+    return any(names_git_dir(body, _depth + 1) for body in lexed.substitutions)
+
+
+def _glob_may_name_git(word: str) -> bool:
+    for part in word.split("/"):
+        if part.startswith(".") and _GLOB_CHARS & set(part):
+            pattern = re.sub(r"\[\^", "[!", part.lower())
+            if fnmatch.fnmatchcase(".git", pattern) or "[:" in part:
+                return True
+    return False
+
+
+_GIT_CONFIG_HARMLESS = re.compile(
+    r"(user|color|advice|init|pull|push|fetch|merge|rebase|log|format|status|branch)\.[^.]+"
+    r"|core\.(autocrlf|eol|filemode|ignorecase|quotepath|safecrlf|whitespace)",
+    re.IGNORECASE,
+)
+"""`git config` keys whose values never name a program or a file to include (`user.email`,
+`pull.rebase`, `core.autocrlf`); setting any other key counts as a write into `.git/`.
+`section.subsection.key` forms (`branch.main.remote`, `merge.x.driver`) are not in it."""
+_GIT_CONFIG_VALUE_OPTIONS = frozenset({"-f", "--file", "--blob", "--type", "--default",
+                                       "--comment", "--value"})  # fmt: skip
+
+
+def _git_config_writes(args: list[str]) -> bool:
+    """Whether `git …` (its arguments) runs `git config` to set, add, unset or edit anything
+    but a harmless key."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in _GIT_VALUE_OPTIONS else 1
+    if i >= len(args) or args[i] != "config":
+        return False
+    rest = args[i + 1 :]
+    operands: list[str] = []
+    j = 0
+    while j < len(rest):
+        if rest[j] in _GIT_CONFIG_VALUE_OPTIONS:
+            j += 2
+            continue
+        if not rest[j].startswith("-"):
+            operands.append(rest[j])
+        j += 1
+    editing = any(
+        a in _GIT_CONFIG_WRITES or _is_long_option(a, tuple(_GIT_CONFIG_WRITES)) for a in rest
+    )
+    if not editing:
+        if any(a in _GIT_CONFIG_READS or a.startswith("--get") for a in rest):
+            return False
+        if len(operands) <= 1 and (not operands or operands[0] not in _GIT_CONFIG_WRITES):
+            return False  # `git config NAME` reads it
+    if operands and operands[0] in _GIT_CONFIG_WRITES | _GIT_CONFIG_READS:
+        operands = operands[1:]  # git 2.46 subcommands: `git config set NAME VALUE`
+    if any(a in ("-e", "--edit", "edit") for a in rest) or not operands:
+        return True
+    return not _GIT_CONFIG_HARMLESS.fullmatch(operands[0])
 
 
 # ---------------------------------------------------------------- rules

@@ -126,6 +126,8 @@ class GrepTool(Tool):
         '- Filter files with `glob` (e.g. "*.py", "**/*.{ts,tsx}") or `type` (e.g. "py", "js").\n'
         "- `-i` ignores case; `multiline` lets a match span lines; `head_limit` keeps the first "
         "N entries.\n"
+        "- Symbolic links met while searching a folder are not followed; name a link as "
+        "`path` to search its target.\n"
         f"- Skips binary files and {', '.join(sorted(SKIP_DIRS))}. Output is capped at "
         f"{MAX_OUTPUT_CHARS // 1000}k characters.\n"
         "- Escape regex metacharacters to search literally (e.g. `interface\\{\\}`)."
@@ -309,7 +311,10 @@ def _candidate_files(root: Path, args: GrepInput, stop: threading.Event) -> list
                 continue
             if any(_glob_hit(p, rel, name) for p in exclude):
                 continue
-            files.append(Path(dirpath, name))
+            path = Path(dirpath, name)
+            if path.is_symlink():
+                continue  # as ripgrep: a link met while walking is not followed
+            files.append(path)
     return files
 
 
@@ -380,7 +385,8 @@ def _matching_lines(
 
 
 async def _search_ripgrep(rg: str, root: Path, args: GrepInput) -> list[FileHits]:
-    command = [rg, "--json", "--hidden", "--no-config", "--no-messages"]
+    # --no-follow: a symlink met while walking may lead out of the workspace
+    command = [rg, "--json", "--hidden", "--no-config", "--no-messages", "--no-follow"]
     if args.case_insensitive:
         command.append("--ignore-case")
     if args.multiline:

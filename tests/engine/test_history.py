@@ -18,6 +18,7 @@ from sema_rpc.engine.history import (
     InputHistory,
     append_curated,
     dangling_tool_results,
+    flush_all,
     history_path,
     list_sessions,
     load_history,
@@ -76,6 +77,7 @@ def write_session(session_id: str, workdir: Path, messages: list[Message]) -> Hi
     store = HistoryStore(session_id, workdir)
     for m in messages:
         store.append_message(m)
+    store.flush()  # the writer thread has put them in the file
     return store
 
 
@@ -103,6 +105,7 @@ def test_files_are_private_and_appended_never_rewritten(workdir, sema_root):
     inode = path.stat().st_ino
     first = path.read_bytes()
     store.append_message(answer())
+    store.flush()
     assert path.read_bytes().startswith(first)
     assert path.stat().st_ino == inode
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -115,6 +118,7 @@ def test_files_are_private_and_appended_never_rewritten(workdir, sema_root):
 def test_a_torn_last_line_is_skipped_and_the_next_append_starts_a_new_line(workdir, caplog):
     store = write_session("torn", workdir, [user("one"), answer("two")])
     store.close()
+    store.flush()
     path = history_path("torn")
     with open(path, "ab") as f:  # killed mid-write
         f.write(b'{"t":"message","n":3,"role":"user","content":[{"type":"te')
@@ -217,6 +221,7 @@ def test_an_unwritable_root_logs_and_keeps_the_entries_for_later(workdir, sema_r
     with caplog.at_level(logging.ERROR):
         store.append_message(user("one"))
         store.append_message(answer("two"))
+        store.flush()
     assert "cannot write session history" in caplog.text
     assert caplog.text.count("cannot write session history") == 1, "logged once per outage"
     assert not store.healthy
@@ -293,6 +298,7 @@ def test_list_sessions_newest_first_with_title_count_and_project_filter(
     write_session("a", workdir, [user("  First   question\nof a "), answer()]).close()
     write_session("b", other, [user("Other project"), answer(), user("more")]).close()
     write_session("c", workdir, [user("Latest")]).close()
+    flush_all()
     now = time.time()
     for i, sid in enumerate(["a", "b", "c"]):
         os.utime(history_path(sid), (now - 100 + i, now - 100 + i))
@@ -357,3 +363,69 @@ def test_input_history_is_newest_first_deduplicated_and_capped(workdir):
     assert items[1] == "input 119"
     assert items.count("input 110") == 1
     assert stat.S_IMODE(inputs.path.stat().st_mode) == 0o600
+
+
+def test_appends_are_written_off_the_calling_thread_in_order(workdir, monkeypatch):
+    """The caller (the event loop) only queues: files are written and synced on the
+    writer thread, each file in append order, also across stores of one session."""
+    import threading
+
+    synced_on: set[str] = set()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced_on.add(threading.current_thread().name)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    a, b = HistoryStore("order-a", workdir), HistoryStore("order-b", workdir)
+    for i in range(200):
+        a.append_message(user(f"a{i}"))
+        b.append_message(user(f"b{i}"))
+    a.close()
+    again = HistoryStore("order-a", workdir, 200)  # the session re-created after a dispose
+    again.append_message(user("a200"))
+    again.close()
+    flush_all()
+    assert synced_on == {"sema-history"}
+
+    def texts(session_id: str) -> list[str]:
+        entries = [json.loads(x) for x in history_path(session_id).read_bytes().splitlines()]
+        return [e["content"][0]["text"] for e in entries if e["t"] == "message"]
+
+    assert texts("order-a") == [f"a{i}" for i in range(201)]
+    assert texts("order-b") == [f"b{i}" for i in range(200)]
+
+
+async def test_synced_waits_without_blocking_the_loop(workdir):
+    import asyncio
+
+    store = HistoryStore("async", workdir)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.ensure_future(ticker())
+    for i in range(50):
+        store.append_message(user(f"m{i}"))
+    await store.synced()
+    task.cancel()
+    assert ticks > 0
+    assert history_path("async").read_bytes().count(b'"t":"message"') == 50
+
+
+def test_keys_the_server_knows_never_reach_the_file(workdir, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-history-0001")
+    monkeypatch.setenv("OPENAI_ADMIN_KEY", "content")  # even one that is a field name
+    store = write_session("keys", workdir, [user("my key is sk-ant-history-0001, content")])
+    store.close()
+    store.flush()
+    raw = history_path("keys").read_text()
+    assert "sk-ant-history-0001" not in raw
+    loaded = load_history("keys")
+    assert loaded is not None and loaded.skipped == 0
+    assert loaded.messages[0].text() == "my key is [REDACTED], [REDACTED]"

@@ -132,6 +132,8 @@ class Reply:
     gate: threading.Event | None = None
     at_gate: threading.Event = field(default_factory=threading.Event)
     headers: dict[str, str] = field(default_factory=dict)
+    sent: list[tuple[float, bytes]] = field(default_factory=list)
+    """With `delay_s`: `(time.monotonic(), piece)` as each streamed piece was written."""
     # errors
     status: int = 200
     retry_after_ms: int | None = None
@@ -934,6 +936,7 @@ class ScriptedLLM:
                     writer.write(frame(p))
                     await writer.drain()
                     if reply.delay_s > 0:
+                        reply.sent.append((time.monotonic(), p))
                         await asyncio.sleep(reply.delay_s)
             else:
                 # Pre-rendered: send in large frames, so 20k deltas cost almost nothing.

@@ -2,6 +2,7 @@ import pytest
 
 from sema_rpc.tools.bash_safety import (
     is_safe_readonly_command,
+    names_git_dir,
     network_program,
     rule_for,
     rule_matches,
@@ -111,7 +112,7 @@ OUTSIDE = [
     "head -5 src/../../secret.txt",
     "grep -r --file=/etc/shadow x",
     "cd src && cat ../../x",
-    "file -f/etc/passwd",
+    "grep -f/etc/shadow x",
     "cat ~-/.ssh/id_rsa",
     "cat ~root/.profile",
     "cat .?/.?/etc/passwd",
@@ -246,3 +247,93 @@ def test_rules_round_trip() -> None:
 )
 def test_network_program(command: str, program: str | None) -> None:
     assert network_program(command) == program
+
+
+FOLLOWS_LINKS = [
+    "grep -R x .",
+    "grep -nR x src",
+    "grep --dereference-recursive x",
+    "rg --follow x",
+    "rg -L x",
+    "find -L . -name x",
+    "find . -follow",
+    "du -L .",
+    "du --deref src",
+    "ls -lL",
+    "tree -l",
+    "diff -ru a b",
+    "wc --files0-from=list",
+    "sort --files0-from=list",
+    "sha256sum -c sums.txt",
+    "file -f names.txt",
+    "strings @opts",
+]
+
+
+@pytest.mark.parametrize("command", FOLLOWS_LINKS)
+def test_options_that_read_unnamed_files_are_not_read_only(command: str) -> None:
+    assert not is_safe_readonly_command(command), command
+
+
+@pytest.mark.parametrize(
+    "command", ["grep -rn x .", "find . -name x", "du -sh .", "diff -r --no-dereference a b"]
+)
+def test_walking_without_following_links_stays_read_only(command: str) -> None:
+    assert is_safe_readonly_command(command), command
+
+
+def test_globs_are_checked_against_what_they_expand_to(tmp_path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "a.py").write_text("x\n")
+    assert is_safe_readonly_command("cat src/*.py", workspace)
+    (workspace / "src" / "zz.py").symlink_to("/etc/passwd")
+    assert not is_safe_readonly_command("cat src/*.py", workspace)  # a link leading out
+    assert not is_safe_readonly_command("grep x s?c/*", workspace)
+    assert is_safe_readonly_command("cat src/a*", workspace)
+    (workspace / "src" / "zz.py").unlink()
+    (workspace / "src" / "-R").write_text("")
+    assert not is_safe_readonly_command("grep x src/*", workspace)  # expands to an option
+    assert is_safe_readonly_command("cat src/a*.py", workspace)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sort -o .git/config .git/config",
+        "sed -i s/a/b/ .git/config",
+        "git diff --output=.git/hooks/pre-commit",
+        "echo x >> .GIT/config",
+        "cd .git && sed -i s/a/b/ config",
+        "sed -i x .g?t/config",
+        "sed -i x .[a-z]*/config",
+        "sed -i x .[^a]*/config",
+        "sed -i x $'\\x2egit'/config",
+        "sed -i x .g''it/config",
+        "sh -c 'sed -i x .git/config'",
+        "echo $(sed -i x .git/config)",
+        "cp hook -t.git/hooks",
+        "sort -o.git/config x",
+        "bash <<EOF\nsed -i x .git/config\nEOF",
+        "git config core.fsmonitor 'touch x'",
+        "git -C . config --unset core.x",
+        "git config --edit",
+        "git config alias.st '!touch x'",
+        "git config --add include.path ../evil",
+        "git config set core.hooksPath hooks",
+        "shopt -s dotglob; rm -rf *",
+    ],
+)
+def test_commands_naming_dot_git_are_recognised(command: str) -> None:
+    assert names_git_dir(command), command
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git commit -m x", "git config user.name", "git config --get core.x", "cat .gitignore",
+     "git config user.email bot@example.com", "git config pull.rebase true",
+     "git remote add origin git@example.com:me/repo.git", "pip install git+https://x/y.git",
+     "touch .github/workflows/ci.yml", "rm -rf build/*", "sed -i s/a/b/ src/*.py"],
+)  # fmt: skip
+def test_commands_not_naming_dot_git(command: str) -> None:
+    assert not names_git_dir(command), command
