@@ -59,6 +59,7 @@ from pydantic import ValidationError
 from sema_rpc.config import sema_root
 from sema_rpc.engine.messages import Message, TextBlock, ToolResultBlock
 from sema_rpc.log import known_secrets, redact_known
+from sema_rpc.text import SURROGATE_ESCAPE, without_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -490,6 +491,8 @@ def parse_history(data: bytes, where: str = "history") -> LoadedHistory:
             obj = json.loads(raw)
             if not isinstance(obj, dict):
                 raise ValueError("not an object")
+            if SURROGATE_ESCAPE.search(raw) is not None:  # written before the rule held
+                obj = without_surrogates(obj)
         except (ValueError, RecursionError):  # RecursionError: absurdly nested garbage
             out.skipped += 1
             if number == last and torn_tail:

@@ -39,6 +39,7 @@ from sema_rpc.protocol import (
     ToolExecutionStartParams,
     ToolExecutionUpdateParams,
 )
+from sema_rpc.text import without_surrogates
 from sema_rpc.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 log = logging.getLogger(__name__)
@@ -149,7 +150,7 @@ class ToolRunner:
         redactor = StreamRedactor()
 
         def emit_update(text: str) -> None:
-            if text := redactor.feed(text):
+            if text := without_surrogates(redactor.feed(text)):
                 self._emit(
                     ToolExecutionUpdateParams(tool_call_id=call.id, tool_name=call.name, delta=text)
                 )
@@ -189,7 +190,7 @@ class ToolRunner:
                 output = ToolOutput(
                     content=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True
                 )
-        if held := redactor.flush():
+        if held := without_surrogates(redactor.flush()):
             self._emit(
                 ToolExecutionUpdateParams(tool_call_id=call.id, tool_name=call.name, delta=held)
             )
@@ -263,7 +264,7 @@ class ToolRunner:
         self.bus.emit(event, agent_id=self.agent_id)
 
     def _error(self, call: ToolUseBlock, title: str, message: str) -> ToolResultBlock:
-        message = redact_known(message)
+        message = _clean(message)
         self._emit(
             ToolExecutionErrorParams(
                 tool_call_id=call.id, tool_name=call.name, title=title, content=message
@@ -272,10 +273,16 @@ class ToolRunner:
         return ToolResultBlock(tool_use_id=call.id, content=message, is_error=True)
 
 
+def _clean(text: str) -> str:
+    """Tool output as it may enter the conversation: no known key, no lone surrogate (a
+    file name that is not UTF-8 would make every later model request fail)."""
+    return without_surrogates(redact_known(text))
+
+
 def _redacted(output: ToolOutput) -> ToolOutput:
     return dataclasses.replace(
         output,
-        content=redact_known(output.content),
-        summary=redact_known(output.summary),
-        display=None if output.display is None else redact_known(output.display),
+        content=_clean(output.content),
+        summary=_clean(output.summary),
+        display=None if output.display is None else _clean(output.display),
     )

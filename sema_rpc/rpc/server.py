@@ -22,7 +22,6 @@ import inspect
 import itertools
 import json
 import logging
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -66,6 +65,7 @@ from sema_rpc.rpc.framing import (
     JsonlDecoder,
     read_stream,
 )
+from sema_rpc.text import SURROGATE_ESCAPE, without_surrogates
 
 if TYPE_CHECKING:
     from sema_rpc.engine.control import PromptCancel
@@ -156,10 +156,6 @@ def _valid_id(value: Any) -> bool:
     return (isinstance(value, str | int) and not isinstance(value, bool)) or value is None
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
 def _loads(body: bytes) -> Any:
     """Parse one incoming message: the one place text enters the process.
 
@@ -169,19 +165,9 @@ def _loads(body: bytes) -> Any:
     it becomes U+FFFD, so nothing after the reader ever holds a surrogate. An escaped
     pair is the character it encodes."""
     obj = json.loads(body.decode("utf-8"))
-    if _SURROGATE_ESCAPE.search(body) is not None:
-        obj = _without_surrogates(obj)
+    if SURROGATE_ESCAPE.search(body) is not None:
+        obj = without_surrogates(obj)
     return obj
-
-
-def _without_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return _SURROGATES.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_without_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
-    return value
 
 
 def _parse_params(spec: MethodSpec, params: Any) -> Any:

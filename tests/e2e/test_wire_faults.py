@@ -136,3 +136,34 @@ async def test_a_frame_without_content_length_costs_only_itself(server_env):
         assert (await asyncio.wait_for(answer, 10))["result"]["protocolVersion"] == 1
         [error] = await client.wait_unsolicited(1)
         assert error["error"]["code"] == -32600
+
+
+async def test_an_undecodable_file_name_in_tool_output_does_not_poison_the_session(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    """A workspace file whose name is not UTF-8 reaches the model through Glob, Grep or Bash
+    as text with U+FFFD in place of the bad bytes; the session keeps working, also after a
+    restart (the history holds the same text)."""
+    (workspace / "src").joinpath(b"bad\xff\xfe.py".decode("utf-8", "surrogateescape")).write_text(
+        "x = 1\n"
+    )
+    async with WireClient(env=server_env) as client:
+        await client.initialize()
+        sid = (await client.create_session(workspace, model=MODEL))["sessionId"]
+        scripted_llm.script(
+            Reply.tools([("Glob", {"pattern": "src/bad*"}), ("Grep", {"pattern": "x = 1"})]),
+            Reply.text("found it"),
+            Reply.text("still fine"),
+        )
+        first = await client.call("session/prompt", {"sessionId": sid, "input": "find it"})
+        assert first["stopReason"] == "end_turn", first
+        results = json.dumps(scripted_llm.requests[1].body, ensure_ascii=False)
+        assert "bad\ufffd\ufffd.py" in results
+        second = await client.call("session/prompt", {"sessionId": sid, "input": "and now?"})
+        assert second["stopReason"] == "end_turn", second
+    async with WireClient(env=server_env) as client:
+        await client.initialize()
+        await client.create_session(workspace, model=MODEL, sessionId=sid)
+        scripted_llm.script(Reply.text("after restart"))
+        third = await client.call("session/prompt", {"sessionId": sid, "input": "again"})
+        assert third["stopReason"] == "end_turn", third

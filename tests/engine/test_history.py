@@ -429,3 +429,19 @@ def test_keys_the_server_knows_never_reach_the_file(workdir, monkeypatch):
     loaded = load_history("keys")
     assert loaded is not None and loaded.skipped == 0
     assert loaded.messages[0].text() == "my key is [REDACTED], [REDACTED]"
+
+
+def test_a_lone_surrogate_written_by_an_older_build_loads_as_a_replacement_character(workdir):
+    """History written before the reader replaced lone surrogates: the session resumes with
+    U+FFFD in their place (the text can be sent to a model again), and pairs stay emoji."""
+    store = write_session("poisoned", workdir, [user("one")])
+    store.close()
+    with open(history_path("poisoned"), "ab") as f:
+        f.write(
+            b'{"t":"message","n":2,"role":"assistant",'
+            b'"content":[{"type":"text","text":"a \\ud800 b \\ud83d\\ude00"}]}\n'
+        )
+    loaded = load_history("poisoned")
+    assert loaded is not None
+    assert [m.text() for m in loaded.messages] == ["one", "a \ufffd b \U0001f600"]
+    loaded.messages[-1].text().encode("utf-8")  # encodable: no surrogate left
