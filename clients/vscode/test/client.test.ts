@@ -78,7 +78,7 @@ describe("SemaConnection and ChatSession on the real server", { timeout: 180000 
       );
       assert.ok(ea.every((e) => e.params.sessionId === a.id));
       assert.equal(eb.length, 0, "the other session saw none of these events");
-      assert.ok(a.usage && a.usage.useTokens > 0, "usage follows conversation:usage");
+      assert.ok(a.usage && (a.usage.useTokens ?? 0) > 0, "usage follows conversation:usage");
     } finally {
       await conn.shutdown();
     }

@@ -1,0 +1,173 @@
+// The sema-rpc process of this window: found, spawned with the user's keys, restarted if it dies.
+import { existsSync, statSync } from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import { SemaConnection, SemaError } from "./client";
+
+/** The keys "Sema: Set API Key" stores (SecretStorage) and passes to the server's environment. */
+export const KEY_NAMES = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"] as const;
+
+export const INSTALL_HINT =
+  "Install sema-rpc (`pipx install sema-rpc`, or `pip install -e .` in a sema-rpc checkout) so that " +
+  "`sema-rpc` is on PATH, or set `sema.serverPath` to the executable.";
+
+export class ServerMissingError extends Error {}
+
+export type ServerState = "stopped" | "starting" | "ready" | "restarting" | "missing" | "failed";
+
+/** Restarts allowed within RESTART_WINDOW_MS before giving up (then: a "Restart" button). */
+const MAX_RESTARTS = 3;
+const RESTART_WINDOW_MS = 60_000;
+
+function isExecutable(file: string): boolean {
+  try {
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** `sema.serverPath`, else `sema-rpc` on PATH; throws ServerMissingError with the install hint. */
+export function findServer(configured: string, envPath = process.env.PATH ?? ""): string {
+  if (configured.trim()) {
+    const expanded = configured.trim().replace(/^~(?=$|\/)/, os.homedir());
+    if (isExecutable(expanded)) return expanded;
+    throw new ServerMissingError(`sema.serverPath points to ${expanded}, which does not exist. ${INSTALL_HINT}`);
+  }
+  const names = process.platform === "win32" ? ["sema-rpc.exe", "sema-rpc.cmd", "sema-rpc"] : ["sema-rpc"];
+  for (const dir of envPath.split(path.delimiter)) {
+    for (const name of names) {
+      const candidate = path.join(dir, name);
+      if (dir && existsSync(candidate) && isExecutable(candidate)) return candidate;
+    }
+  }
+  throw new ServerMissingError(`sema-rpc was not found on PATH. ${INSTALL_HINT}`);
+}
+
+export class ServerManager implements vscode.Disposable {
+  private connection: SemaConnection | undefined;
+  private starting: Promise<SemaConnection> | undefined;
+  private restarts: number[] = [];
+  private disposed = false;
+  state: ServerState = "stopped";
+  readonly onDidChangeState = new vscode.EventEmitter<{ state: ServerState; message?: string }>();
+  /** Fired with the new connection after an unexpected exit and a restart. */
+  readonly onDidRestart = new vscode.EventEmitter<SemaConnection>();
+  /** Milliseconds from activation to the first `initialize` answer (a figure for bench/). */
+  initializeMs: number | undefined;
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    readonly output: vscode.OutputChannel,
+    private readonly activatedAt: number,
+  ) {}
+
+  private setState(state: ServerState, message?: string): void {
+    this.state = state;
+    this.onDidChangeState.fire({ state, message });
+  }
+
+  /** The running connection, starting the server on first use. */
+  get(): Promise<SemaConnection> {
+    if (this.connection?.alive) return Promise.resolve(this.connection);
+    this.starting ??= this.start().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private async start(): Promise<SemaConnection> {
+    const config = vscode.workspace.getConfiguration("sema");
+    let command: string;
+    try {
+      command = findServer(config.get<string>("serverPath", ""));
+    } catch (err) {
+      this.setState("missing", (err as Error).message);
+      throw err;
+    }
+    this.setState(this.restarts.length ? "restarting" : "starting");
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const name of KEY_NAMES) {
+      const value = await this.context.secrets.get(`sema.${name}`);
+      if (value) env[name] = value;
+    }
+    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const args = config.get<string[]>("serverArgs", []);
+    this.output.appendLine(`[sema] starting ${command} ${args.join(" ")}`.trimEnd());
+    let conn: SemaConnection;
+    try {
+      conn = await SemaConnection.start({
+        command,
+        args,
+        env,
+        cwd,
+        onStderr: (text) => this.output.append(text),
+      });
+      const init = await conn.initialize("sema-vscode", this.context.extension.packageJSON.version as string);
+      this.initializeMs ??= Date.now() - this.activatedAt;
+      this.output.appendLine(
+        `[sema] ${init.serverInfo.name} ${init.serverInfo.version} ready (pid ${conn.pid}; ` +
+          `initialize answered ${Date.now() - this.activatedAt} ms after activation)`,
+      );
+    } catch (err) {
+      const message = err instanceof SemaError ? err.message : String(err);
+      this.setState("failed", message);
+      this.output.appendLine(`[sema] failed to start: ${message}`);
+      throw err;
+    }
+    conn.onExit((code, signal) => this.onExit(conn, code, signal));
+    this.connection = conn;
+    this.setState("ready");
+    return conn;
+  }
+
+  private onExit(conn: SemaConnection, code: number | null, signal: string | null): void {
+    if (this.connection !== conn) return;
+    this.connection = undefined;
+    if (this.disposed) return;
+    const how = signal ? `signal ${signal}` : `code ${code}`;
+    this.output.appendLine(`[sema] server exited (${how})`);
+    const now = Date.now();
+    this.restarts = this.restarts.filter((t) => now - t < RESTART_WINDOW_MS);
+    if (this.restarts.length >= MAX_RESTARTS) {
+      this.setState("failed", `The Sema server stopped (${how}) ${MAX_RESTARTS} times in a minute.`);
+      void vscode.window
+        .showErrorMessage(`The Sema server keeps stopping (${how}). See the log.`, "Restart", "Show Log")
+        .then((pick) => {
+          if (pick === "Restart") void this.restart();
+          if (pick === "Show Log") this.output.show(true);
+        });
+      return;
+    }
+    this.restarts.push(now);
+    void vscode.window.showWarningMessage(`The Sema server stopped (${how}); restarting it.`);
+    this.get().then(
+      (next) => this.onDidRestart.fire(next),
+      () => undefined,
+    );
+  }
+
+  /** Stop (shutdown + exit) and start again: after a key or setting change. */
+  async restart(): Promise<SemaConnection> {
+    const old = this.connection;
+    this.connection = undefined;
+    this.restarts = [];
+    await old?.shutdown();
+    const next = await this.get();
+    this.onDidRestart.fire(next);
+    return next;
+  }
+
+  async stop(): Promise<void> {
+    this.disposed = true;
+    const conn = this.connection;
+    this.connection = undefined;
+    await conn?.shutdown();
+    this.setState("stopped");
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.onDidChangeState.dispose();
+    this.onDidRestart.dispose();
+  }
+}
