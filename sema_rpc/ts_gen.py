@@ -117,7 +117,9 @@ def render() -> str:
     for name, spec in schema["methods"].items():
         rows.append(_doc(spec["description"], "  ").rstrip("\n"))
         result = ts_type(spec["result"]) if "result" in spec else "void"
-        rows.append(f"  {json.dumps(name)}: {{ params: {ts_type(spec['params'])}; result: {result} }};")
+        rows.append(
+            f"  {json.dumps(name)}: {{ params: {ts_type(spec['params'])}; result: {result} }};"
+        )
     table("Methods", "Client → server methods: params and result of each.", rows)
     rows = [
         f"  {json.dumps(name)}: {ts_type(spec['params'])};"

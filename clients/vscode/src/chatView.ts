@@ -46,6 +46,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   /** Bench hooks: when set, figures are appended to this file as JSON lines. */
   private readonly benchFile = process.env.SEMA_VSCODE_BENCH_FILE;
   private sentAt = 0;
+  private turnDeltas = 0;
+  private firstChunkAt = 0;
+  private turnEndAt = 0;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -204,10 +207,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           else await this.openFile(msg.href);
           break;
         case "rendered":
+          // Figures for bench/bench_vscode.mjs (only with SEMA_VSCODE_BENCH_FILE set).
           if (msg.what === "firstToken" && this.sentAt) {
-            this.bench({ figure: "sendToFirstToken", ms: Date.now() - this.sentAt });
+            this.bench({ figure: "sendToFirstTokenRendered", ms: msg.at - this.sentAt });
           }
-          if (msg.what === "idle") this.bench({ figure: "renderedIdle", at: Date.now(), count: msg.count });
+          if (msg.what === "idle" && this.firstChunkAt) {
+            this.bench({
+              figure: "streamRendered",
+              deltas: this.turnDeltas,
+              firstChunkToRenderedMs: msg.at - this.firstChunkAt,
+              turnEndToRenderedMs: msg.at - this.turnEndAt,
+              chars: msg.count,
+            });
+          }
           break;
       }
     } catch (err) {
@@ -220,7 +232,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     try {
       const conn = await this.server.get();
       this.postFeatures(conn);
-      if (!this.session) await this.listSessions();
+      if (!this.session) {
+        await this.listSessions();
+        // Ready before the first send: a session is listed only once it has a message.
+        if (this.workingDir) await this.ensureSession();
+      }
     } catch (err) {
       // The server state message already says why (missing, failed).
       void err;
@@ -239,9 +255,17 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     });
   }
 
+  /** The chat's session; with `sessionId`, that session (resumed), replacing the current one. */
   private async ensureSession(sessionId?: string): Promise<ChatSession> {
-    if (this.session && !sessionId) return this.session;
-    this.creating ??= this.createSession(sessionId).finally(() => (this.creating = undefined));
+    while (this.creating) await this.creating.catch(() => undefined);
+    const current = this.session;
+    if (current && (!sessionId || current.id === sessionId)) return current;
+    if (current) {
+      this.session = undefined;
+      this.sessionListener?.dispose();
+      await current.dispose();
+    }
+    this.creating = this.createSession(sessionId).finally(() => (this.creating = undefined));
     return this.creating;
   }
 
@@ -292,6 +316,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   }
 
   private onEvent(event: SessionEvent): void {
+    if (event.method === "message:text:chunk" && event.params.agentId === "main") {
+      if (this.turnDeltas++ === 0) this.firstChunkAt = Date.now();
+    }
     this.post({ type: "event", method: event.method, params: event.params as never });
     if (
       event.method === "state:update" ||
@@ -309,10 +336,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     const session = await this.ensureSession();
     this.title ??= text.slice(0, 100);
     this.sentAt = Date.now();
+    this.turnDeltas = 0;
+    this.firstChunkAt = 0;
     const answer = session.prompt(text, delivery ?? "followUp");
     this.postState();
     try {
       const result = await answer;
+      this.turnEndAt = Date.now();
       this.post({
         type: "turnEnd",
         stopReason: result.stopReason,
@@ -415,6 +445,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.postState();
     await old?.dispose();
     await this.listSessions().catch(() => undefined);
+    if (this.workingDir) await this.ensureSession();
   }
 
   /** Resume a saved session into this chat. */

@@ -52,6 +52,8 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("sema.restartServer", () => srv.restart()),
     vscode.commands.registerCommand("sema.showLog", () => output.show(true)),
   );
+  // Activation means the chat is being opened (its view or a command): start the server now.
+  srv.get().catch(() => undefined);
 }
 
 export async function deactivate(): Promise<void> {

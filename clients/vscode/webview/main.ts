@@ -73,13 +73,26 @@ function markDirty(r: Renderable): void {
 
 function renderFrame(): void {
   frameRequested = false;
-  for (const r of dirty) r.render();
-  dirty.clear();
-  if (stickToBottom) log.scrollTop = log.scrollHeight;
-  if (turnEndedPendingIdle) {
-    turnEndedPendingIdle = false;
-    send({ type: "rendered", what: "idle", at: Date.now() });
+  const now = performance.now();
+  const later: Renderable[] = [];
+  for (const r of dirty) {
+    // A block whose last render was slow waits a few frames: the view keeps up with any
+    // stream rate, the text shows up at a lower frame rate, never later than the turn.
+    if (r instanceof MarkdownBlock && now < r.nextRenderAt && !turnEndedPendingIdle) later.push(r);
+    else r.render();
   }
+  dirty.clear();
+  for (const r of later) markDirty(r);
+  if (stickToBottom) log.scrollTop = log.scrollHeight;
+  if (turnEndedPendingIdle && later.length === 0) {
+    turnEndedPendingIdle = false;
+    send({ type: "rendered", what: "idle", at: Date.now(), count: lastAnswerLength() });
+  }
+}
+
+function lastAnswerLength(): number {
+  const answers = log.querySelectorAll(".md.answer");
+  return answers.length ? (answers[answers.length - 1] as HTMLElement).innerText.length : 0;
 }
 
 /** Markdown that grows: settled paragraphs are frozen once, only the tail re-renders. */
@@ -89,6 +102,7 @@ class MarkdownBlock implements Renderable {
   private readonly live = h("div");
   private text = "";
   private frozenUpTo = 0;
+  nextRenderAt = 0;
 
   constructor(cls: string) {
     this.el = h("div", { class: `md ${cls}` }, this.frozen, this.live);
@@ -111,6 +125,7 @@ class MarkdownBlock implements Renderable {
   }
 
   render(): void {
+    const started = performance.now();
     const tail = this.text.slice(this.frozenUpTo);
     const cut = stablePrefix(tail);
     if (cut > 0) {
@@ -118,6 +133,8 @@ class MarkdownBlock implements Renderable {
       this.frozenUpTo += cut;
     }
     this.live.replaceChildren(renderMarkdown(this.text.slice(this.frozenUpTo)));
+    const took = performance.now() - started;
+    this.nextRenderAt = took > 8 ? started + 4 * took : 0;
     if (awaitingFirstToken && this.el.classList.contains("answer") && this.text) {
       awaitingFirstToken = false;
       send({ type: "rendered", what: "firstToken", at: Date.now() });
@@ -663,6 +680,8 @@ function renderState(): void {
   usageText(state.usage);
   headerTitle.textContent = state.title || "New chat";
   app.classList.toggle("busy", state.busy);
+  if (state.sessionId) app.dataset.session = state.sessionId;
+  else delete app.dataset.session;
 }
 
 // ------------------------------------------------------------------ input

@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
-from tests.support.scripted_llm import Reply, ScriptedLLM  # noqa: E402
+from tests.support.scripted_llm import Reply, ScriptedLLM
 
 gates: dict[str, threading.Event] = {}
 
@@ -47,7 +47,9 @@ def build(spec: dict[str, Any]) -> Reply:
             chunks=int(spec.get("chunks", 3)),
             **opts,
         )
-    return Reply.text(spec.get("text"), chunks=spec.get("chunks"), deltas=spec.get("deltas"), **opts)
+    return Reply.text(
+        spec.get("text"), chunks=spec.get("chunks"), deltas=spec.get("deltas"), **opts
+    )
 
 
 def main() -> None:
