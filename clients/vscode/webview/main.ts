@@ -582,6 +582,10 @@ function onEvent(method: string, p: Params): void {
       a.think().append(String(p.delta));
       break;
     case "message:complete":
+      // Subagents stream no chunks: their text arrives whole, with the message.
+      if (p.agentId && p.agentId !== "main" && typeof p.content === "string" && p.content && !a.text) {
+        a.answer().set(p.content);
+      }
       a.settle();
       break;
     case "tool:execution:start":
