@@ -1,49 +1,19 @@
 // The sema-rpc process of this window: found, spawned with the user's keys, restarted if it dies.
-import { appendFileSync, existsSync, statSync } from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
+import { appendFileSync } from "node:fs";
 import * as vscode from "vscode";
 import { SemaConnection, SemaError } from "./client";
+import { findServer } from "./util";
+
+export { INSTALL_HINT, ServerMissingError } from "./util";
 
 /** The keys "Sema: Set API Key" stores (SecretStorage) and passes to the server's environment. */
 export const KEY_NAMES = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"] as const;
-
-export const INSTALL_HINT =
-  "Install sema-rpc (`pipx install sema-rpc`, or `pip install -e .` in a sema-rpc checkout) so that " +
-  "`sema-rpc` is on PATH, or set `sema.serverPath` to the executable.";
-
-export class ServerMissingError extends Error {}
 
 export type ServerState = "stopped" | "starting" | "ready" | "restarting" | "missing" | "failed";
 
 /** Restarts allowed within RESTART_WINDOW_MS before giving up (then: a "Restart" button). */
 const MAX_RESTARTS = 3;
 const RESTART_WINDOW_MS = 60_000;
-
-function isExecutable(file: string): boolean {
-  try {
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** `sema.serverPath`, else `sema-rpc` on PATH; throws ServerMissingError with the install hint. */
-export function findServer(configured: string, envPath = process.env.PATH ?? ""): string {
-  if (configured.trim()) {
-    const expanded = configured.trim().replace(/^~(?=$|\/)/, os.homedir());
-    if (isExecutable(expanded)) return expanded;
-    throw new ServerMissingError(`sema.serverPath points to ${expanded}, which does not exist. ${INSTALL_HINT}`);
-  }
-  const names = process.platform === "win32" ? ["sema-rpc.exe", "sema-rpc.cmd", "sema-rpc"] : ["sema-rpc"];
-  for (const dir of envPath.split(path.delimiter)) {
-    for (const name of names) {
-      const candidate = path.join(dir, name);
-      if (dir && existsSync(candidate) && isExecutable(candidate)) return candidate;
-    }
-  }
-  throw new ServerMissingError(`sema-rpc was not found on PATH. ${INSTALL_HINT}`);
-}
 
 export class ServerManager implements vscode.Disposable {
   private connection: SemaConnection | undefined;

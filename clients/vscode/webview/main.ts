@@ -609,16 +609,16 @@ function onEvent(method: string, p: Params): void {
       const card = findTaskCard(String(p.taskId));
       if (card?.subagent) {
         agents.set(String(p.taskId), card.subagent);
-        card.summary.textContent = `${String(p.subagentType)}: ${String(p.description)}`;
+        card.subagent.container.dataset.agent = String(p.taskId);
+        card.subagent.container.prepend(h("div", { class: "agent-status muted" }, `${String(p.subagentType)} working…`));
       }
       break;
     }
     case "task:agent:end": {
       const card = findTaskCard(String(p.taskId));
-      if (card) {
-        card.summary.textContent += ` — ${String(p.status)}`;
-        if (p.status !== "completed") setStatus(card, "error");
-      }
+      const status = card?.subagent?.container.querySelector(".agent-status");
+      if (status) status.textContent = String(p.status);
+      if (card && p.status !== "completed") setStatus(card, "error");
       break;
     }
     case "todos:update":

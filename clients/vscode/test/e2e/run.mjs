@@ -32,6 +32,16 @@ await model.script(
   { deltas: 3000, delay_s: 0.05 },
   // 3: after resuming the first session
   { text: "Earlier I wrote hello.txt for you.", chunks: 4 },
+  // 4: a subagent (its own model call), then a question for the user
+  { tools: [["Task", { description: "Find the entry point", prompt: "Where does the app start?", subagent_type: "Explore" }, "toolu_task_1"]] },
+  { text: "The app starts in src/app.py." },
+  {
+    tools: [["AskUserQuestion", { questions: [{ question: "Which greeting style?", header: "Style", options: [{ label: "Formal", description: "Good day" }, { label: "Casual", description: "Hey" }] }] }, "toolu_ask_1"]],
+  },
+  { text: "Casual it is." },
+  // 5: Plan mode ends with ExitPlanMode
+  { tools: [["ExitPlanMode", { plan: "# Add a farewell\n\n1. Write bye.txt\n2. Check it" }, "toolu_plan_1"]] },
+  { text: "Starting on the plan." },
 );
 
 const env = await startVSCode({
@@ -132,6 +142,47 @@ try {
   assert.ok(last.includes(FIRST), "the resumed session sent its old history to the model");
   assert.ok(!last.includes("Count slowly"), "and not the other session's");
   await shot("resumed");
+
+  // A subagent's work folds under its Task card; a question is answered inline.
+  await chat.locator("textarea.input").fill("Look around, then ask me");
+  await chat.locator("textarea.input").press("Enter");
+  const task = chat.locator(".tool.tool-task");
+  await task.waitFor({ timeout: 60000 });
+  const question = chat.locator(".request.question");
+  await question.waitFor({ timeout: 60000 });
+  await task.locator("summary").click();
+  await task.locator(".subagent .md.answer", { hasText: "src/app.py" }).waitFor({ timeout: 10000 });
+  assert.match(await task.locator(".tool-title").innerText(), /Explore.*Find the entry point/);
+  assert.equal(await task.locator(".subagent .agent-status").innerText(), "completed");
+  await question.locator("button.option", { hasText: "Casual" }).click();
+  await shot("subagent-and-question");
+  await question.locator("button.primary").click();
+  await chat.locator(".md.answer", { hasText: "Casual it is." }).waitFor({ timeout: 60000 });
+  assert.match(JSON.stringify((await model.bodies()).at(-1)), /Casual/, "the answer reached the model");
+
+  // Plan mode: the plan is approved inline, the mode switches back to Agent.
+  await chat.locator("button.mode").click();
+  await chat.locator("button.mode.plan").waitFor({ timeout: 10000 });
+  await chat.locator("textarea.input").fill("Plan a farewell file");
+  await chat.locator("textarea.input").press("Enter");
+  const plan = chat.locator(".request.plan-exit");
+  await plan.waitFor({ timeout: 60000 });
+  assert.match(await plan.innerText(), /Write bye\.txt/);
+  await shot("plan-approval");
+  await plan.locator("button.primary").click();
+  await chat.locator(".md.answer", { hasText: "Starting on the plan." }).waitFor({ timeout: 60000 });
+  await chat.locator("button.mode:not(.plan)").waitFor({ timeout: 10000 });
+
+  // Completion: `/` lists the built-in commands, `@` the workspace's files.
+  await chat.locator("textarea.input").fill("");
+  await chat.locator("textarea.input").pressSequentially("/cl");
+  await chat.locator(".completions .completion", { hasText: "/clear" }).waitFor({ timeout: 10000 });
+  await chat.locator("textarea.input").fill("");
+  await chat.locator("textarea.input").pressSequentially("look at @app");
+  await chat.locator(".completions .completion", { hasText: "src/app.py" }).waitFor({ timeout: 10000 });
+  await chat.locator("textarea.input").press("Enter");
+  assert.equal(await chat.locator("textarea.input").inputValue(), "look at @src/app.py ");
+  await shot("completion");
   lap("PASS");
 } catch (err) {
   await shot("failure").catch(() => undefined);
