@@ -1,9 +1,23 @@
 // End to end in a real VS Code: code-server in headless Chromium, offline. `make test-vscode`.
 // Screenshots of every step go to clients/vscode/artifacts/e2e/.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import * as path from "node:path";
 import { EXT_DIR, openChat, setup, startModel, startVSCode } from "./harness.mjs";
+
+/** The extension's output channel as code-server writes it (it holds the server's pid). */
+function findSemaLog(userDir) {
+  const logs = path.join(userDir, "logs");
+  for (const run of readdirSync(logs).sort().reverse()) {
+    const host = path.join(logs, run, "exthost1");
+    if (!existsSync(host)) continue;
+    for (const dir of readdirSync(host).filter((d) => d.startsWith("output_logging_"))) {
+      const file = readdirSync(path.join(host, dir)).find((f) => f.endsWith("-Sema.log"));
+      if (file) return path.join(host, dir, file);
+    }
+  }
+  throw new Error("no Sema output log");
+}
 
 const ARTIFACTS = path.join(EXT_DIR, "artifacts/e2e");
 const t0 = Date.now();
@@ -42,6 +56,8 @@ await model.script(
   // 5: Plan mode ends with ExitPlanMode
   { tools: [["ExitPlanMode", { plan: "# Add a farewell\n\n1. Write bye.txt\n2. Check it" }, "toolu_plan_1"]] },
   { text: "Starting on the plan." },
+  // 6: after the server was killed and restarted
+  { text: "Yes, still here.", chunks: 3 },
 );
 
 const env = await startVSCode({
@@ -183,6 +199,20 @@ try {
   await chat.locator("textarea.input").press("Enter");
   assert.equal(await chat.locator("textarea.input").inputValue(), "look at @src/app.py ");
   await shot("completion");
+  await chat.locator("textarea.input").fill("");
+
+  // The server dies: a visible notice, a new server, and the chat goes on.
+  const semaLog = findSemaLog(env.dirs.user);
+  const pid = Number(/\(pid (\d+);/.exec(readFileSync(semaLog, "utf8"))?.[1]);
+  assert.ok(pid > 0, "the log names the server's pid");
+  process.kill(pid, "SIGKILL");
+  await page.locator(".notifications-toasts", { hasText: "Sema server stopped" }).waitFor({ timeout: 30000 });
+  await chat.locator(".notice", { hasText: "server was restarted" }).waitFor({ timeout: 60000 });
+  await shot("server-restarted");
+  await chat.locator("textarea.input").fill("Are you still there?");
+  await chat.locator("textarea.input").press("Enter");
+  await chat.locator(".md.answer", { hasText: "Yes, still here." }).waitFor({ timeout: 60000 });
+  assert.match(JSON.stringify((await model.bodies()).at(-1)), /Create a greeting file/, "the same session, from its history");
   lap("PASS");
 } catch (err) {
   await shot("failure").catch(() => undefined);
