@@ -47,6 +47,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   /** Bench hooks: when set, figures are appended to this file as JSON lines. */
   private readonly benchFile = process.env.SEMA_VSCODE_BENCH_FILE;
   private sentAt = 0;
+  private readonly turnDiffs = new Map<number, string>();
+  private otherListener: { dispose(): void } | undefined;
   private turnDeltas = 0;
   private firstChunkAt = 0;
   private turnEndAt = 0;
@@ -185,6 +187,22 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           }
           break;
         }
+        case "setModel":
+          if (this.session && this.session.connection.supports("session/setModel")) {
+            await this.session.connection.rpc.sendRequest("session/setModel", {
+              sessionId: this.session.id,
+              model: msg.model,
+            });
+          }
+          break;
+        case "reviewChanges": {
+          const diff = this.turnDiffs.get(msg.id);
+          if (diff !== undefined) {
+            const doc = await vscode.workspace.openTextDocument({ content: diff, language: "diff" });
+            await vscode.window.showTextDocument(doc, { preview: true });
+          }
+          break;
+        }
         case "openFile":
           await this.openFile(msg.path, msg.line);
           break;
@@ -244,16 +262,42 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     }
   }
 
+  /**
+   * Optional features, used only when `initialize` lists their methods. Their wire types are
+   * not generated yet, so their answers are read defensively.
+   */
   private postFeatures(conn: SemaConnection): void {
-    this.post({
-      type: "features",
-      features: {
-        models: conn.supports("model/list"),
-        messages: conn.supports("session/messages"),
-        rewind: conn.supports("session/rewind"),
-        fork: conn.supports("session/fork"),
-      },
-    });
+    const features = {
+      models: conn.supports("model/list"),
+      messages: conn.supports("session/messages"),
+      rewind: conn.supports("session/rewind"),
+      fork: conn.supports("session/fork"),
+    };
+    this.post({ type: "features", features });
+    if (features.models) {
+      void (conn.rpc.sendRequest("model/list", {}) as Promise<{ models?: Array<Record<string, unknown>> }>).then(
+        (result) => {
+          const models = (result.models ?? [])
+            .map((m) => String(m.name ?? m.id ?? m.model ?? ""))
+            .filter(Boolean);
+          this.post({ type: "features", features, models });
+        },
+        () => undefined,
+      );
+    }
+  }
+
+  private onOtherEvent(method: string, params: Record<string, unknown>): void {
+    if (method !== "turn:diff" || (params.agentId && params.agentId !== "main")) return;
+    const files = Array.isArray(params.files) ? (params.files as Array<Record<string, unknown>>) : [];
+    const diff =
+      typeof params.diff === "string"
+        ? params.diff
+        : files.map((f) => (typeof f.diff === "string" ? f.diff : "")).join("\n");
+    if (!diff.trim()) return;
+    const id = this.nextRequestId++;
+    this.turnDiffs.set(id, diff);
+    this.post({ type: "turnDiff", id, files: files.length || (diff.match(/^\+\+\+ /gm)?.length ?? 0) });
   }
 
   /** The chat's session; with `sessionId`, that session (resumed), replacing the current one. */
@@ -291,6 +335,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.session = session;
     session.handler = { request: (method, params, token) => this.serverRequest(method, params, token) };
     this.sessionListener = session.onEvent((event) => this.onEvent(event));
+    this.otherListener?.dispose();
+    this.otherListener = session.onOtherEvent((method, params) => this.onOtherEvent(method, params));
     this.mode = session.mode;
     this.permissionMode = session.permissionMode;
     this.post({ type: "inputHistory", items: session.ready?.projectInputHistory ?? [] });
@@ -469,7 +515,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       const result = (await conn.rpc.sendRequest("session/messages", { sessionId: session.id })) as {
         messages?: unknown[];
       };
-      this.post({ type: "event", method: "session/messages", params: { messages: result.messages ?? [] } });
+      this.post({ type: "messages", messages: (result.messages ?? []) as Array<Record<string, unknown>> });
     }
     this.postState();
   }

@@ -95,6 +95,13 @@ export class SemaConnection {
         session?.deliver({ method: name, params } as SessionEvent);
       });
     }
+    // Notifications this version does not know (added to the protocol later) still reach
+    // their session, untyped: optional features use them when the server offers them.
+    rpc.onNotification((method: string, params: unknown) => {
+      const p = params as { sessionId?: string } | undefined;
+      const session = p?.sessionId ? this.sessions.get(p.sessionId) : undefined;
+      session?.deliverOther(method, (params ?? {}) as Record<string, unknown>);
+    });
     const serverRequests: ServerRequestName[] = [
       "tool:permission:request",
       "ask:question:request",
@@ -264,6 +271,24 @@ export class ChatSession {
         break;
     }
     for (const listener of this.listeners) listener(event);
+  }
+
+  private readonly otherListeners: Array<(method: string, params: Record<string, unknown>) => void> = [];
+
+  /** @internal A notification outside this client's generated protocol types. */
+  deliverOther(method: string, params: Record<string, unknown>): void {
+    for (const listener of this.otherListeners) listener(method, params);
+  }
+
+  /** Notifications newer than this client's protocol types (e.g. `turn:diff`). */
+  onOtherEvent(listener: (method: string, params: Record<string, unknown>) => void): { dispose(): void } {
+    this.otherListeners.push(listener);
+    return {
+      dispose: () => {
+        const i = this.otherListeners.indexOf(listener);
+        if (i >= 0) this.otherListeners.splice(i, 1);
+      },
+    };
   }
 
   onEvent(listener: (event: SessionEvent) => void): { dispose(): void } {

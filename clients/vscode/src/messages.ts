@@ -52,6 +52,8 @@ export type ToWebview =
   | { type: "server"; state: "starting" | "ready" | "restarting" | "missing" | "failed"; message?: string }
   | { type: "state"; state: ChatState }
   | { type: "features"; features: Features; models?: string[] }
+  | { type: "turnDiff"; id: number; files: number }
+  | { type: "messages"; messages: Array<Record<string, unknown>> }
   | { type: "inputHistory"; items: string[] }
   | { type: "commands"; items: CommandListItem[] }
   | { type: "error"; message: string }
@@ -72,4 +74,6 @@ export type FromWebview =
   | { type: "resume"; sessionId: string }
   | { type: "setApiKey" }
   | { type: "openLink"; href: string }
+  | { type: "setModel"; model: string }
+  | { type: "reviewChanges"; id: number }
   | { type: "rendered"; what: "firstToken" | "idle"; at: number; count?: number };

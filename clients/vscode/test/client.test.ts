@@ -269,6 +269,19 @@ describe("SemaConnection and ChatSession on the real server", { timeout: 180000 
     );
   });
 
+  it("switches Agent/Plan and the permission mode; the session follows mode:update", async () => {
+    const session = await shared.createSession({ workingDir: home.workspace, model: MODEL });
+    const events = record(session);
+    assert.equal(session.mode, "Agent");
+    assert.equal(await session.setMode("Plan"), "Plan");
+    await waitFor(() => events.some((e) => e.method === "mode:update"), 5000, "mode:update");
+    assert.equal(session.mode, "Plan");
+    assert.equal(await session.setPermissionMode("acceptEdits"), "acceptEdits");
+    assert.equal(session.permissionMode, "acceptEdits");
+    await session.dispose();
+    await assert.rejects(shared.request("session/interrupt", { sessionId: session.id }), (e: SemaError) => e.code === -32010);
+  });
+
   it("lists custom commands for / completion", async () => {
     const { mkdirSync, writeFileSync } = await import("node:fs");
     mkdirSync(path.join(home.workspace, ".sema/commands"), { recursive: true });

@@ -688,6 +688,34 @@ function renderState(): void {
   else delete app.dataset.session;
 }
 
+/** A resumed conversation as the server reads it back (`session/messages`). */
+function renderConversation(messages: Array<Record<string, unknown>>): void {
+  hideWelcome();
+  const text = (m: Record<string, unknown>): string => {
+    if (typeof m.content === "string") return m.content;
+    if (typeof m.text === "string") return m.text;
+    if (Array.isArray(m.content)) {
+      return (m.content as Array<Record<string, unknown>>).map((b) => (typeof b.text === "string" ? b.text : "")).join("");
+    }
+    return "";
+  };
+  for (const m of messages) {
+    if (m.role === "user" && text(m)) log.append(h("div", { class: "user past" }, text(m)));
+    if (m.role === "assistant") {
+      if (text(m)) {
+        const block = new MarkdownBlock("answer past");
+        block.set(text(m));
+        log.append(block.el);
+      }
+      for (const call of (m.toolCalls as Array<Record<string, unknown>> | undefined) ?? []) {
+        const card = toolCard(main, String(call.id ?? ""), String(call.name ?? "tool"), String(call.title ?? call.name ?? ""), (call.args as Record<string, unknown>) ?? {});
+        setStatus(card, call.status === "error" ? "error" : "done");
+      }
+      main.settle();
+    }
+  }
+}
+
 // ------------------------------------------------------------------ input
 function submit(delivery?: "followUp" | "steer"): void {
   const text = input.value.trim();
@@ -821,6 +849,7 @@ sendBtn.addEventListener("click", () => submit());
 steerBtn.addEventListener("click", () => submit("steer"));
 stopBtn.addEventListener("click", () => send({ type: "stop" }));
 modeBtn.addEventListener("click", () => send({ type: "setMode", mode: state.mode === "Agent" ? "Plan" : "Agent" }));
+modelSelect.addEventListener("change", () => send({ type: "setModel", model: modelSelect.value }));
 permSelect.addEventListener("change", () => send({ type: "setPermissionMode", permissionMode: permSelect.value as ChatState["permissionMode"] }));
 
 document.addEventListener("click", (ev) => {
@@ -893,12 +922,26 @@ function handle(msg: ToWebview): void {
       break;
     case "features":
       features = msg.features;
-      modelSelect.classList.toggle("hidden", !features.models);
+      modelSelect.classList.toggle("hidden", !features.models || !msg.models?.length);
+      if (msg.models?.length) {
+        modelSelect.replaceChildren(...msg.models.map((m) => h("option", { value: m }, m)));
+        if (state.model) modelSelect.value = state.model;
+      }
       break;
     case "inputHistory":
       inputHistory = [...new Set([...inputHistory, ...msg.items])];
       break;
     case "commands":
+      break;
+    case "turnDiff":
+      hideWelcome();
+      log.append(
+        h("div", { class: "turn-diff" }, h("button", { class: "review", onclick: () => send({ type: "reviewChanges", id: msg.id }) },
+          `Review changes${msg.files ? ` (${msg.files} file${msg.files === 1 ? "" : "s"})` : ""}`)),
+      );
+      break;
+    case "messages":
+      renderConversation(msg.messages);
       break;
     case "reset":
       resetTranscript();
