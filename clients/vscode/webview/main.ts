@@ -221,6 +221,9 @@ const serverEl = h("div", { class: "server-status hidden" });
 const log = h("div", { class: "log", role: "log" });
 const welcome = h("div", { class: "welcome" });
 const todosEl = h("div", { class: "todos hidden" });
+/** Follow-ups waiting for the running turn; each moves into the transcript when its turn starts. */
+const queueEl = h("div", { class: "queue" });
+let expectTurnStart = 0;
 const popup = h("div", { class: "completions hidden", role: "listbox" });
 const input = h("textarea", {
   class: "input",
@@ -254,6 +257,7 @@ app.append(
   serverEl,
   log,
   todosEl,
+  queueEl,
   h(
     "div",
     { class: "composer" },
@@ -285,6 +289,8 @@ function agent(id: string | undefined): AgentView {
 
 function resetTranscript(): void {
   log.replaceChildren(welcome);
+  queueEl.replaceChildren();
+  expectTurnStart = 0;
   agents.clear();
   tools.clear();
   main = new AgentView(log);
@@ -642,6 +648,12 @@ function onEvent(method: string, p: Params): void {
     case "session:cleared":
       notice("Context cleared.");
       break;
+    case "state:update":
+      if (p.state === "processing" && (!p.agentId || p.agentId === "main")) {
+        if (expectTurnStart > 0) expectTurnStart--;
+        else startQueuedTurn();
+      }
+      break;
     case "mode:update":
       state.mode = p.mode as ChatState["mode"];
       renderState();
@@ -658,6 +670,17 @@ function onEvent(method: string, p: Params): void {
       break;
     }
   }
+}
+
+function startQueuedTurn(): void {
+  const next = queueEl.firstElementChild as HTMLElement | null;
+  if (!next) return;
+  next.classList.remove("queued");
+  next.querySelector(".tag")?.remove();
+  main.settle();
+  log.append(next);
+  stickToBottom = true;
+  markDirty({ render() {} });
 }
 
 function renderTodos(todos: TodoItem[]): void {
@@ -872,8 +895,13 @@ function handle(msg: ToWebview): void {
       break;
     case "user": {
       hideWelcome();
+      if (msg.delivery === "followUp") {
+        queueEl.append(h("div", { class: "user queued" }, h("span", { class: "tag" }, "queued"), msg.text));
+        break;
+      }
+      if (msg.delivery === "prompt") expectTurnStart++;
       main.settle();
-      const tag = msg.delivery === "steer" ? "steer" : msg.delivery === "followUp" ? "queued" : "";
+      const tag = msg.delivery === "steer" ? "steer" : "";
       log.append(h("div", { class: `user ${tag}` }, tag ? h("span", { class: "tag" }, tag) : null, msg.text));
       stickToBottom = true;
       markDirty({ render() {} });

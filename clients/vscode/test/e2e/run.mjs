@@ -44,6 +44,8 @@ await model.script(
   { text: "Created `hello.txt`. It says *Hello from Sema!*", chunks: 6 },
   // 2: a long stream the test stops
   { deltas: 3000, delay_s: 0.05 },
+  // 2b: the follow-up queued while 2 ran
+  { text: "Done after the stop.", chunks: 3 },
   // 3: after resuming the first session
   { text: "Earlier I wrote hello.txt for you.", chunks: 4 },
   // 4: a subagent (its own model call), then a question for the user
@@ -135,11 +137,21 @@ try {
   const stop = chat.locator("button.stop:not(.hidden)");
   await stop.waitFor({ timeout: 30000 });
   await chat.locator(".md.answer", { hasText: "w3 " }).waitFor({ timeout: 60000 });
+  // A follow-up typed while the agent works is queued, not lost by the Stop.
+  await chat.locator("textarea.input").fill("Then just say done");
+  await chat.locator("textarea.input").press("Enter");
+  await chat.locator(".user.queued", { hasText: "Then just say done" }).waitFor({ timeout: 10000 });
   await shot("second-prompt-streaming");
   await stop.click();
   await chat.locator(".notice.interrupted").waitFor({ timeout: 30000 });
   await chat.locator("button.stop.hidden").waitFor({ state: "attached", timeout: 30000 });
-  const streamed = await chat.locator(".md.answer").last().innerText();
+  await chat.locator(".md.answer", { hasText: "Done after the stop." }).waitFor({ timeout: 60000 });
+  // The follow-up moved into the transcript when its own turn started, after the stopped one.
+  const order = await chat.locator(".log > .user, .log > .md.answer, .log > .notice").allInnerTexts();
+  const at = (t) => order.findIndex((x) => x.includes(t));
+  assert.ok(at("w3 ") < at("Interrupted") && at("Interrupted") < at("Then just say done") && at("Then just say done") < at("Done after"), order.join(" | "));
+  await chat.locator("button.stop.hidden").waitFor({ state: "attached", timeout: 30000 });
+  const streamed = await chat.locator(".md.answer", { hasText: "w3 " }).innerText();
   assert.ok(!streamed.includes("w2999"), "the stream was stopped before its end");
   await shot("stopped");
 
