@@ -4,8 +4,7 @@
 //   - send to first token rendered in the webview
 //   - a 20,000-delta stream: deltas/s rendered, and how far the webview trails the turn's end
 // Run: make vsix && node bench/bench_vscode.mjs   (needs what `make test-vscode` installs)
-import { readFileSync, existsSync } from "node:fs";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { openChat, setup, startModel, startVSCode } from "../clients/vscode/test/e2e/harness.mjs";
@@ -16,7 +15,8 @@ if (!cache) {
   console.log("bench_vscode: SKIPPED (chromium/code-server cannot be installed here)");
   process.exit(0);
 }
-const benchFile = path.join(mkdtempSync(path.join(tmpdir(), "sema-vscode-bench-")), "figures.jsonl");
+const benchDir = mkdtempSync(path.join(tmpdir(), "sema-vscode-bench-"));
+const benchFile = path.join(benchDir, "figures.jsonl");
 const model = await startModel();
 await model.script({ text: "Hello there, first token.", chunks: 5 }, { deltas: DELTAS });
 const env = await startVSCode({ cache, model, extraEnv: { SEMA_VSCODE_BENCH_FILE: benchFile }, log: () => undefined });
@@ -50,4 +50,5 @@ try {
 } finally {
   await env.stop();
   await model.stop();
+  rmSync(benchDir, { recursive: true, force: true });
 }

@@ -434,6 +434,21 @@ function toolCard(a: AgentView, id: string, name: string, title: string, input: 
   return card;
 }
 
+/** Search results with their paths (and `path:line`) clickable. */
+function linkedOutput(text: string): DocumentFragment {
+  const frag = document.createDocumentFragment();
+  const lines = text.split("\n");
+  lines.slice(0, 2000).forEach((line, i) => {
+    const hit = /^([^\s:]+):(\d+)([:-].*)$/.exec(line);
+    if (hit) frag.append(fileLink(hit[1]!, Number(hit[2])), hit[3]!);
+    else if (/^[\w@.+-]+(\/[\w@.+-]+)*\.\w+$/.test(line) || /^[\w@.+-]+\/[\w@.+/-]+$/.test(line)) frag.append(fileLink(line));
+    else frag.append(line);
+    if (i < lines.length - 1) frag.append("\n");
+  });
+  if (lines.length > 2000) frag.append(`… ${lines.length - 2000} more lines`);
+  return frag;
+}
+
 function findTaskCard(taskId: string): ToolCard | undefined {
   const byId = tools.get(taskId.replace(/^task-/, ""));
   if (byId) return byId;
@@ -607,7 +622,11 @@ function onEvent(method: string, p: Params): void {
       if (!card) break;
       setStatus(card, method === "tool:execution:error" ? "error" : "done");
       if (p.summary) card.summary.textContent = String(p.summary);
-      if (typeof p.content === "string" && card.name !== "Task") card.output.set(p.content);
+      if (typeof p.content === "string" && (card.name === "Grep" || card.name === "Glob")) {
+        card.output.el.replaceChildren(linkedOutput(p.content));
+      } else if (typeof p.content === "string" && card.name !== "Task") {
+        card.output.set(p.content);
+      }
       if (method === "tool:execution:error") card.el.open = true;
       break;
     }

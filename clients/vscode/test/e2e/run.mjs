@@ -34,8 +34,9 @@ mkdirSync(ARTIFACTS, { recursive: true });
 const FIRST = "Create a greeting file";
 const model = await startModel();
 await model.script(
-  // 1: streamed text, then a Write that needs consent
+  // 1: thinking, streamed text, then a Write that needs consent
   {
+    thinking: "The user wants a greeting file.",
     text: "I'll create **hello.txt** with a short greeting.\n\n```python\nprint('hello')\n```\n",
     chunks: 12,
     delay_s: 0.08,
@@ -48,7 +49,8 @@ await model.script(
   { text: "Done after the stop.", chunks: 3 },
   // 3: after resuming the first session
   { text: "Earlier I wrote hello.txt for you.", chunks: 4 },
-  // 4: a subagent (its own model call), then a question for the user
+  // 4: a search, a subagent (its own model call), then a question for the user
+  { tools: [["Grep", { pattern: "print", output_mode: "content" }, "toolu_grep_1"]] },
   { tools: [["Task", { description: "Find the entry point", prompt: "Where does the app start?", subagent_type: "Explore" }, "toolu_task_1"]] },
   { text: "The app starts in src/app.py." },
   {
@@ -105,6 +107,9 @@ try {
   assert.ok(full.length > partial.length, "the answer grew while streaming");
   assert.equal(await answer.locator("strong", { hasText: "hello.txt" }).count(), 1, "Markdown is rendered");
   assert.ok((await answer.locator("pre.hljs .hljs-built_in, pre.hljs .hljs-string").count()) > 0, "code is highlighted");
+  const thinking = chat.locator("details.thinking");
+  assert.equal(await thinking.getAttribute("open"), null, "thinking is folded");
+  assert.match(await thinking.locator(".md").textContent(), /wants a greeting file/);
 
   // Consent inline: open the diff, then allow once
   const consent = chat.locator(".request.permission");
@@ -178,6 +183,11 @@ try {
   await task.waitFor({ timeout: 60000 });
   const question = chat.locator(".request.question");
   await question.waitFor({ timeout: 60000 });
+  // Search results link to the file and line.
+  const grep = chat.locator(".tool.tool-grep");
+  await grep.locator("summary").click();
+  await grep.locator(".file-link", { hasText: "src/app.py:1" }).click();
+  await page.locator(".tab.active", { hasText: "app.py" }).waitFor({ timeout: 20000 });
   await task.locator("summary").click();
   await task.locator(".subagent .md.answer", { hasText: "src/app.py" }).waitFor({ timeout: 10000 });
   assert.match(await task.locator(".tool-title").innerText(), /Explore.*Find the entry point/);
