@@ -90,6 +90,7 @@ try {
     await page.mouse.down();
     await page.mouse.move(box.x + 520, box.y + box.height / 2, { steps: 5 });
     await page.mouse.up();
+    await page.mouse.move(900, 600);
   }
   await shot("chat-open");
 
