@@ -269,6 +269,19 @@ describe("SemaConnection and ChatSession on the real server", { timeout: 180000 
     );
   });
 
+  it("a provider error ends the turn with stopReason error and a session:error event", async () => {
+    await model.reset();
+    const session = await shared.createSession({ workingDir: home.workspace, model: MODEL });
+    const events = record(session);
+    await model.script({ error: 400, message: "bad request from the test" });
+    const result = await session.prompt("fail please");
+    assert.equal(result.stopReason, "error");
+    const error = events.find((e) => e.method === "session:error");
+    assert.ok(error && error.method === "session:error");
+    assert.match(JSON.stringify(error.params.error), /bad request from the test/);
+    await session.dispose();
+  });
+
   it("switches Agent/Plan and the permission mode; the session follows mode:update", async () => {
     const session = await shared.createSession({ workingDir: home.workspace, model: MODEL });
     const events = record(session);
