@@ -195,6 +195,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
             });
           }
           break;
+        case "rewind":
+          await this.rewind(msg.messageId, msg.restore);
+          break;
+        case "fork":
+          await this.fork(msg.messageId);
+          break;
         case "reviewChanges": {
           const diff = this.turnDiffs.get(msg.id);
           if (diff !== undefined) {
@@ -379,7 +385,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 
   private async send(text: string, delivery?: "followUp" | "steer"): Promise<void> {
     const busy = (this.session?.pending ?? 0) > 0;
-    this.post({ type: "user", text, delivery: busy ? (delivery ?? "followUp") : "prompt" });
+    const localId = this.nextRequestId++;
+    this.post({ type: "user", text, delivery: busy ? (delivery ?? "followUp") : "prompt", localId });
     const session = await this.ensureSession();
     this.title ??= text.slice(0, 100);
     this.sentAt = Date.now();
@@ -390,6 +397,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     try {
       const result = await answer;
       this.turnEndAt = Date.now();
+      const messageId = (result as { messageId?: unknown }).messageId;
+      if (typeof messageId === "string") this.post({ type: "messageId", localId, messageId });
       this.post({
         type: "turnEnd",
         stopReason: result.stopReason,
@@ -518,6 +527,38 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       this.post({ type: "messages", messages: (result.messages ?? []) as Array<Record<string, unknown>> });
     }
     this.postState();
+  }
+
+  /** `session/rewind` (offered when the server lists it): files, conversation or both. */
+  private async rewind(messageId: string, restore: "code" | "conversation" | "both"): Promise<void> {
+    const session = this.session;
+    if (!session || !session.connection.supports("session/rewind")) return;
+    const result = (await session.connection.rpc.sendRequest("session/rewind", {
+      sessionId: session.id,
+      messageId,
+      restore,
+    })) as { conflicts?: unknown[] };
+    if (Array.isArray(result.conflicts) && result.conflicts.length) {
+      const files = result.conflicts.map((c) => (typeof c === "string" ? c : JSON.stringify(c))).join(", ");
+      const pick = await vscode.window.showWarningMessage(
+        `These files changed since the agent wrote them: ${files}. Overwrite them?`,
+        "Overwrite",
+      );
+      if (pick !== "Overwrite") return;
+      await session.connection.rpc.sendRequest("session/rewind", { sessionId: session.id, messageId, restore, force: true });
+    }
+    this.post({ type: "rewound", messageId, conversation: restore !== "code" });
+  }
+
+  /** `session/fork` (offered when the server lists it): continue from a message in a new chat. */
+  private async fork(messageId: string): Promise<void> {
+    const session = this.session;
+    if (!session || !session.connection.supports("session/fork")) return;
+    const result = (await session.connection.rpc.sendRequest("session/fork", {
+      sessionId: session.id,
+      messageId,
+    })) as { sessionId?: string };
+    if (typeof result.sessionId === "string") await this.resume(result.sessionId);
   }
 
   async pickSession(): Promise<void> {

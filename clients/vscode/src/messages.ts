@@ -41,7 +41,10 @@ export type ToWebview =
   | { type: "batch"; items: ToWebview[] }
   | { type: "reset"; notice?: string; resumed?: { title: string; messageCount: number } }
   | { type: "event"; method: string; params: Record<string, unknown> & { agentId?: string } }
-  | { type: "user"; text: string; delivery: "prompt" | "followUp" | "steer" }
+  | { type: "user"; text: string; delivery: "prompt" | "followUp" | "steer"; localId: number }
+  /** The server's id of a user message (when it gives one): rewind and fork address it. */
+  | { type: "messageId"; localId: number; messageId: string }
+  | { type: "rewound"; messageId: string; conversation: boolean }
   | { type: "turnEnd"; stopReason: string; error?: string }
   | { type: "permission"; id: number; params: PermissionRequestParams; canDiff: boolean }
   | { type: "question"; id: number; params: AskQuestionRequestParams }
@@ -75,5 +78,7 @@ export type FromWebview =
   | { type: "setApiKey" }
   | { type: "openLink"; href: string }
   | { type: "setModel"; model: string }
+  | { type: "rewind"; messageId: string; restore: "code" | "conversation" | "both" }
+  | { type: "fork"; messageId: string }
   | { type: "reviewChanges"; id: number }
   | { type: "rendered"; what: "firstToken" | "idle"; at: number; count?: number };

@@ -730,6 +730,20 @@ function renderState(): void {
   else delete app.dataset.session;
 }
 
+/** Rewind and fork from one of the user's messages (offered when the server supports them). */
+function messageActions(messageId: string): HTMLElement {
+  const bar = h("span", { class: "message-actions" });
+  if (features.rewind) {
+    for (const [restore, label] of [["both", "Rewind"], ["code", "Rewind code"], ["conversation", "Rewind chat"]] as const) {
+      bar.append(h("button", { class: `rewind-${restore}`, title: `Go back to before this message (${restore})`, onclick: () => send({ type: "rewind", messageId, restore }) }, label));
+    }
+  }
+  if (features.fork) {
+    bar.append(h("button", { class: "fork", title: "Continue from here in a new chat", onclick: () => send({ type: "fork", messageId }) }, "Fork"));
+  }
+  return bar;
+}
+
 /** A resumed conversation as the server reads it back (`session/messages`). */
 function renderConversation(messages: Array<Record<string, unknown>>): void {
   hideWelcome();
@@ -915,13 +929,13 @@ function handle(msg: ToWebview): void {
     case "user": {
       hideWelcome();
       if (msg.delivery === "followUp") {
-        queueEl.append(h("div", { class: "user queued" }, h("span", { class: "tag" }, "queued"), msg.text));
+        queueEl.append(h("div", { class: "user queued", "data-local": String(msg.localId) }, h("span", { class: "tag" }, "queued"), msg.text));
         break;
       }
       if (msg.delivery === "prompt") expectTurnStart++;
       main.settle();
       const tag = msg.delivery === "steer" ? "steer" : "";
-      log.append(h("div", { class: `user ${tag}` }, tag ? h("span", { class: "tag" }, tag) : null, msg.text));
+      log.append(h("div", { class: `user ${tag}`, "data-local": String(msg.localId) }, tag ? h("span", { class: "tag" }, tag) : null, msg.text));
       stickToBottom = true;
       markDirty({ render() {} });
       break;
@@ -980,6 +994,25 @@ function handle(msg: ToWebview): void {
       break;
     case "commands":
       break;
+    case "messageId": {
+      const bubble = document.querySelector<HTMLElement>(`.user[data-local="${msg.localId}"]`);
+      if (!bubble) break;
+      bubble.dataset.messageId = msg.messageId;
+      if (features.rewind || features.fork) bubble.append(messageActions(msg.messageId));
+      break;
+    }
+    case "rewound": {
+      const bubble = document.querySelector<HTMLElement>(`.user[data-message-id="${msg.messageId}"]`);
+      if (bubble && msg.conversation) {
+        // The conversation goes back to just before this message: what followed is gone.
+        while (bubble.nextSibling) bubble.nextSibling.remove();
+        input.value = bubble.childNodes[0]?.textContent ?? "";
+        bubble.remove();
+        main.settle();
+      }
+      notice(msg.conversation ? "Rewound: the conversation continues from before that message." : "Rewound the files to before that message.");
+      break;
+    }
     case "turnDiff":
       hideWelcome();
       log.append(
