@@ -1,7 +1,6 @@
 // Messages between the extension host and the chat webview (postMessage, both ways).
 import type {
   AskQuestionRequestParams,
-  CommandListItem,
   PermissionRequestParams,
   PlanExitRequestParams,
   SessionListItem,
@@ -58,7 +57,6 @@ export type ToWebview =
   | { type: "turnDiff"; id: number; files: number }
   | { type: "messages"; messages: Array<Record<string, unknown>> }
   | { type: "inputHistory"; items: string[] }
-  | { type: "commands"; items: CommandListItem[] }
   | { type: "error"; message: string }
   | { type: "notice"; message: string };
 

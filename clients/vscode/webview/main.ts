@@ -992,8 +992,6 @@ function handle(msg: ToWebview): void {
     case "inputHistory":
       inputHistory = [...new Set([...inputHistory, ...msg.items])];
       break;
-    case "commands":
-      break;
     case "messageId": {
       const bubble = document.querySelector<HTMLElement>(`.user[data-local="${msg.localId}"]`);
       if (!bubble) break;
