@@ -33,6 +33,8 @@ function nonce(): string {
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   static readonly viewType = "sema.chat";
   private view: vscode.WebviewView | undefined;
+  /** Messages wait until the webview's script listens (anything posted earlier is lost). */
+  private webviewReady = false;
   private queue: ToWebview[] = [];
   private flushTimer: NodeJS.Timeout | undefined;
   private session: ChatSession | undefined;
@@ -75,11 +77,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
+    this.webviewReady = false;
     const media = vscode.Uri.joinPath(this.context.extensionUri, "out");
     view.webview.options = { enableScripts: true, localResourceRoots: [media] };
     view.webview.html = this.html(view.webview, media);
     view.webview.onDidReceiveMessage((msg: FromWebview) => void this.onMessage(msg), undefined, this.disposables);
-    view.onDidDispose(() => (this.view = undefined), undefined, this.disposables);
+    view.onDidDispose(
+      () => {
+        this.view = undefined;
+        this.webviewReady = false;
+      },
+      undefined,
+      this.disposables,
+    );
   }
 
   private html(webview: vscode.Webview, media: vscode.Uri): string {
@@ -120,7 +130,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 
   private flush(): void {
     this.flushTimer = undefined;
-    if (!this.view || this.queue.length === 0) return;
+    if (!this.view || !this.webviewReady || this.queue.length === 0) return;
     const items = this.queue;
     this.queue = [];
     void this.view.webview.postMessage({ type: "batch", items } satisfies ToWebview);
@@ -152,6 +162,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     try {
       switch (msg.type) {
         case "ready":
+          this.webviewReady = true;
           this.queue.unshift({ type: "server", state: this.server.state === "ready" ? "ready" : "starting" });
           this.postState();
           void this.warmUp();
