@@ -56,13 +56,15 @@ export class ServerManager implements vscode.Disposable {
     }
     this.setState(this.restarts.length ? "restarting" : "starting");
     const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const name of KEY_NAMES) {
-      const value = await this.context.secrets.get(`sema.${name}`);
-      if (value) env[name] = value;
-    }
+    const values = await Promise.all(KEY_NAMES.map((name) => this.context.secrets.get(`sema.${name}`)));
+    KEY_NAMES.forEach((name, i) => {
+      if (values[i]) env[name] = values[i];
+    });
     const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     const args = config.get<string[]>("serverArgs", []);
-    this.output.appendLine(`[sema] starting ${command} ${args.join(" ")}`.trimEnd());
+    this.output.appendLine(
+      `[sema] starting ${command} ${args.join(" ")} (${Date.now() - this.activatedAt} ms after activation)`,
+    );
     let conn: SemaConnection;
     try {
       conn = await SemaConnection.start({
