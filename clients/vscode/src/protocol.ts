@@ -22,6 +22,8 @@ export interface AskQuestionRequestParams {
   agentId?: string;
   /** Per-session sequence number, increasing by one per event. */
   seq?: number;
+  /** This request's JSON-RPC id, repeated: a `$/cancelRequest` from the server names it in `id` (for client libraries that hide ids from request handlers). */
+  requestId?: string;
   questions: AskQuestion[];
 }
 
@@ -202,6 +204,8 @@ export interface PermissionRequestParams {
   agentId?: string;
   /** Per-session sequence number, increasing by one per event. */
   seq?: number;
+  /** This request's JSON-RPC id, repeated: a `$/cancelRequest` from the server names it in `id` (for client libraries that hide ids from request handlers). */
+  requestId?: string;
   toolCallId: string;
   toolName: string;
   title: string;
@@ -225,6 +229,8 @@ export interface PlanExitRequestParams {
   agentId?: string;
   /** Per-session sequence number, increasing by one per event. */
   seq?: number;
+  /** This request's JSON-RPC id, repeated: a `$/cancelRequest` from the server names it in `id` (for client libraries that hide ids from request handlers). */
+  requestId?: string;
   /** Absolute path of the saved plan (.md). */
   planFilePath: string;
   planContent: string;
