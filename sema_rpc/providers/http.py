@@ -54,6 +54,7 @@ __all__ = [
     "prewarm",
     "retry_delay",
     "should_retry",
+    "transport_failure",
 ]
 
 log = logging.getLogger("sema_rpc.providers.http")
@@ -250,6 +251,17 @@ class TransportFailure(Exception):
     is the SDKs' ("Connection error." / "Request timed out."); `__cause__` the error."""
 
 
+def transport_failure(exc: BaseException) -> TransportFailure:
+    """`exc` (an httpx2 timeout or transport error) as the OpenAI SDK raises it while
+    reading a body: "Request timed out." / "Connection error.", caused by `exc`."""
+    import httpx2
+
+    timed_out = isinstance(exc, httpx2.TimeoutException)
+    failure = TransportFailure("Request timed out." if timed_out else "Connection error.")
+    failure.__cause__ = exc
+    return failure
+
+
 def should_retry(status: int, headers: Any, max_retry_after: float | None = None) -> bool:
     if max_retry_after is not None:
         after = retry_after(headers)
@@ -300,11 +312,10 @@ def retry_delay(
 def parse_error_body(status: int, raw: bytes) -> tuple[Any, str]:
     """(body, message) of an error response, as the SDKs build their status errors."""
     text = raw.decode("utf-8", "replace").strip()
-    body: Any = text
     try:
         body = json.loads(text)
     except ValueError:
-        pass
+        return text, text or f"Error code: {status}"
     return body, f"Error code: {status} - {body}"
 
 
@@ -336,10 +347,7 @@ async def open_stream(
                 retries_left -= 1
                 headers["x-stainless-retry-count"] = str(max_retries - retries_left)
                 continue
-            timed_out = isinstance(exc, httpx2.TimeoutException)
-            raise TransportFailure(
-                "Request timed out." if timed_out else "Connection error."
-            ) from exc
+            raise transport_failure(exc) from exc
         if response.status_code < 400:
             return response  # type: ignore[no-any-return]
         try:

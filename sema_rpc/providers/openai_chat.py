@@ -66,6 +66,7 @@ from sema_rpc.providers.http import (
     StreamError,
     classify_transport,
     open_stream,
+    transport_failure,
 )
 
 if TYPE_CHECKING:
@@ -353,9 +354,8 @@ class OpenAIChatProvider(SdkProvider):
                     if done and http.http_version == "HTTP/1.1":
                         await _drain(chunks)
                 except _network_errors() as exc:
-                    failure = classify_transport(exc, started=True) or ProviderError(
-                        "stream_cut", f"connection lost mid-stream: {type(exc).__name__}: {exc}"
-                    )
+                    # As the SDK raises it: APIConnectionError / APITimeoutError.
+                    failure = classify_transport(transport_failure(exc), started=True)
                 finally:
                     await chunks.aclose()
         except Exception as e:

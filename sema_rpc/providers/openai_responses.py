@@ -75,6 +75,7 @@ from sema_rpc.providers.http import (
     StreamError,
     loads_obj,
     open_stream,
+    transport_failure,
 )
 from sema_rpc.providers.openai_chat import openai_request_parts, uses_max_completion_tokens
 
@@ -401,7 +402,7 @@ class _HttpEvents:
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         reader = SseReader()
-        async for data in self._response.aiter_bytes():
+        async for data in _body(self._response):
             for _event, payload in reader.feed(data):
                 if payload.startswith(b"[DONE]"):
                     return
@@ -416,6 +417,17 @@ class _HttpEvents:
 
     async def close(self) -> None:
         await self._response.aclose()
+
+
+async def _body(response: Any) -> AsyncIterator[bytes]:
+    """The body's bytes; a network error while reading raised as the SDK raises it."""
+    from sema_rpc.providers.openai_chat import _network_errors
+
+    try:
+        async for data in response.aiter_bytes():
+            yield data
+    except _network_errors() as exc:
+        raise transport_failure(exc) from exc
 
 
 class OpenAIResponsesProvider(SdkProvider):

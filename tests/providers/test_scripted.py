@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -22,12 +23,22 @@ from tests.providers.helpers import collect, request
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 KINDS = ["anthropic", "openai"]
+TRANSPORT = "http"
+
+
+@pytest.fixture(autouse=True, params=["http", "sdk"])
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs through the production (light) path and through the SDK."""
+    global TRANSPORT
+    TRANSPORT = request.param
+    yield request.param
+    TRANSPORT = "http"
 
 
 def make(kind: str, llm: ScriptedLLM, retries: int = 2) -> AnthropicProvider | OpenAIChatProvider:
     if kind == "anthropic":
-        return AnthropicProvider("test-key", llm.url, max_retries=retries)
-    return OpenAIChatProvider("test-key", llm.openai_url, max_retries=retries)
+        return AnthropicProvider("test-key", llm.url, max_retries=retries, transport=TRANSPORT)
+    return OpenAIChatProvider("test-key", llm.openai_url, max_retries=retries, transport=TRANSPORT)
 
 
 HISTORY = [
@@ -254,10 +265,12 @@ async def test_connection_refused(kind: str) -> None:
     port = _closed_port()
     if kind == "anthropic":
         p: AnthropicProvider | OpenAIChatProvider = AnthropicProvider(
-            "k", f"http://127.0.0.1:{port}", max_retries=0
+            "k", f"http://127.0.0.1:{port}", max_retries=0, transport=TRANSPORT
         )
     else:
-        p = OpenAIChatProvider("k", f"http://127.0.0.1:{port}/v1", max_retries=0)
+        p = OpenAIChatProvider(
+            "k", f"http://127.0.0.1:{port}/v1", max_retries=0, transport=TRANSPORT
+        )
     got = await collect(p)
     assert got.failed.error.kind == "connection"
     assert got.failed.partial is None
