@@ -116,7 +116,25 @@ class SdkProvider:
         this loop's own, built with the SDKs' defaults."""
         if self._http_client is not None:
             return self._http_client
-        return self._client.http(self.timeout, self.idle_timeout)
+        return self._client.http()
+
+    async def _send(
+        self, url: str, headers: dict[str, str], body: bytes, max_retry_after: float | None = None
+    ) -> Any:
+        """The light path's request: the streaming 2xx response, after the SDKs' retries.
+        The timeouts (the stream idle timeout as the read timeout) go with the request, so
+        they hold on a client given from outside (recording, replay) too."""
+        from sema_rpc.providers.http import client_timeout, open_stream
+
+        return await open_stream(
+            self._http(),
+            url,
+            headers,
+            body,
+            max_retries=self.max_retries,
+            max_retry_after=max_retry_after,
+            timeout=client_timeout(self.timeout, self.idle_timeout),
+        )
 
     def _sdk_client(self, **kwargs: Any) -> Any:
         raise NotImplementedError

@@ -56,7 +56,6 @@ from sema_rpc.providers.http import (
     StatusError,
     classify_transport,
     loads_obj,
-    open_stream,
 )
 
 if TYPE_CHECKING:
@@ -352,8 +351,7 @@ class AnthropicProvider(SdkProvider):
 
     async def _open_http(self, request: ModelRequest) -> _HttpEvents:
         url, headers, body = self.request_parts(request)
-        response = await open_stream(self._http(), url, headers, body, max_retries=self.max_retries)
-        return _HttpEvents(response)
+        return _HttpEvents(await self._send(url, headers, body))
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         acc = _Accumulator()

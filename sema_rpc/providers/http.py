@@ -158,13 +158,11 @@ def prewarm() -> None:
         _prebuilt.append(new_client())
 
 
-def _make(timeout: float | None, idle_timeout: float | None) -> Any:
-    if timeout is None and idle_timeout is None:
-        try:
-            return _prebuilt.pop()
-        except IndexError:
-            pass
-    return new_client(timeout, idle_timeout)
+def _make() -> Any:
+    try:
+        return _prebuilt.pop()
+    except IndexError:
+        return new_client()
 
 
 class LoopBoundClient:
@@ -187,9 +185,10 @@ class LoopBoundClient:
             self._loop = loop
         return self._client
 
-    def http(self, timeout: float | None, idle_timeout: float | None) -> Any:
-        """The running loop's httpx2 client with these timeouts."""
-        return self.get(lambda: _make(timeout, idle_timeout))
+    def http(self) -> Any:
+        """The running loop's httpx2 client (the SDKs' defaults; the provider's own
+        timeouts go with each request)."""
+        return self.get(_make)
 
     def __del__(self) -> None:
         try:
@@ -327,8 +326,10 @@ async def open_stream(
     *,
     max_retries: int,
     max_retry_after: float | None = None,
+    timeout: Any = None,
 ) -> httpx2.Response:
     """POST `body` and return the streaming 2xx response (the caller closes it).
+    `timeout` (an httpx2.Timeout) applies to this request whatever the client's own is.
 
     Raises StatusError or TransportFailure once the retries are spent or the answer is
     not retryable. An idle timeout waiting for the response is a timeout: retried.
@@ -338,7 +339,12 @@ async def open_stream(
     retries_left = max_retries
     headers = {**headers, "x-stainless-retry-count": "0"}
     while True:
-        request = client.build_request("POST", url, headers=headers, content=body)
+        if timeout is None:
+            request = client.build_request("POST", url, headers=headers, content=body)
+        else:
+            request = client.build_request(
+                "POST", url, headers=headers, content=body, timeout=timeout
+            )
         try:
             response = await client.send(request, stream=True)
         except (httpx2.TimeoutException, httpx2.TransportError) as exc:

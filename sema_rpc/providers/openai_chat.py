@@ -65,7 +65,6 @@ from sema_rpc.providers.http import (
     StatusError,
     StreamError,
     classify_transport,
-    open_stream,
     transport_failure,
 )
 
@@ -315,14 +314,7 @@ class OpenAIChatProvider(SdkProvider):
                 yield response.http_response
             return
         url, headers, body = self.request_parts(request)
-        response = await open_stream(
-            self._http(),
-            url,
-            headers,
-            body,
-            max_retries=self.max_retries,
-            max_retry_after=OPENAI_MAX_RETRY_AFTER,
-        )
+        response = await self._send(url, headers, body, OPENAI_MAX_RETRY_AFTER)
         try:
             yield response
         finally:

@@ -74,7 +74,6 @@ from sema_rpc.providers.http import (
     SseReader,
     StreamError,
     loads_obj,
-    open_stream,
     transport_failure,
 )
 from sema_rpc.providers.openai_chat import openai_request_parts, uses_max_completion_tokens
@@ -452,14 +451,7 @@ class OpenAIResponsesProvider(SdkProvider):
                 sdk_stream = await client.responses.create(**build_params(request), stream=True)
             else:
                 url, headers, body = openai_request_parts(self, "/responses", build_params(request))
-                response = await open_stream(
-                    self._http(),
-                    url,
-                    headers,
-                    body,
-                    max_retries=self.max_retries,
-                    max_retry_after=OPENAI_MAX_RETRY_AFTER,
-                )
+                response = await self._send(url, headers, body, OPENAI_MAX_RETRY_AFTER)
                 sdk_stream = _HttpEvents(response)
             started = True
             async for ev in sdk_stream:

@@ -335,3 +335,26 @@ async def test_concurrent_streams(scripted_llm: ScriptedLLM, kind: str) -> None:
     results = await asyncio.gather(*(collect(p) for _ in range(4)))
     assert [r.done.message.text() for r in results] == ["abcdef"] * 4
     await p.aclose()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_idle_timeout_applies_to_a_given_http_client(
+    scripted_llm: ScriptedLLM, kind: str
+) -> None:
+    """A provider around someone else's HTTP client (recording, replay) still gives up a
+    stalled stream after its idle timeout, not the client's own 600 s."""
+    from sema_rpc.providers.recording import recording_http_client
+
+    gate = threading.Event()
+    scripted_llm.script(Reply.text("one two", chunks=2, gate=gate))
+    client = recording_http_client(lambda exchange: None, kind)
+    url = scripted_llm.url if kind == "anthropic" else scripted_llm.openai_url
+    cls = AnthropicProvider if kind == "anthropic" else OpenAIChatProvider
+    p = cls("k", url, max_retries=0, idle_timeout=0.5, http_client=client, transport=TRANSPORT)
+    try:
+        got = await asyncio.wait_for(collect(p), 20)
+    finally:
+        gate.set()
+        await client.aclose()
+    assert got.failed.error.kind == "idle_timeout"
+    assert got.text == "one two"
