@@ -1,8 +1,13 @@
 """Anthropic Messages API provider.
 
-Reads the RAW stream events of `messages.create(stream=True)` (the `.stream()` helper
-rebuilds a snapshot on every chunk) and accumulates deltas in lists joined once at the
-end. The `anthropic` SDK is imported on first use, never at module import.
+Production path (`transport="http"`): builds the `POST /v1/messages` request as the SDK
+does, sends it over `http.open_stream()` (the SDK's retry policy) and reads the SSE as
+the SDK's raw stream events would be read (`ping` and data-only events skipped, `event:
+error` a status error, events as attribute-access dicts). `transport="sdk"`: the RAW
+events of the SDK's `messages.create(stream=True)` (the `.stream()` helper rebuilds a
+snapshot on every chunk). One event loop reads both, accumulating deltas in lists joined
+once at the end; errors of both are classified by `classify_error` (status + body, or
+the transport failure). The `anthropic` SDK is imported only on the `sdk` transport.
 
 Decisions:
 - A stream that delivered `message_delta.stop_reason` is complete even if the final

@@ -9,6 +9,7 @@ requests reached the model server.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.scripted_llm import Reply, ScriptedLLM
-from tests.support.wire_client import WireClient
+from tests.support.wire_client import RpcFailure, WireClient
 
 pytestmark = pytest.mark.asyncio
 
@@ -74,7 +75,11 @@ async def test_transient_statuses_are_retried(
         assert result["stopReason"] == "end_turn"
         assert _text(client, sid) == "Third time."
     assert len(scripted_llm.requests) == 3
-    # The server tells the model server which attempt it is.
+    # The production path sent them (not an SDK), telling the model server the attempt.
+    assert not any(
+        r.headers["user-agent"].startswith(("AsyncAnthropic/", "AsyncOpenAI/"))
+        for r in scripted_llm.requests
+    )
     assert [r.headers.get("x-stainless-retry-count") for r in scripted_llm.requests] == [
         "0",
         "1",
@@ -187,3 +192,39 @@ async def test_initialize_imports_no_provider_code(server_env) -> None:
         or m.startswith("sema_rpc.engine")
     }
     assert heavy == set()
+
+
+@pytest.mark.parametrize("provider", list(MODELS))
+async def test_a_transport_sdk_profile_goes_through_the_sdk_with_the_same_policy(
+    provider: str, server_env, scripted_llm: ScriptedLLM, workspace: Path
+) -> None:
+    root = Path(server_env["SEMA_ROOT"])
+    model = MODELS[provider].split("/", 1)[1]
+    profile = {"provider": provider, "modelName": model, "transport": "sdk"}
+    (root / "models.json").write_text(json.dumps({"profiles": {"via-sdk": profile}}))
+    scripted_llm.script(Reply.error(529), Reply.text("Through the SDK."))
+    async with WireClient(env=server_env) as client:
+        await client.initialize()
+        sid = (await client.create_session(workspace, model="via-sdk"))["sessionId"]
+        result = await client.call(
+            "session/prompt", {"sessionId": sid, "input": "hello"}, timeout=BOUND_S
+        )
+        assert result["stopReason"] == "end_turn"
+        assert _text(client, sid) == "Through the SDK."
+    # The official SDK sent them (its user agent), and retried the 529 once.
+    agents = [r.headers["user-agent"] for r in scripted_llm.requests]
+    assert len(agents) == 2
+    assert all(a.startswith(("AsyncAnthropic/", "AsyncOpenAI/")) for a in agents)
+    assert scripted_llm.requests[1].headers["x-stainless-retry-count"] == "1"
+
+
+async def test_an_unknown_transport_is_a_configuration_error(server_env, workspace: Path) -> None:
+    root = Path(server_env["SEMA_ROOT"])
+    profile = {"provider": "anthropic", "modelName": "m", "transport": "grpc"}
+    (root / "models.json").write_text(json.dumps({"profiles": {"odd": profile}}))
+    async with WireClient(env=server_env) as client:
+        await client.initialize()
+        with pytest.raises(RpcFailure) as err:
+            await client.create_session(workspace, model="odd")
+        assert err.value.error["code"] == -32014
+        assert '"transport" must be one of http, sdk' in err.value.error["message"]
