@@ -1,13 +1,17 @@
 """Transport and streaming figures for sema-rpc over real pipes.
 
-    .venv/bin/python bench/bench_wire.py [--quick] [--only spawn,rtt,stream]
+    .venv/bin/python bench/bench_wire.py [--quick] [--only spawn,rtt,stream] [--sdk]
 
 1. spawn → `initialize` answered (median of 7 fresh processes, both framings), next to a
    `python -c pass` floor, plus the top imports the server does before answering;
 2. 1,000 sequential `session/interrupt` round trips on an idle session (both framings),
    next to a trivial JSONL echo process driven by the same client (the client's floor);
-3. a 20,000-delta text stream through the Anthropic and the OpenAI-chat SDKs from the
-   scripted model server, forwarded as `message:text:chunk` notifications (best of 2);
+3. a 20,000-delta text stream through the Anthropic and the OpenAI-chat providers from
+   the scripted model server, forwarded as `message:text:chunk` notifications (best of
+   2), with the server's CPU per chunk and the first prompt of the fresh server (sent
+   right after `session/create`: imports, HTTP client and connection included); `--sdk`
+   adds the same runs through the SDK transport (`"transport": "sdk"` profiles), each
+   provider's two transports alternating, for an A/B in one run;
 4. peak RSS (VmHWM) of the server at the end of each scenario.
 
 Targets are printed with PASS/MISS and never fail the script; a functional break (error
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import os
 import re
 import sys
@@ -323,7 +328,13 @@ class _Skipped(Exception):
     """A section left out with --only."""
 
 
-async def main(quick: bool, only: set[str]) -> int:
+SDK_PROFILES = {
+    "claude-bench-sdk": {"provider": "anthropic", "modelName": "claude-bench", "transport": "sdk"},
+    "gpt-bench-sdk": {"provider": "openai", "modelName": "gpt-bench", "transport": "sdk"},
+}
+
+
+async def main(quick: bool, only: set[str], sdk: bool = False) -> int:
     global SPAWNS, RTT_N, RTT_WARMUP, STREAM_RUNS
     if quick:
         SPAWNS, RTT_N, RTT_WARMUP, STREAM_RUNS = 3, 200, 50, 1
@@ -340,6 +351,7 @@ async def main(quick: bool, only: set[str]) -> int:
         workspace.mkdir()
         (workspace / "README.md").write_text("# bench\n")
         env = server_env(llm, root)
+        (root / "models.json").write_text(json.dumps({"profiles": SDK_PROFILES}))
 
         # ---- spawn → initialize (the import profile first: it also compiles .pyc files
         # on a fresh checkout, before the timed spawns)
@@ -459,17 +471,22 @@ async def main(quick: bool, only: set[str]) -> int:
         # ---- streaming
         streams: dict[str, dict[str, Any]] = {}
         stream_models = [
-            ("anthropic", "anthropic/claude-bench"),
-            ("openai-chat", "openai/gpt-bench"),
+            ("anthropic", "anthropic/claude-bench", "anthropic [sdk]", "claude-bench-sdk"),
+            ("openai-chat", "openai/gpt-bench", "openai-chat [sdk]", "gpt-bench-sdk"),
         ]
-        for label, model in stream_models if "stream" in only else []:
+        runs: list[tuple[str, str, str, bool]] = []
+        for label, model, sdk_label, sdk_model in stream_models:
             for fname, jsonl in FRAMINGS:
-                key = f"{label} {fname}"
-                try:
-                    streams[key] = await stream(env, llm, workspace, model, jsonl)
-                except FAILURES as exc:
-                    checks.section_failed(f"stream {key}", exc)
-                    llm.reset()
+                runs.append((label, model, fname, jsonl))
+                if sdk and not jsonl:  # the A/B pair: light, then SDK, same framing
+                    runs.append((sdk_label, sdk_model, fname, jsonl))
+        for label, model, fname, jsonl in runs if "stream" in only else []:
+            key = f"{label} {fname}"
+            try:
+                streams[key] = await stream(env, llm, workspace, model, jsonl)
+            except FAILURES as exc:
+                checks.section_failed(f"stream {key}", exc)
+                llm.reset()
         if streams:
             print_table(
                 f"{DELTAS:,}-delta text stream → message:text:chunk (prompt sent → answered, best of {STREAM_RUNS}; target ≥ {TARGET_NOTIF_PER_S:,}/s)",
@@ -527,6 +544,11 @@ if __name__ == "__main__":
         "--quick", action="store_true", help="fewer spawns and round trips (smoke run)"
     )
     parser.add_argument(
+        "--sdk",
+        action="store_true",
+        help="also stream through the SDK transport (A/B against the light path)",
+    )
+    parser.add_argument(
         "--only",
         default=",".join(SECTIONS),
         help=f"comma-separated sections to run (default: all of {','.join(SECTIONS)})",
@@ -536,4 +558,4 @@ if __name__ == "__main__":
     if not only <= set(SECTIONS):
         parser.error(f"--only takes {', '.join(SECTIONS)}")
     os.chdir(REPO)
-    sys.exit(asyncio.run(main(args.quick, only)))
+    sys.exit(asyncio.run(main(args.quick, only, args.sdk)))

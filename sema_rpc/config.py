@@ -25,7 +25,9 @@ default 128,000 — the figure compaction and the tool-result budget work from, 
 for a model whose window differs: a `provider/model-id` spec without a profile always
 gets the default); `thinking` (extended thinking, default false); `streamIdleTimeout`
 (seconds a model stream may send nothing before the turn fails, default
-`$SEMA_STREAM_IDLE_TIMEOUT`, else 300).
+`$SEMA_STREAM_IDLE_TIMEOUT`, else 300); `transport` (`"http"`, the default: the request is
+sent and its stream read by sema-rpc itself, with the official SDK's retry policy and
+defaults; `"sdk"`: through the provider's official SDK, for what only the SDK does).
 
 Stdlib only: this module is imported at startup and must stay cheap.
 """
@@ -42,6 +44,7 @@ from sema_rpc.log import register_secret
 
 __all__ = [
     "PROVIDERS",
+    "TRANSPORTS",
     "ConfigError",
     "ModelProfile",
     "ModelsConfig",
@@ -56,6 +59,7 @@ __all__ = [
 ]
 
 PROVIDERS = ("anthropic", "openai", "openai-responses", "replay")
+TRANSPORTS = ("http", "sdk")
 _PROVIDER_ALIASES = {"openai-chat": "openai", "claude": "anthropic"}
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
@@ -127,6 +131,8 @@ class ModelProfile:
     thinking: bool = False
     stream_idle_timeout: float | None = None
     """Seconds; None: `$SEMA_STREAM_IDLE_TIMEOUT`, else the default (`stream_idle_timeout`)."""
+    transport: str = "http"
+    """http (sema-rpc's own request path) | sdk (the provider's official SDK)"""
 
     def public(self) -> dict[str, Any]:
         """A JSON-safe view without the API key (for model/list, logs, events)."""
@@ -139,6 +145,7 @@ class ModelProfile:
             "contextLength": self.context_length,
             "thinking": self.thinking,
             "streamIdleTimeout": stream_idle_timeout(self.stream_idle_timeout),
+            "transport": self.transport,
         }
 
 
@@ -190,6 +197,11 @@ def _profile_from_json(name: str, raw: Any, path: Path) -> ModelProfile:
         if val is not None and not isinstance(val, str):
             raise ConfigError(f'{where}: "{key}" must be a string')
     provider = _normalise_provider(provider, where)
+    transport = raw.get("transport", "http")
+    if transport not in TRANSPORTS:
+        raise ConfigError(
+            f'{where}: "transport" must be one of {", ".join(TRANSPORTS)}, got {transport!r}'
+        )
     register_secret(api_key)
     return ModelProfile(
         name=name,
@@ -203,6 +215,7 @@ def _profile_from_json(name: str, raw: Any, path: Path) -> ModelProfile:
         ),
         thinking=bool(raw.get("thinking", False)),
         stream_idle_timeout=_seconds(raw.get("streamIdleTimeout"), f"{where}: streamIdleTimeout"),
+        transport=transport,
     )
 
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the SDK-backed providers (no SDK imports at module level)."""
+"""Helpers shared by the providers (no SDK imports at module level)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import importlib
 import json
 import logging
 from typing import TYPE_CHECKING, Any
+
+from sema_rpc.providers.http import LoopBoundClient, is_idle_timeout
+
+__all__ = ["LoopBoundClient", "SdkProvider", "is_idle_timeout"]
 
 if TYPE_CHECKING:
     from sema_rpc.providers.base import ProviderError as ProviderErrorT
@@ -25,16 +29,6 @@ _CONTEXT_PHRASES = (
     "exceeds the context",
     "reduce the length",
 )
-
-
-def is_idle_timeout(exc: BaseException | None) -> bool:
-    """A read that waited longer than the stream idle timeout (the HTTP read timeout),
-    raw or wrapped by an SDK (`APITimeoutError ... from ReadTimeout`)."""
-    import httpx2
-
-    return isinstance(exc, httpx2.ReadTimeout) or isinstance(
-        getattr(exc, "__cause__", None), httpx2.ReadTimeout
-    )
 
 
 IDLE_TIMEOUT_HINT = "SEMA_STREAM_IDLE_TIMEOUT or the profile's streamIdleTimeout sets the limit"
@@ -71,62 +65,20 @@ def parse_tool_input(raw: str) -> tuple[dict[str, Any], bool]:
     return (value if isinstance(value, dict) else {}), False
 
 
-class LoopBoundClient:
-    """Holds an SDK client per event loop: an httpx connection pool must not be shared
-    across loops (each pytest test has its own loop; production has one)."""
-
-    __slots__ = ("_client", "_loop")
-
-    def __init__(self) -> None:
-        self._client: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def get(self, factory: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            if self._client is not None:
-                _abandon(self._client)
-            self._client = factory()
-            self._loop = loop
-        return self._client
-
-    def __del__(self) -> None:
-        if self._client is not None and self._loop is not None and self._loop.is_closed():
-            _abandon(self._client)
-
-    async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None and self._loop is asyncio.get_running_loop():
-            try:
-                await client.close()
-            except Exception:  # closing is best effort
-                log.debug("error closing client", exc_info=True)
-
-
-def _abandon(client: Any) -> None:
-    """Forget a client whose event loop is gone. Its connections belong to that loop and
-    cannot be closed from another one; marking the httpx client closed stops the SDK's
-    `__del__` from scheduling an `aclose()` on the current loop, which would fail with
-    "Event loop is closed"."""
-    http = getattr(client, "_client", None)
-    if http is None or getattr(http, "is_closed", True):
-        return
-    try:
-        from httpx2._client import ClientState
-
-        http._state = ClientState.CLOSED
-    except Exception:  # pragma: no cover - private API moved; only noise is lost
-        pass
-
-
 _sdks_imported: set[str] = set()
 
 
 class SdkProvider:
-    """What every provider built on an official SDK shares: its connection settings and one
-    SDK client per event loop. Subclasses set `name` and `sdk`, and implement
-    `_sdk_client(**kwargs)` (importing the SDK there, lazily) and `stream()`, which gets
-    its client with `await self._sdk_ready_client()`."""
+    """What every HTTP provider shares: its connection settings, one client per event
+    loop, and the choice of transport.
+
+    `transport="http"` (the default, production): the provider builds its request and
+    reads the SSE itself over `http.open_stream()` (the SDKs' retry policy, no SDK import).
+    `transport="sdk"`: the official SDK sends and parses (kept for what the light path does
+    not do, and as the oracle the tests compare the light path with). Subclasses set `name`
+    and `sdk`, and implement `_sdk_client(**kwargs)` (importing the SDK there, lazily) and
+    `stream()`, which gets its SDK client with `await self._sdk_ready_client()` or its
+    httpx2 client with `self._http()`."""
 
     name = "sdk"
     sdk = ""
@@ -141,7 +93,11 @@ class SdkProvider:
         timeout: float | None = None,
         idle_timeout: float | None = None,
         http_client: Any = None,
+        transport: str = "http",
     ) -> None:
+        if transport not in ("http", "sdk"):
+            raise ValueError(f"unknown transport {transport!r} (expected 'http' or 'sdk')")
+        self.transport = transport
         self._api_key = api_key
         self.base_url = base_url
         self.max_retries = max_retries
@@ -154,6 +110,31 @@ class SdkProvider:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+    def _http(self) -> Any:
+        """The httpx2 client of the light path: the one given (recording, replay), else
+        this loop's own, built with the SDKs' defaults."""
+        if self._http_client is not None:
+            return self._http_client
+        return self._client.http()
+
+    async def _send(
+        self, url: str, headers: dict[str, str], body: bytes, max_retry_after: float | None = None
+    ) -> Any:
+        """The light path's request: the streaming 2xx response, after the SDKs' retries.
+        The timeouts (the stream idle timeout as the read timeout) go with the request, so
+        they hold on a client given from outside (recording, replay) too."""
+        from sema_rpc.providers.http import client_timeout, open_stream
+
+        return await open_stream(
+            self._http(),
+            url,
+            headers,
+            body,
+            max_retries=self.max_retries,
+            max_retry_after=max_retry_after,
+            timeout=client_timeout(self.timeout, self.idle_timeout),
+        )
 
     def _sdk_client(self, **kwargs: Any) -> Any:
         raise NotImplementedError
@@ -180,12 +161,9 @@ class SdkProvider:
         if self.timeout is not None:
             kwargs["timeout"] = self.timeout
         if self.idle_timeout is not None:
-            import httpx2
+            from sema_rpc.providers.http import client_timeout
 
-            base = self.timeout if self.timeout is not None else 600.0
-            kwargs["timeout"] = httpx2.Timeout(
-                base, read=self.idle_timeout, connect=min(5.0, base, self.idle_timeout)
-            )
+            kwargs["timeout"] = client_timeout(self.timeout, self.idle_timeout)
         if self._http_client is not None:
             kwargs["http_client"] = self._http_client
         return self._sdk_client(**kwargs)

@@ -1,8 +1,13 @@
 """Anthropic Messages API provider.
 
-Reads the RAW stream events of `messages.create(stream=True)` (the `.stream()` helper
-rebuilds a snapshot on every chunk) and accumulates deltas in lists joined once at the
-end. The `anthropic` SDK is imported on first use, never at module import.
+Production path (`transport="http"`): builds the `POST /v1/messages` request as the SDK
+does, sends it over `http.open_stream()` (the SDK's retry policy) and reads the SSE as
+the SDK's raw stream events would be read (`ping` and data-only events skipped, `event:
+error` a status error, events as attribute-access dicts). `transport="sdk"`: the RAW
+events of the SDK's `messages.create(stream=True)` (the `.stream()` helper rebuilds a
+snapshot on every chunk). One event loop reads both, accumulating deltas in lists joined
+once at the end; errors of both are classified by `classify_error` (status + body, or
+the transport failure). The `anthropic` SDK is imported only on the `sdk` transport.
 
 Decisions:
 - A stream that delivered `message_delta.stop_reason` is complete even if the final
@@ -19,6 +24,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.engine.messages import (
@@ -32,7 +39,6 @@ from sema_rpc.engine.messages import (
 )
 from sema_rpc.providers._common import (
     SdkProvider,
-    is_idle_timeout,
     looks_like_context_overflow,
     parse_tool_input,
 )
@@ -48,9 +54,17 @@ from sema_rpc.providers.base import (
     ThinkingDelta,
     ToolCallStarted,
 )
+from sema_rpc.providers.http import (
+    ANTHROPIC_API_VERSION,
+    ANTHROPIC_BASE_URL,
+    SseReader,
+    StatusError,
+    classify_transport,
+    loads_obj,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator
+    from collections.abc import AsyncGenerator, AsyncIterator
 
 log = logging.getLogger("sema_rpc.providers.anthropic")
 
@@ -212,60 +226,59 @@ def _error_fields(body: object) -> tuple[str | None, str | None]:
     return None, None
 
 
+def classify_status(status: int, body: Any, message: str, *, started: bool) -> ProviderError:
+    """An error answer → ProviderError, the same for both transports: `body` the parsed
+    error body, `message` the fallback text (`Error code: N - <body>`). `started`: the
+    answer came inside a 200 stream (`event: error`)."""
+    etype, emsg = _error_fields(body)
+    msg = emsg or message
+    if status == 200 or started:  # `event: error` inside a 200 stream
+        kind: ErrorKind = "overloaded" if etype == "overloaded_error" else "stream_error"
+        return ProviderError(kind, msg, status=status, code=etype)
+    if status == 429:
+        kind = "rate_limit"
+    elif status == 529 or etype == "overloaded_error":
+        kind = "overloaded"
+    elif status in (401, 403):
+        kind = "authentication"
+    elif status == 404:
+        kind = "not_found"
+    elif status >= 500:
+        kind = "server_error"
+    elif looks_like_context_overflow(msg):
+        kind = "context_length_exceeded"
+    else:
+        kind = "invalid_request"
+    return ProviderError(kind, msg, status=status, code=etype)
+
+
 def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
-    """An exception from the SDK → a normalised ProviderError.
+    """An exception from either transport → a normalised ProviderError. The SDK is only
+    consulted when the exception came from it (its module is then already imported).
 
     `started`: the HTTP response had arrived and its stream was being read.
     """
-    import anthropic
-
-    if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        etype, emsg = _error_fields(exc.body)
-        msg = emsg or str(exc)
-        if status == 200 or started:  # `event: error` inside a 200 stream
-            kind: ErrorKind = "overloaded" if etype == "overloaded_error" else "stream_error"
-            return ProviderError(kind, msg, status=status, code=etype)
-        if status == 429:
-            kind = "rate_limit"
-        elif status == 529 or etype == "overloaded_error":
-            kind = "overloaded"
-        elif status in (401, 403):
-            kind = "authentication"
-        elif status == 404:
-            kind = "not_found"
-        elif status >= 500:
-            kind = "server_error"
-        elif looks_like_context_overflow(msg):
-            kind = "context_length_exceeded"
-        else:
-            kind = "invalid_request"
-        return ProviderError(kind, msg, status=status, code=etype)  # type: ignore[arg-type]
-    if isinstance(exc, anthropic.APIConnectionError):
-        if is_idle_timeout(exc):
-            return ProviderError("idle_timeout", f"timed out waiting for the server: {exc}")
-        if started:
-            return ProviderError("stream_cut", f"connection lost mid-stream: {exc}")
-        return ProviderError("connection", str(exc) or "connection error")
-    if isinstance(exc, anthropic.APIError):
+    if isinstance(exc, StatusError):
+        return classify_status(exc.status, exc.body, exc.message, started=started)
+    sdk = sys.modules.get("anthropic")
+    if sdk is not None and isinstance(exc, sdk.APIStatusError):
+        return classify_status(exc.status_code, exc.body, str(exc), started=started)
+    if (
+        sdk is not None
+        and isinstance(exc, sdk.APIError)
+        and not isinstance(exc, sdk.APIConnectionError)
+    ):
         etype, emsg = _error_fields(exc.body)
         return ProviderError("stream_error", emsg or str(exc), code=etype)
     return classify_other(exc, started=started)
 
 
 def classify_other(exc: BaseException, *, started: bool) -> ProviderError:
-    """Non-SDK exceptions: raw transport errors mid-stream, malformed events, bad setup."""
-    import httpx2
-
+    """Transport failures (either transport's), malformed events, bad setup."""
+    failure = classify_transport(exc, started=started)
+    if failure is not None:
+        return failure
     text = f"{type(exc).__name__}: {exc}"
-    if is_idle_timeout(exc):
-        return ProviderError("idle_timeout", f"timed out waiting for the server: {text}")
-    if isinstance(exc, httpx2.TimeoutException):
-        return ProviderError("connection", f"timed out: {text}")
-    if isinstance(exc, httpx2.TransportError):
-        if started:
-            return ProviderError("stream_cut", f"connection lost mid-stream: {text}")
-        return ProviderError("connection", text)
     low = str(exc).lower()
     if "authentication" in low or "credentials" in low or "api_key" in low:
         return ProviderError("authentication", str(exc))
@@ -273,6 +286,36 @@ def classify_other(exc: BaseException, *, started: bool) -> ProviderError:
     if started:
         return ProviderError("stream_error", f"malformed stream: {text}")
     return ProviderError("invalid_request", text)
+
+
+class _HttpEvents:
+    """The light path's stream: a 2xx response's SSE as events read like the SDK's
+    (attribute access). As the SDK does: `ping` and data-only events are skipped, an
+    `event: error` raises a status error (status 200, its body parsed), a payload that is
+    not JSON raises ValueError."""
+
+    __slots__ = ("_response",)
+
+    def __init__(self, response: Any) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        reader = SseReader()
+        async for data in self._response.aiter_bytes():
+            for event, payload in reader.feed(data):
+                if event is None or event == b"ping":
+                    continue
+                if event == b"error":
+                    try:
+                        body: Any = json.loads(payload)
+                        text = f"{body}"
+                    except ValueError:
+                        body = text = payload.decode("utf-8", "replace")
+                    raise StatusError(200, body, text or "Error code: 200")
+                yield loads_obj(payload)
+
+    async def close(self) -> None:
+        await self._response.aclose()
 
 
 class AnthropicProvider(SdkProvider):
@@ -286,14 +329,46 @@ class AnthropicProvider(SdkProvider):
 
         return anthropic.AsyncAnthropic(**kwargs)
 
+    def request_parts(self, request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
+        """(url, headers, body) of the light path's request, as the SDK builds it: the
+        key (or, without one, ANTHROPIC_AUTH_TOKEN) as a bearer token, the SDK's API
+        version, base URL from the profile, else ANTHROPIC_BASE_URL, else the API's."""
+        base = self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
+        token = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
+        token = token or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        if token is None and self.base_url:
+            token = "sema-no-key"  # local and proxy servers often need none
+        if token is None:
+            raise ValueError(
+                "Could not resolve authentication method. Expected either api_key or "
+                "auth_token to be set (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN)."
+            )
+        headers = {
+            "accept": "application/json",
+            "content-type": "application/json",
+            "anthropic-version": ANTHROPIC_API_VERSION,
+            "authorization": f"Bearer {token}",
+        }
+        params = build_params(request)
+        params["stream"] = True
+        body = json.dumps(params, separators=(",", ":")).encode()
+        return base.rstrip("/") + "/v1/messages", headers, body
+
+    async def _open_http(self, request: ModelRequest) -> _HttpEvents:
+        url, headers, body = self.request_parts(request)
+        return _HttpEvents(await self._send(url, headers, body))
+
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         acc = _Accumulator()
         failure: ProviderError | None = None
         started = False
         sdk_stream: Any = None
         try:
-            client = await self._sdk_ready_client()
-            sdk_stream = await client.messages.create(**build_params(request), stream=True)
+            if self.transport == "sdk":
+                client = await self._sdk_ready_client()
+                sdk_stream = await client.messages.create(**build_params(request), stream=True)
+            else:
+                sdk_stream = await self._open_http(request)
             started = True
             blocks = acc.blocks
             async for ev in sdk_stream:

@@ -6,9 +6,10 @@ True})` as JSON dicts: `delta.content`, `delta.tool_calls` fragments keyed by in
 (OpenRouter, Groq) as thinking, usage from a `choices: []` chunk or from the finish
 chunk. The `openai` SDK is imported on first use.
 
-The SDK still builds and sends the request (auth, retries, HTTP status errors → its
-exceptions) through `with_streaming_response`; only the body is read here. Building an SDK
-model per chunk costs ~100 µs of CPU, which caps a stream at a few thousand chunks/s.
+The request is built here and sent by `http.open_stream()` (the SDK's retry policy and
+error bodies; `transport: "sdk"` sends it through the SDK's `with_streaming_response`
+instead); either way the body is read here. Building an SDK model per chunk costs ~100 µs
+of CPU, which caps a stream at a few thousand chunks/s.
 The SSE reading follows the SDK's: CR, LF or CRLF line ends, `:` comment lines ignored
 (OpenRouter's keep-alives), multi-line `data:` joined with "\n", `data: [DONE]` ends the
 stream (the rest of an HTTP/1.1 body is drained so the connection can be reused), an
@@ -32,15 +33,17 @@ Decisions:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import re
+import sys
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.engine.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sema_rpc.providers._common import (
     SdkProvider,
-    is_idle_timeout,
     looks_like_context_overflow,
     parse_tool_input,
 )
@@ -54,6 +57,15 @@ from sema_rpc.providers.base import (
     TextDelta,
     ThinkingDelta,
     ToolCallStarted,
+)
+from sema_rpc.providers.http import (
+    OPENAI_BASE_URL,
+    OPENAI_MAX_RETRY_AFTER,
+    SseReader,
+    StatusError,
+    StreamError,
+    classify_transport,
+    transport_failure,
 )
 
 if TYPE_CHECKING:
@@ -228,43 +240,50 @@ def _error_fields(body: object) -> tuple[str | None, str | None]:
     return None, None
 
 
-def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
-    import openai
+def classify_status(status: int, body: Any, message: str, *, started: bool) -> ProviderError:
+    """An error status → ProviderError, the same for both transports (`body` parsed,
+    `message` the fallback `Error code: N - <body>`)."""
+    code, emsg = _error_fields(body)
+    msg = emsg or message
+    if started:
+        return ProviderError("stream_error", msg, status=status, code=code)
+    if status == 429:
+        kind = "rate_limit"
+    elif status == 529 or code == "overloaded_error":
+        kind = "overloaded"
+    elif status in (401, 403):
+        kind = "authentication"
+    elif status == 404:
+        kind = "not_found"
+    elif status >= 500:
+        kind = "server_error"
+    elif code == "context_length_exceeded" or looks_like_context_overflow(msg):
+        kind = "context_length_exceeded"
+    else:
+        kind = "invalid_request"
+    return ProviderError(kind, msg, status=status, code=code)  # type: ignore[arg-type]
 
+
+def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
+    """An exception from either transport → ProviderError. The SDK is only consulted
+    when the exception came from it (its module is then already imported)."""
     from sema_rpc.providers.anthropic import classify_other
 
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
+    if isinstance(exc, StatusError):
+        return classify_status(exc.status, exc.body, exc.message, started=started)
+    if isinstance(exc, StreamError):
         code, emsg = _error_fields(exc.body)
-        msg = emsg or str(exc)
-        if started:
-            return ProviderError("stream_error", msg, status=status, code=code)
-        if status == 429:
-            kind = "rate_limit"
-        elif status == 529 or code == "overloaded_error":
-            kind = "overloaded"
-        elif status in (401, 403):
-            kind = "authentication"
-        elif status == 404:
-            kind = "not_found"
-        elif status >= 500:
-            kind = "server_error"
-        elif code == "context_length_exceeded" or looks_like_context_overflow(msg):
-            kind = "context_length_exceeded"
-        else:
-            kind = "invalid_request"
-        return ProviderError(kind, msg, status=status, code=code)  # type: ignore[arg-type]
-    if isinstance(exc, openai.APIConnectionError):
-        if is_idle_timeout(exc):
-            return ProviderError("idle_timeout", f"timed out waiting for the server: {exc}")
-        if started:
-            return ProviderError("stream_cut", f"connection lost mid-stream: {exc}")
-        return ProviderError("connection", str(exc) or "connection error")
-    if isinstance(exc, openai.APIError):  # an error chunk / `event: error` inside the stream
-        code, emsg = _error_fields(exc.body)
-        return ProviderError("stream_error", emsg or exc.message or str(exc), code=code)
-    if isinstance(exc, openai.OpenAIError) and "credentials" in str(exc).lower():
-        return ProviderError("authentication", str(exc))
+        return ProviderError("stream_error", emsg or exc.message, code=code)
+    sdk = sys.modules.get("openai")
+    if sdk is not None:
+        if isinstance(exc, sdk.APIStatusError):
+            return classify_status(exc.status_code, exc.body, str(exc), started=started)
+        if isinstance(exc, sdk.APIError) and not isinstance(exc, sdk.APIConnectionError):
+            # an error chunk / `event: error` inside the stream
+            code, emsg = _error_fields(exc.body)
+            return ProviderError("stream_error", emsg or exc.message or str(exc), code=code)
+        if isinstance(exc, sdk.OpenAIError) and "credentials" in str(exc).lower():
+            return ProviderError("authentication", str(exc))
     return classify_other(exc, started=started)
 
 
@@ -279,18 +298,36 @@ class OpenAIChatProvider(SdkProvider):
 
         return openai.AsyncOpenAI(**kwargs)
 
+    path = "/chat/completions"
+
+    def request_parts(self, request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
+        return openai_request_parts(self, self.path, build_params(request))
+
+    @contextlib.asynccontextmanager
+    async def _open(self, request: ModelRequest) -> AsyncIterator[Any]:
+        """The streaming 2xx httpx2 response, sent by the light path or by the SDK."""
+        if self.transport == "sdk":
+            client = await self._sdk_ready_client()
+            async with client.chat.completions.with_streaming_response.create(
+                **build_params(request), stream=True
+            ) as response:
+                yield response.http_response
+            return
+        url, headers, body = self.request_parts(request)
+        response = await self._send(url, headers, body, OPENAI_MAX_RETRY_AFTER)
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         acc = _Accumulator()
         failure: ProviderError | None = None
         started = False
         try:
-            client = await self._sdk_ready_client()
-            async with client.chat.completions.with_streaming_response.create(
-                **build_params(request), stream=True
-            ) as response:
+            async with self._open(request) as http:
                 started = True
-                http = response.http_response
-                reader = _SseReader()
+                reader = SseReader()
                 chunks = http.aiter_bytes()
                 done = False
                 try:
@@ -309,7 +346,8 @@ class OpenAIChatProvider(SdkProvider):
                     if done and http.http_version == "HTTP/1.1":
                         await _drain(chunks)
                 except _network_errors() as exc:
-                    failure = classify_error(_sdk_network_error(exc, http), started=True)
+                    # As the SDK raises it: APIConnectionError / APITimeoutError.
+                    failure = classify_transport(transport_failure(exc), started=True)
                 finally:
                     await chunks.aclose()
         except Exception as e:
@@ -336,50 +374,6 @@ class OpenAIChatProvider(SdkProvider):
 
 
 # ---------------------------------------------------------------------------- raw SSE
-
-
-class _SseReader:
-    """Incremental SSE → (event name, data bytes) for dispatched events, as the SDK's
-    decoder does: CR/LF/CRLF line ends, `:` comments, multi-line data joined by "\n",
-    only `event` and `data` fields kept, events without data not dispatched."""
-
-    __slots__ = ("_data", "_event", "_rest", "_skip_lf")
-
-    def __init__(self) -> None:
-        self._rest = b""
-        self._skip_lf = False
-        self._event: bytes | None = None
-        self._data: list[bytes] = []
-
-    def feed(self, chunk: bytes) -> list[tuple[bytes | None, bytes]]:
-        if self._skip_lf:  # the previous chunk ended with CR: this LF completes a CRLF
-            self._skip_lf = False
-            if chunk.startswith(b"\n"):
-                chunk = chunk[1:]
-        buf = self._rest + chunk if self._rest else chunk
-        if b"\r" in buf:
-            self._skip_lf = buf.endswith(b"\r")
-            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        lines = buf.split(b"\n")
-        self._rest = lines.pop()
-        out: list[tuple[bytes | None, bytes]] = []
-        data = self._data
-        for line in lines:
-            if not line:  # end of an event
-                if data:
-                    out.append((self._event, data[0] if len(data) == 1 else b"\n".join(data)))
-                    data = self._data = []
-                self._event = None
-            elif line.startswith(b"data:"):
-                value = line[5:]
-                data.append(value[1:] if value.startswith(b" ") else value)
-            elif line.startswith(b"event:"):
-                value = line[6:]
-                self._event = value[1:] if value.startswith(b" ") else value
-            elif line == b"data":
-                data.append(b"")
-            # `:` comments, `id:`, `retry:` and unknown fields are ignored
-        return out
 
 
 def _parse_chunk(event: bytes | None, payload: bytes) -> tuple[Any, ProviderError | None]:
@@ -490,17 +484,34 @@ def _network_errors() -> tuple[type[BaseException], ...]:
     return (httpx2.TimeoutException, httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
 
 
-def _sdk_network_error(exc: BaseException, http: Any) -> BaseException:
-    import httpx2
-    import openai
-
-    err: BaseException
-    if isinstance(exc, httpx2.TimeoutException):
-        err = openai.APITimeoutError(request=http.request)
-    else:
-        err = openai.APIConnectionError(request=http.request)
-    err.__cause__ = exc
-    return err
+def openai_request_parts(
+    provider: SdkProvider, path: str, params: dict[str, Any]
+) -> tuple[str, dict[str, str], bytes]:
+    """(url, headers, body) as the OpenAI SDK builds them: the key as a bearer token
+    (OPENAI_API_KEY without one), OPENAI_ORG_ID / OPENAI_PROJECT_ID as headers, base URL
+    from the profile, else OPENAI_BASE_URL, else the API's."""
+    base = provider.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+    key = provider._api_key or os.environ.get("OPENAI_API_KEY")
+    if key is None and provider.base_url:
+        key = "sema-no-key"  # local and proxy servers often need none
+    if key is None:
+        raise ValueError(
+            "The api_key client option must be set either by passing api_key to the client "
+            "or by setting the OPENAI_API_KEY environment variable"
+        )
+    headers = {
+        "accept": "application/json",
+        "content-type": "application/json",
+        "authorization": f"Bearer {key}",
+    }
+    org, project = os.environ.get("OPENAI_ORG_ID"), os.environ.get("OPENAI_PROJECT_ID")
+    if org:
+        headers["openai-organization"] = org
+    if project:
+        headers["openai-project"] = project
+    params = {**params, "stream": True}
+    body = json.dumps(params, separators=(",", ":")).encode()
+    return base.rstrip("/") + path, headers, body
 
 
 async def _drain(chunks: AsyncIterator[bytes]) -> None:

@@ -1,7 +1,9 @@
 """OpenAI Responses API provider (`POST /v1/responses`).
 
-Reads the RAW events of `responses.create(stream=True)` (the `.stream()` helper rebuilds
-a snapshot on every event) and accumulates deltas in lists, per output item:
+Sends the request over `http.open_stream()` (the SDK's retry policy) and reads its SSE
+events as the SDK's raw `responses.create(stream=True)` events would be read
+(`transport: "sdk"`: the SDK sends and parses them); accumulates deltas in lists, per
+output item:
 
 - `response.output_text.delta` (and `refusal.delta`) → TextDelta;
 - `response.reasoning_summary_text.delta` / `reasoning_text.delta` → ThinkingDelta; the
@@ -13,7 +15,7 @@ a snapshot on every event) and accumulates deltas in lists, per output item:
 - `response.completed` / `response.incomplete` end the response (usage, status,
   incomplete_details); `response.failed` and `error` events → ResponseFailed.
 
-The `openai` SDK is imported on first use, never at module import.
+The `openai` SDK is imported only on the `sdk` transport, never at module import.
 
 Decisions:
 - A reasoning item's summary parts are joined with a blank line; the ThinkingDelta that
@@ -67,10 +69,17 @@ from sema_rpc.providers.base import (
     ThinkingDelta,
     ToolCallStarted,
 )
-from sema_rpc.providers.openai_chat import uses_max_completion_tokens
+from sema_rpc.providers.http import (
+    OPENAI_MAX_RETRY_AFTER,
+    SseReader,
+    StreamError,
+    loads_obj,
+    transport_failure,
+)
+from sema_rpc.providers.openai_chat import openai_request_parts, uses_max_completion_tokens
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator
+    from collections.abc import AsyncGenerator, AsyncIterator
 
 log = logging.getLogger("sema_rpc.providers.openai_responses")
 
@@ -380,6 +389,46 @@ def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
     return err
 
 
+class _HttpEvents:
+    """The light path's stream: the SSE of a 2xx response as events read like the
+    SDK's (attribute access). As the SDK does: `data: [DONE]` ends it, an object with a
+    truthy `error` raises (StreamError), a payload that is not JSON raises ValueError."""
+
+    __slots__ = ("_response",)
+
+    def __init__(self, response: Any) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        reader = SseReader()
+        async for data in _body(self._response):
+            for _event, payload in reader.feed(data):
+                if payload.startswith(b"[DONE]"):
+                    return
+                obj = loads_obj(payload)
+                if isinstance(obj, dict) and obj.get("error"):
+                    err = obj["error"]
+                    msg = err.get("message") if isinstance(err, dict) else None
+                    if not msg or not isinstance(msg, str):
+                        msg = "An error occurred during streaming"
+                    raise StreamError(err, msg)
+                yield obj
+
+    async def close(self) -> None:
+        await self._response.aclose()
+
+
+async def _body(response: Any) -> AsyncIterator[bytes]:
+    """The body's bytes; a network error while reading raised as the SDK raises it."""
+    from sema_rpc.providers.openai_chat import _network_errors
+
+    try:
+        async for data in response.aiter_bytes():
+            yield data
+    except _network_errors() as exc:
+        raise transport_failure(exc) from exc
+
+
 class OpenAIResponsesProvider(SdkProvider):
     """A configured connection to an OpenAI Responses endpoint."""
 
@@ -397,8 +446,13 @@ class OpenAIResponsesProvider(SdkProvider):
         started = False
         sdk_stream: Any = None
         try:
-            client = await self._sdk_ready_client()
-            sdk_stream = await client.responses.create(**build_params(request), stream=True)
+            if self.transport == "sdk":
+                client = await self._sdk_ready_client()
+                sdk_stream = await client.responses.create(**build_params(request), stream=True)
+            else:
+                url, headers, body = openai_request_parts(self, "/responses", build_params(request))
+                response = await self._send(url, headers, body, OPENAI_MAX_RETRY_AFTER)
+                sdk_stream = _HttpEvents(response)
             started = True
             async for ev in sdk_stream:
                 t = getattr(ev, "type", None)

@@ -12,14 +12,14 @@ Each `stream()` call appends ONE line to the cassette, in the format `replay.py`
     {"provider": "anthropic" | "openai-chat" | "openai-responses",
      "request": {...}, "status": 200, "headers": {...}, "body": "<raw SSE text>"}
 
-so `replay/<path>` plays the session back through the same SDK parsing code.
+so `replay/<path>` plays the session back through the same parsing code.
 
-How it works: `RecordingTransport` wraps the SDK client's httpx2 transport(s) (also those
+How it works: `RecordingTransport` wraps the provider's httpx2 transport(s) (also those
 for proxies from the environment). It tees the response body while it streams: every
-chunk is passed on to the SDK as it arrives and kept; when the body ends (or is closed
+chunk is passed on to the provider as it arrives and kept; when the body ends (or is closed
 early) the exchange — request body, status, selected headers, the body bytes decoded
 from any content-encoding — goes to a sink. `RecordingProvider` collects the exchanges
-of one `stream()` call and writes the last one: attempts the SDK retried (429/5xx) become
+of one `stream()` call and writes the last one: attempts that were retried (429/5xx) become
 `# …` comment lines, because replay plays one exchange per call with retries off.
 
 Secrets: request headers are never written; response headers are an allow-list minus

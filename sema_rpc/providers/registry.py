@@ -1,14 +1,14 @@
-"""Profile → provider instance, imported lazily and cached; SDK warm-up in the background.
+"""Profile → provider instance, imported lazily and cached; warm-up in the background.
 
     provider = provider_for(resolve_model("anthropic/claude-sonnet-4-5"))
-    warm_up(profile)   # once a session names its model: `import anthropic` off the loop
+    warm_up(profile)   # once a session names its model: imports + HTTP client off the loop
 
     # `--record DIR`: one recording provider per session, closed with the session
     provider = provider_for(profile, record_to=recording.cassette_path(DIR, session_id))
     ...
     await provider.aclose()
 
-Providers are cached per (provider, base_url, api_key, stream idle timeout) — for replay per cassette path, so
+Providers are cached per (provider, base_url, api_key, stream idle timeout, transport) — for replay per cassette path, so
 one process plays a cassette once across sessions (`ReplayProvider.reset()` rewinds).
 Recording providers are cached per (provider, base_url, api_key, cassette path): calling
 `provider_for` every turn returns the same one; after `aclose()` it reopens on next use.
@@ -32,23 +32,28 @@ __all__ = ["aclose_all", "clear_cache", "provider_for", "warm_up"]
 
 log = logging.getLogger("sema_rpc.providers")
 
-_Key = tuple[str, str | None, str | None, float | None]
+_Key = tuple[str, str | None, str | None, float | None, str]
 _cache: dict[_Key, Provider] = {}
-_recording: dict[tuple[str, str | None, str | None, float | None, str], Provider] = {}
+_recording: dict[tuple[str, str | None, str | None, float | None, str, str], Provider] = {}
 _lock = threading.Lock()
 _warming: dict[str, threading.Thread] = {}
 
 _SDK_FOR = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai"}
+_MODULE_FOR = {
+    "anthropic": "sema_rpc.providers.anthropic",
+    "openai": "sema_rpc.providers.openai_chat",
+    "openai-responses": "sema_rpc.providers.openai_responses",
+}
 # Imported on the first request otherwise (on the loop): the HTTP transport (httpx2 loads
-# it lazily) and anyio's asyncio backend (retries, threads).
+# it lazily) and anyio's asyncio backend.
 _TRANSPORT_MODULES = ["httpx2", "httpcore2", "anyio._backends._asyncio"]
 
 
 def _cache_key(profile: ModelProfile) -> _Key:
     if profile.provider == "replay":
-        return ("replay", profile.model_name, None, None)
+        return ("replay", profile.model_name, None, None, "http")
     idle = stream_idle_timeout(profile.stream_idle_timeout)
-    return (profile.provider, profile.base_url, profile.api_key, idle)
+    return (profile.provider, profile.base_url, profile.api_key, idle, profile.transport)
 
 
 def _create(profile: ModelProfile, http_client: Any = None) -> Provider:
@@ -63,6 +68,7 @@ def _create(profile: ModelProfile, http_client: Any = None) -> Provider:
             max_retries=max_retries(),
             idle_timeout=idle,
             http_client=http_client,
+            transport=profile.transport,
         )
     if p == "openai":
         from sema_rpc.providers.openai_chat import OpenAIChatProvider
@@ -73,6 +79,7 @@ def _create(profile: ModelProfile, http_client: Any = None) -> Provider:
             max_retries=max_retries(),
             idle_timeout=idle,
             http_client=http_client,
+            transport=profile.transport,
         )
     if p == "replay":
         from sema_rpc.providers.replay import ReplayProvider
@@ -89,6 +96,7 @@ def _create(profile: ModelProfile, http_client: Any = None) -> Provider:
             max_retries=max_retries(),
             idle_timeout=idle,
             http_client=http_client,
+            transport=profile.transport,
         )
     raise ConfigError(f"unknown provider {p!r} in profile {profile.name!r}")
 
@@ -134,14 +142,14 @@ def provider_for(profile: ModelProfile, record_to: RecordTo | None = None) -> Pr
         return provider
 
 
-def _sdks_for(profile: ModelProfile) -> list[str]:
+def _kinds_for(profile: ModelProfile) -> list[str]:
+    """The providers a profile talks to (a cassette may hold several)."""
     if profile.provider == "replay":
         from sema_rpc.providers.replay import cassette_providers
 
         kinds = cassette_providers(profile.model_name)
-        return sorted({"anthropic" if k == "anthropic" else "openai" for k in kinds})
-    sdk = _SDK_FOR.get(profile.provider)
-    return [sdk] if sdk else []
+        return sorted({"openai" if k == "openai-chat" else k for k in kinds} & set(_MODULE_FOR))
+    return [profile.provider] if profile.provider in _MODULE_FOR else []
 
 
 def _import_quietly(modules: list[str]) -> None:
@@ -153,27 +161,34 @@ def _import_quietly(modules: list[str]) -> None:
 
 
 def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
-    """Import the profile's SDK in a daemon thread, once per SDK; returns the thread
-    (None when there is nothing to do). Safe to call repeatedly."""
+    """Prepare the profile's first request in a daemon thread, once per provider: import
+    the HTTP library and the provider module, and build the first HTTP client (its TLS
+    context). The SDK only for a `transport: "sdk"` profile. Returns the thread (None
+    when there is nothing to do). Safe to call repeatedly."""
     if profile is None:
         return None
     with _lock:
         key = profile.provider if profile.provider != "replay" else f"replay:{profile.model_name}"
+        if profile.transport == "sdk":
+            key += ":sdk"
         thread = _warming.get(key)
         if thread is not None:
             return thread
 
         def run() -> None:
-            modules = _sdks_for(profile)
-            # The provider module too: it pulls in the message models.
-            mods = [*modules, *_TRANSPORT_MODULES]
-            if "anthropic" in modules:
-                mods.append("sema_rpc.providers.anthropic")
-            if "openai" in modules:
-                mods.append("sema_rpc.providers.openai_chat")
-            if profile.provider == "openai-responses":
-                mods.append("sema_rpc.providers.openai_responses")
+            kinds = _kinds_for(profile)
+            mods = [*_TRANSPORT_MODULES, "sema_rpc.providers.http"]
+            if profile.transport == "sdk":
+                mods += sorted({_SDK_FOR[k] for k in kinds})
+            mods += [_MODULE_FOR[k] for k in kinds]
             _import_quietly(mods)
+            if kinds and profile.provider != "replay" and profile.transport != "sdk":
+                try:
+                    from sema_rpc.providers.http import prewarm
+
+                    prewarm()
+                except Exception:  # the real use reports the problem
+                    log.debug("warm-up of the HTTP client failed", exc_info=True)
 
         thread = threading.Thread(target=run, name=f"warm-{key}", daemon=True)
         _warming[key] = thread

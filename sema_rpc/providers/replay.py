@@ -20,8 +20,10 @@ openai-responses, `chat.completion.chunk` data lines → openai-chat. So a JSONL
 
 On the n-th `stream()` call the n-th exchange's body is served to the matching provider
 class (AnthropicProvider / OpenAIChatProvider / OpenAIResponsesProvider) through an in-process httpx2 transport, so
-the bytes go through the SDK's HTTP, SSE and error handling exactly as over the network
-(in small pieces, like a real socket). SDK retries are off: a recorded 429 is served
+the bytes go through the production request path (`http.open_stream()`, the providers'
+SSE and error handling) exactly as over the network (in small pieces, like a real
+socket); the tests compare that path with the official SDKs' on every shared cassette,
+which covers what replay plays. Retries are off: a recorded 429 is served
 once and becomes ResponseFailed(rate_limit). When the exchanges run out, the stream ends
 in ResponseFailed(invalid_request, "cassette exhausted: …").
 """
@@ -158,7 +160,7 @@ def load_cassette(path: str | Path) -> list[Exchange]:
 
 
 def cassette_providers(path: str | Path) -> set[str]:
-    """Which provider formats a cassette uses (for warming the right SDK)."""
+    """Which provider formats a cassette uses (for warming the right provider modules)."""
     try:
         return {e.provider for e in load_cassette(path)}
     except CassetteError:
@@ -211,7 +213,7 @@ class ReplayProvider:
         self._exchanges: list[Exchange] | None = None
         self.position = 0
         self.requests: list[Any] = []
-        """The request bodies the SDKs built, one per played exchange (for tests)."""
+        """The request bodies the providers built, one per played exchange (for tests)."""
 
     def __repr__(self) -> str:
         return f"ReplayProvider({str(self.path)!r}, position={self.position})"

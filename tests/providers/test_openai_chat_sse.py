@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from sema_rpc.providers.openai_chat import OpenAIChatProvider, _SseReader
+from sema_rpc.providers.http import SseReader
+from sema_rpc.providers.openai_chat import OpenAIChatProvider
 from tests.providers.helpers import CASSETTES, collect
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
@@ -37,7 +38,7 @@ def _sdk_events(pieces: list[bytes]) -> list[tuple[str | None, str]]:
 
 
 def _our_events(pieces: list[bytes]) -> list[tuple[str | None, str]]:
-    reader = _SseReader()
+    reader = SseReader()
     return [
         (None if event is None else event.decode(), data.decode())
         for piece in pieces

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,8 +30,22 @@ from tests.support.scripted_llm import Reply, ScriptedLLM
 RESPONSES = sorted(p.stem for p in CASSETTES.glob("openai_responses_*.sse"))
 
 
+TRANSPORT = "http"
+
+
+@pytest.fixture(autouse=True, params=["http", "sdk"])
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs through the production (light) path and through the SDK."""
+    global TRANSPORT
+    TRANSPORT = request.param
+    yield request.param
+    TRANSPORT = "http"
+
+
 def make(llm: ScriptedLLM, retries: int = 2) -> OpenAIResponsesProvider:
-    return OpenAIResponsesProvider("test-key", llm.openai_url, max_retries=retries)
+    return OpenAIResponsesProvider(
+        "test-key", llm.openai_url, max_retries=retries, transport=TRANSPORT
+    )
 
 
 # ---- recorded streams ------------------------------------------------------------------

@@ -32,19 +32,42 @@ def test_unknown_provider() -> None:
         registry.provider_for(ModelProfile("x", "nope", "m"))
 
 
-def test_warm_up_imports_sdk_in_background() -> None:
+def _warm(profile: str) -> list[str]:
     code = (
         "import sys\n"
         "from sema_rpc.config import ModelProfile\n"
         "from sema_rpc.providers import registry\n"
-        "assert 'openai' not in sys.modules\n"
-        "t = registry.warm_up(ModelProfile('o', 'openai', 'gpt-4o'))\n"
-        "assert registry.warm_up(ModelProfile('o', 'openai', 'gpt-4o')) is t\n"
+        "assert not {'openai', 'anthropic', 'httpx2'} & set(sys.modules)\n"
+        f"p = {profile}\n"
+        "t = registry.warm_up(p)\n"
+        "assert registry.warm_up(p) is t\n"
         "t.join(30)\n"
-        "print('openai' in sys.modules, 'anthropic' in sys.modules)\n"
+        "from sema_rpc.providers import http\n"
+        "mods = ('openai', 'anthropic', 'httpx2', 'sema_rpc.providers.openai_chat')\n"
+        "print(*(m in sys.modules for m in mods), len(http._prebuilt))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    assert out.stdout.split() == ["True", "False"]
+    return out.stdout.split()
+
+
+def test_warm_up_prepares_the_light_path_without_the_sdk() -> None:
+    # The HTTP library, the provider module and one HTTP client; no SDK.
+    got = _warm("ModelProfile('o', 'openai', 'gpt-4o')")
+    assert got == ["False", "False", "True", "True", "1"]
     assert registry.warm_up(None) is None
+
+
+def test_warm_up_imports_the_sdk_for_an_sdk_profile() -> None:
+    got = _warm("ModelProfile('o', 'openai', 'gpt-4o', transport='sdk')")
+    assert got == ["True", "False", "True", "True", "0"]
+
+
+def test_transport_is_part_of_the_cache_key() -> None:
+    light = registry.provider_for(ModelProfile("a", "anthropic", "claude-x", api_key="k"))
+    sdk = registry.provider_for(
+        ModelProfile("a", "anthropic", "claude-x", api_key="k", transport="sdk")
+    )
+    assert light is not sdk
+    assert (light.transport, sdk.transport) == ("http", "sdk")  # type: ignore[attr-defined]

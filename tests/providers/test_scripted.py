@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -22,12 +23,22 @@ from tests.providers.helpers import collect, request
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 KINDS = ["anthropic", "openai"]
+TRANSPORT = "http"
+
+
+@pytest.fixture(autouse=True, params=["http", "sdk"])
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs through the production (light) path and through the SDK."""
+    global TRANSPORT
+    TRANSPORT = request.param
+    yield request.param
+    TRANSPORT = "http"
 
 
 def make(kind: str, llm: ScriptedLLM, retries: int = 2) -> AnthropicProvider | OpenAIChatProvider:
     if kind == "anthropic":
-        return AnthropicProvider("test-key", llm.url, max_retries=retries)
-    return OpenAIChatProvider("test-key", llm.openai_url, max_retries=retries)
+        return AnthropicProvider("test-key", llm.url, max_retries=retries, transport=TRANSPORT)
+    return OpenAIChatProvider("test-key", llm.openai_url, max_retries=retries, transport=TRANSPORT)
 
 
 HISTORY = [
@@ -254,10 +265,12 @@ async def test_connection_refused(kind: str) -> None:
     port = _closed_port()
     if kind == "anthropic":
         p: AnthropicProvider | OpenAIChatProvider = AnthropicProvider(
-            "k", f"http://127.0.0.1:{port}", max_retries=0
+            "k", f"http://127.0.0.1:{port}", max_retries=0, transport=TRANSPORT
         )
     else:
-        p = OpenAIChatProvider("k", f"http://127.0.0.1:{port}/v1", max_retries=0)
+        p = OpenAIChatProvider(
+            "k", f"http://127.0.0.1:{port}/v1", max_retries=0, transport=TRANSPORT
+        )
     got = await collect(p)
     assert got.failed.error.kind == "connection"
     assert got.failed.partial is None
@@ -322,3 +335,26 @@ async def test_concurrent_streams(scripted_llm: ScriptedLLM, kind: str) -> None:
     results = await asyncio.gather(*(collect(p) for _ in range(4)))
     assert [r.done.message.text() for r in results] == ["abcdef"] * 4
     await p.aclose()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_idle_timeout_applies_to_a_given_http_client(
+    scripted_llm: ScriptedLLM, kind: str
+) -> None:
+    """A provider around someone else's HTTP client (recording, replay) still gives up a
+    stalled stream after its idle timeout, not the client's own 600 s."""
+    from sema_rpc.providers.recording import recording_http_client
+
+    gate = threading.Event()
+    scripted_llm.script(Reply.text("one two", chunks=2, gate=gate))
+    client = recording_http_client(lambda exchange: None, kind)
+    url = scripted_llm.url if kind == "anthropic" else scripted_llm.openai_url
+    cls = AnthropicProvider if kind == "anthropic" else OpenAIChatProvider
+    p = cls("k", url, max_retries=0, idle_timeout=0.5, http_client=client, transport=TRANSPORT)
+    try:
+        got = await asyncio.wait_for(collect(p), 20)
+    finally:
+        gate.set()
+        await client.aclose()
+    assert got.failed.error.kind == "idle_timeout"
+    assert got.text == "one two"

@@ -1,0 +1,474 @@
+"""The light request path the providers use in production: one httpx2 client per event
+loop, `open_stream()` (send + the official SDKs' retry policy) and an SSE reader.
+
+Importing this module imports nothing heavy (httpx2 is imported by the functions that need
+it); no SDK is ever imported here.
+
+What the SDKs do and this module does the same way (`SDK_PARITY` below; a test compares
+it with the installed SDKs' constants, so an SDK upgrade that changes them fails loudly):
+
+- the client: 600 s timeout, 5 s connect, 1000 connections / 100 kept alive, redirects
+  followed, TCP keep-alive socket options, proxies and `SSL_CERT_FILE`/`SSL_CERT_DIR`
+  from the environment;
+- retries, at most `max_retries` (SEMA_MAX_RETRIES, default 2) after the first attempt:
+  on a connection error or timeout before the response, and on an error status when the
+  `x-should-retry` header says `true`, or, without that header, on 408, 409, 429 and
+  every status ≥ 500 (`x-should-retry: false` stops any retry). The wait is what
+  `retry-after-ms` (milliseconds) or `retry-after` (seconds, a float, or an HTTP date)
+  asks for when that is > 0 — the OpenAI SDK only up to 120 s, and it does not retry at
+  all when asked to wait longer — else 0.5·2ⁿ s (n = retries so far) capped at 8 s,
+  minus a random 0–25 %. `x-stainless-retry-count` tells the server which attempt it is.
+- a status error's body: JSON when it parses, else its text; its message the body's
+  `error.message`, else `Error code: N - <body>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import math
+import random
+import socket
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from sema_rpc.providers.base import ProviderError
+
+__all__ = [
+    "SDK_PARITY",
+    "LoopBoundClient",
+    "SseReader",
+    "StatusError",
+    "StreamError",
+    "TransportFailure",
+    "classify_transport",
+    "client_timeout",
+    "new_client",
+    "open_stream",
+    "prewarm",
+    "retry_delay",
+    "should_retry",
+    "transport_failure",
+]
+
+log = logging.getLogger("sema_rpc.providers.http")
+
+# ------------------------------------------------------------------------ SDK parity
+ANTHROPIC_API_VERSION = "2026-10-21"
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT = 600.0
+CONNECT_TIMEOUT = 5.0
+MAX_CONNECTIONS = 1000
+MAX_KEEPALIVE_CONNECTIONS = 100
+DEFAULT_MAX_RETRIES = 2
+INITIAL_RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 8.0
+OPENAI_MAX_RETRY_AFTER = 120.0
+"""The OpenAI SDK honours a server-asked wait only up to this, and does not retry when
+asked to wait longer; the Anthropic SDK has no such limit."""
+_MAX_SLEEP = 4_294_967.0
+
+SDK_PARITY: dict[str, Any] = {
+    "anthropic.ANTHROPIC_API_VERSION": ANTHROPIC_API_VERSION,
+    "anthropic.base_url": ANTHROPIC_BASE_URL,
+    "openai.base_url": OPENAI_BASE_URL,
+    "timeout": DEFAULT_TIMEOUT,
+    "connect_timeout": CONNECT_TIMEOUT,
+    "max_connections": MAX_CONNECTIONS,
+    "max_keepalive_connections": MAX_KEEPALIVE_CONNECTIONS,
+    "max_retries": DEFAULT_MAX_RETRIES,
+    "initial_retry_delay": INITIAL_RETRY_DELAY,
+    "max_retry_delay": MAX_RETRY_DELAY,
+    "openai.max_retry_after": OPENAI_MAX_RETRY_AFTER,
+}
+
+
+# ------------------------------------------------------------------------ the client
+
+
+def client_timeout(timeout: float | None, idle_timeout: float | None) -> Any:
+    """The client's httpx2.Timeout: `timeout` overall (600 s), 5 s to connect, and the
+    stream idle timeout as the read timeout (the longest the server may send nothing)."""
+    import httpx2
+
+    base = timeout if timeout is not None else DEFAULT_TIMEOUT
+    if idle_timeout is None:
+        return httpx2.Timeout(base, connect=min(CONNECT_TIMEOUT, base))
+    return httpx2.Timeout(base, read=idle_timeout, connect=min(CONNECT_TIMEOUT, base, idle_timeout))
+
+
+def _socket_options() -> list[tuple[int, int, int | bool]]:
+    """TCP keep-alive as the SDKs set it (a dead peer is noticed on a long stream)."""
+    opts: list[tuple[int, int, int | bool]] = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, True)]
+    intvl = getattr(socket, "TCP_KEEPINTVL", None)
+    if intvl is not None:
+        opts.append((socket.IPPROTO_TCP, intvl, 60))
+    elif sys.platform == "darwin":
+        opts.append((socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPALIVE", 0x10), 60))
+    cnt = getattr(socket, "TCP_KEEPCNT", None)
+    if cnt is not None:
+        opts.append((socket.IPPROTO_TCP, cnt, 5))
+    idle = getattr(socket, "TCP_KEEPIDLE", None)
+    if idle is not None:
+        opts.append((socket.IPPROTO_TCP, idle, 60))
+    return opts
+
+
+def new_client(timeout: float | None = None, idle_timeout: float | None = None) -> Any:
+    """An httpx2.AsyncClient configured as the SDKs configure theirs."""
+    import httpx2
+    from httpx2._utils import get_environment_proxies
+
+    limits = httpx2.Limits(
+        max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
+    )
+    options = _socket_options()
+    mounts = {
+        key: None
+        if url is None
+        else httpx2.AsyncHTTPTransport(
+            proxy=httpx2.Proxy(url=url), limits=limits, socket_options=options
+        )
+        for key, url in get_environment_proxies().items()
+    }
+    return httpx2.AsyncClient(
+        timeout=client_timeout(timeout, idle_timeout),
+        limits=limits,
+        follow_redirects=True,
+        transport=httpx2.AsyncHTTPTransport(limits=limits, socket_options=options),
+        mounts=mounts,
+    )
+
+
+_prebuilt: list[Any] = []
+"""Default clients built ahead by `prewarm()` (in the warm-up thread) for the first use."""
+
+
+def prewarm() -> None:
+    """Build one default client off the event loop: its TLS context loads the CA store
+    (tens of ms of CPU) that the first request would otherwise pay on the loop."""
+    if not _prebuilt:
+        _prebuilt.append(new_client())
+
+
+def _make() -> Any:
+    try:
+        return _prebuilt.pop()
+    except IndexError:
+        return new_client()
+
+
+class LoopBoundClient:
+    """Holds a client (an httpx2 client, or an SDK client around one) per event loop: an
+    httpx connection pool must not be shared across loops (each pytest test has its own
+    loop; production has one)."""
+
+    __slots__ = ("_client", "_loop")
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self, factory: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            if self._client is not None:
+                _abandon(self._client)
+            self._client = factory()
+            self._loop = loop
+        return self._client
+
+    def http(self) -> Any:
+        """The running loop's httpx2 client (the SDKs' defaults; the provider's own
+        timeouts go with each request)."""
+        return self.get(_make)
+
+    def __del__(self) -> None:
+        try:
+            if self._client is not None and self._loop is not None and self._loop.is_closed():
+                _abandon(self._client)
+        except Exception:  # interpreter teardown: module globals may be gone
+            pass
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._loop is asyncio.get_running_loop():
+            try:
+                close = getattr(client, "aclose", None) or client.close
+                await close()
+            except Exception:  # closing is best effort
+                log.debug("error closing client", exc_info=True)
+
+
+def _abandon(client: Any) -> None:
+    """Forget a client whose event loop is gone. Its connections belong to that loop and
+    cannot be closed from another one; marking the httpx client closed stops its (or the
+    SDK's) `__del__` from scheduling an `aclose()` on the current loop, which would fail
+    with "Event loop is closed"."""
+    http = getattr(client, "_client", client)
+    if http is None or getattr(http, "is_closed", True):
+        return
+    try:
+        from httpx2._client import ClientState
+
+        http._state = ClientState.CLOSED
+    except Exception:  # pragma: no cover - private API moved; only noise is lost
+        pass
+
+
+# ------------------------------------------------------------------------ send + retry
+
+
+class StatusError(Exception):
+    """The server answered an error status (after any retries)."""
+
+    def __init__(self, status: int, body: Any, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.message = message
+
+
+class StreamError(Exception):
+    """An object with an `error` inside a 2xx OpenAI stream (the SDK's `APIError`)."""
+
+    def __init__(self, body: Any, message: str) -> None:
+        super().__init__(message)
+        self.body = body
+        self.message = message
+
+
+class TransportFailure(Exception):
+    """No response: the connection failed or timed out (after any retries). The message
+    is the SDKs' ("Connection error." / "Request timed out."); `__cause__` the error."""
+
+
+def transport_failure(exc: BaseException) -> TransportFailure:
+    """`exc` (an httpx2 timeout or transport error) as the OpenAI SDK raises it while
+    reading a body: "Request timed out." / "Connection error.", caused by `exc`."""
+    import httpx2
+
+    timed_out = isinstance(exc, httpx2.TimeoutException)
+    failure = TransportFailure("Request timed out." if timed_out else "Connection error.")
+    failure.__cause__ = exc
+    return failure
+
+
+def should_retry(status: int, headers: Any, max_retry_after: float | None = None) -> bool:
+    if max_retry_after is not None:
+        after = retry_after(headers)
+        if after is not None and math.isfinite(after) and after > max_retry_after:
+            return False
+    flag = headers.get("x-should-retry")
+    if flag == "true":
+        return True
+    if flag == "false":
+        return False
+    return status in (408, 409, 429) or status >= 500
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds the server asks to wait: `retry-after-ms`, else `retry-after` as seconds
+    or as an HTTP date."""
+    if headers is None:
+        return None
+    try:
+        return float(headers.get("retry-after-ms")) / 1000
+    except (TypeError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        pass
+    parsed = email.utils.parsedate_tz(value) if value else None
+    if parsed is None:
+        return None
+    return float(email.utils.mktime_tz(parsed) - time.time())
+
+
+def retry_delay(
+    max_retries: int, retries_left: int, headers: Any, max_retry_after: float | None = None
+) -> float:
+    after = retry_after(headers)
+    if after is not None and after > 0:
+        if max_retry_after is None:
+            return min(after, _MAX_SLEEP)
+        if math.isfinite(after) and after <= max_retry_after:
+            return after
+    n = min(max_retries - retries_left, 1000)
+    delay = min(INITIAL_RETRY_DELAY * pow(2.0, n), MAX_RETRY_DELAY)
+    return max(0.0, delay * (1 - 0.25 * random.random()))
+
+
+def parse_error_body(status: int, raw: bytes) -> tuple[Any, str]:
+    """(body, message) of an error response, as the SDKs build their status errors."""
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text, text or f"Error code: {status}"
+    return body, f"Error code: {status} - {body}"
+
+
+async def open_stream(
+    client: Any,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    *,
+    max_retries: int,
+    max_retry_after: float | None = None,
+    timeout: Any = None,
+) -> httpx2.Response:
+    """POST `body` and return the streaming 2xx response (the caller closes it).
+    `timeout` (an httpx2.Timeout) applies to this request whatever the client's own is.
+
+    Raises StatusError or TransportFailure once the retries are spent or the answer is
+    not retryable. An idle timeout waiting for the response is a timeout: retried.
+    """
+    import httpx2
+
+    retries_left = max_retries
+    headers = {**headers, "x-stainless-retry-count": "0"}
+    while True:
+        if timeout is None:
+            request = client.build_request("POST", url, headers=headers, content=body)
+        else:
+            request = client.build_request(
+                "POST", url, headers=headers, content=body, timeout=timeout
+            )
+        try:
+            response = await client.send(request, stream=True)
+        except (httpx2.TimeoutException, httpx2.TransportError) as exc:
+            if retries_left > 0:
+                await asyncio.sleep(retry_delay(max_retries, retries_left, None))
+                retries_left -= 1
+                headers["x-stainless-retry-count"] = str(max_retries - retries_left)
+                continue
+            raise transport_failure(exc) from exc
+        if response.status_code < 400:
+            return response  # type: ignore[no-any-return]
+        try:
+            raw = await response.aread()
+        except (httpx2.TimeoutException, httpx2.TransportError):
+            raw = b""
+        finally:
+            await response.aclose()
+        status = response.status_code
+        if retries_left > 0 and should_retry(status, response.headers, max_retry_after):
+            await asyncio.sleep(
+                retry_delay(max_retries, retries_left, response.headers, max_retry_after)
+            )
+            retries_left -= 1
+            headers["x-stainless-retry-count"] = str(max_retries - retries_left)
+            continue
+        parsed, message = parse_error_body(status, raw)
+        raise StatusError(status, parsed, message)
+
+
+# ------------------------------------------------------------------------ errors
+
+
+def is_idle_timeout(exc: BaseException | None) -> bool:
+    """A read that waited longer than the stream idle timeout (the HTTP read timeout),
+    raw or wrapped (`TransportFailure` / the SDKs' `APITimeoutError ... from ReadTimeout`)."""
+    import httpx2
+
+    return isinstance(exc, httpx2.ReadTimeout) or isinstance(
+        getattr(exc, "__cause__", None), httpx2.ReadTimeout
+    )
+
+
+def classify_transport(exc: BaseException, *, started: bool) -> ProviderError | None:
+    """A transport failure (ours, the SDKs' connection errors, or a raw httpx2 error) →
+    ProviderError; None when `exc` is not one. `started`: the response had arrived."""
+    import httpx2
+
+    from sema_rpc.providers.base import ProviderError
+
+    cause = exc.__cause__ if isinstance(exc, TransportFailure) else exc
+    sdk_wrapped = type(exc).__name__ in ("APIConnectionError", "APITimeoutError")
+    if not (isinstance(exc, TransportFailure) or sdk_wrapped) and not isinstance(
+        exc, httpx2.TimeoutException | httpx2.TransportError
+    ):
+        return None
+    if is_idle_timeout(exc):
+        return ProviderError("idle_timeout", f"timed out waiting for the server: {exc}")
+    if isinstance(exc, TransportFailure) or sdk_wrapped:
+        if started:
+            return ProviderError("stream_cut", f"connection lost mid-stream: {exc}")
+        return ProviderError("connection", str(exc) or "connection error")
+    text = f"{type(cause).__name__}: {cause}"
+    if isinstance(exc, httpx2.TimeoutException):
+        return ProviderError("connection", f"timed out: {text}")
+    if started:
+        return ProviderError("stream_cut", f"connection lost mid-stream: {text}")
+    return ProviderError("connection", text)
+
+
+# ------------------------------------------------------------------------ SSE
+
+
+class SseReader:
+    """Incremental SSE → (event name, data bytes) for dispatched events, as the SDKs'
+    decoder does: CR/LF/CRLF line ends, `:` comments, multi-line data joined by "\\n",
+    only `event` and `data` fields kept, events without data not dispatched, a last
+    event without its blank line dropped."""
+
+    __slots__ = ("_data", "_event", "_rest", "_skip_lf")
+
+    def __init__(self) -> None:
+        self._rest = b""
+        self._skip_lf = False
+        self._event: bytes | None = None
+        self._data: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[tuple[bytes | None, bytes]]:
+        if self._skip_lf:  # the previous chunk ended with CR: this LF completes a CRLF
+            self._skip_lf = False
+            if chunk.startswith(b"\n"):
+                chunk = chunk[1:]
+        buf = self._rest + chunk if self._rest else chunk
+        if b"\r" in buf:
+            self._skip_lf = buf.endswith(b"\r")
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = buf.split(b"\n")
+        self._rest = lines.pop()
+        out: list[tuple[bytes | None, bytes]] = []
+        data = self._data
+        for line in lines:
+            if not line:  # end of an event
+                if data:
+                    out.append((self._event, data[0] if len(data) == 1 else b"\n".join(data)))
+                    data = self._data = []
+                self._event = None
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                data.append(value[1:] if value.startswith(b" ") else value)
+            elif line.startswith(b"event:"):
+                value = line[6:]
+                self._event = value[1:] if value.startswith(b" ") else value
+            elif line == b"data":
+                data.append(b"")
+            # `:` comments, `id:`, `retry:` and unknown fields are ignored
+        return out
+
+
+class Obj(dict):  # type: ignore[type-arg]
+    """A JSON object read with attribute access (`ev.delta.text`), None for a missing
+    key: the providers' event loops read the SDKs' event models and these the same way."""
+
+    __slots__ = ()
+    __getattr__ = dict.get
+
+
+def loads_obj(payload: bytes) -> Any:
+    return json.loads(payload, object_hook=Obj)
