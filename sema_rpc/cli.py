@@ -117,7 +117,7 @@ def run_main(argv: list[str]) -> int:
 
     setup_logging(args.log_level)
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
-    from sema_rpc.config import recording_workspace
+    from sema_rpc.core.config import recording_workspace
     from sema_rpc.runner import run_once
 
     cwd = args.cwd

@@ -49,7 +49,7 @@ _NO_MODEL = -32012
 
 def _no_model() -> str:
     """The server's -32012 text speaks of session/create; here the user typed a command."""
-    from sema_rpc.config import models_path
+    from sema_rpc.core.config import models_path
 
     return (
         "no model configured: pass --model (e.g. --model anthropic/claude-sonnet-4-5, or "

@@ -115,7 +115,7 @@ def project_snapshot(params: Any) -> dict[str, Any] | None:
         seed_json_path,
         valid_session_id,
     )
-    from sema_rpc.engine.permissions import RuleStore
+    from sema_rpc.core.policy.permissions import RuleStore
 
     meta: dict[str, Any] = {"kind": "project", "workingDir": params["workingDir"]}
     rules = RuleStore(working_dir)
@@ -694,7 +694,7 @@ class _Seeder:
         self._sessions: set[str] = set()
 
     def seed(self, meta: dict[str, Any]) -> None:
-        from sema_rpc.engine.permissions import project_key
+        from sema_rpc.core.policy.permissions import project_key
 
         if meta.get("kind") != "project" or not isinstance(meta.get("workingDir"), str):
             return

@@ -31,7 +31,7 @@ from typing import Literal
 from sema_rpc.engine.budget import MIN_RESULT_TOKENS, batch_budgets, cap_results
 from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     ContentBlock,
     Message,
     TextBlock,
@@ -41,7 +41,7 @@ from sema_rpc.engine.messages import (
 )
 from sema_rpc.engine.tokens import CHARS_PER_TOKEN, TokenTracker
 from sema_rpc.protocol import CompactExecParams
-from sema_rpc.providers.base import ModelRequest, Provider, ResponseDone, ResponseFailed
+from sema_rpc.core.stream import ModelRequest, Provider, ResponseDone, ResponseFailed
 
 log = logging.getLogger(__name__)
 

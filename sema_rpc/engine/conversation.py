@@ -34,7 +34,7 @@ from sema_rpc.engine.compaction import CompactionResult, Compactor
 from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.history import append_curated
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     ContentBlock,
     Message,
     TextBlock,
@@ -54,7 +54,7 @@ from sema_rpc.protocol import (
     TokenUsage,
     ToolCallSummary,
 )
-from sema_rpc.providers.base import (
+from sema_rpc.core.stream import (
     ModelRequest,
     Provider,
     ProviderError,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sema_rpc.config import ConfigError, ModelProfile, resolve_model
+from sema_rpc.core.config import ConfigError, ModelProfile, resolve_model
 from sema_rpc.engine.compaction import (
     CompactionResult,
     CompactionState,
@@ -42,8 +42,8 @@ from sema_rpc.engine.history import (
     synced_all,
     valid_session_id,
 )
-from sema_rpc.engine.messages import ContentBlock, Message, TextBlock
-from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.messages import ContentBlock, Message, TextBlock
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.subagents import SubagentRunner
@@ -88,7 +88,7 @@ from sema_rpc.protocol import (
     ToolListResult,
     session_not_found,
 )
-from sema_rpc.providers.base import ToolSpec
+from sema_rpc.core.stream import ToolSpec
 from sema_rpc.tools.base import FileSnapshot, ToolContext
 
 log = logging.getLogger(__name__)
@@ -865,7 +865,7 @@ class SemaEngine:
             await manager.aclose()
 
     def command_list(self, params: CommandListParams) -> CommandListResult:
-        from sema_rpc.engine.custom_commands import list_commands
+        from sema_rpc.core.project.custom_commands import list_commands
 
         working_dir = Path(params.working_dir).expanduser()
         if not working_dir.is_absolute() or not working_dir.is_dir():

@@ -56,10 +56,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sema_rpc.config import sema_root
-from sema_rpc.engine.messages import Message, TextBlock, ToolResultBlock
+from sema_rpc.core.config import sema_root
+from sema_rpc.core.messages import Message, TextBlock, ToolResultBlock
 from sema_rpc.log import known_secrets, redact_known
-from sema_rpc.text import SURROGATE_ESCAPE, without_surrogates
+from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -765,7 +765,7 @@ class InputHistory:
     """
 
     def __init__(self, working_dir: Path):
-        from sema_rpc.engine.permissions import project_key
+        from sema_rpc.core.policy.permissions import project_key
 
         self.path = sema_root() / "projects" / project_key(working_dir) / "input-history.json"
 

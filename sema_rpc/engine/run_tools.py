@@ -23,8 +23,8 @@ from pydantic import ValidationError
 
 from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.messages import ToolResultBlock, ToolUseBlock
-from sema_rpc.engine.permissions import (
+from sema_rpc.core.messages import ToolResultBlock, ToolUseBlock
+from sema_rpc.core.policy.permissions import (
     NO_CLIENT_MESSAGE,
     REJECT_MESSAGE,
     PermissionPolicy,
@@ -39,7 +39,7 @@ from sema_rpc.protocol import (
     ToolExecutionStartParams,
     ToolExecutionUpdateParams,
 )
-from sema_rpc.text import without_surrogates
+from sema_rpc.core.text import without_surrogates
 from sema_rpc.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 log = logging.getLogger(__name__)

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     Message,
     RedactedThinkingBlock,
     TextBlock,

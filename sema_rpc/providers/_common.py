@@ -9,7 +9,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sema_rpc.providers.base import ProviderError as ProviderErrorT
+    from sema_rpc.core.stream import ProviderError as ProviderErrorT
 
 log = logging.getLogger("sema_rpc.providers")
 
@@ -195,7 +195,7 @@ class SdkProvider:
         long, whether it was retried, and what sets the limit."""
         if failure.kind != "idle_timeout":
             return failure
-        from sema_rpc.providers.base import ProviderError
+        from sema_rpc.core.stream import ProviderError
 
         if self.idle_timeout is not None:
             secs = f"{self.idle_timeout:g} s"

@@ -21,7 +21,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     Message,
     RedactedThinkingBlock,
     TextBlock,
@@ -36,7 +36,7 @@ from sema_rpc.providers._common import (
     looks_like_context_overflow,
     parse_tool_input,
 )
-from sema_rpc.providers.base import (
+from sema_rpc.core.stream import (
     ErrorKind,
     ModelRequest,
     ProviderError,

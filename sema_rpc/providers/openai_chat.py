@@ -37,14 +37,14 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.engine.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from sema_rpc.core.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sema_rpc.providers._common import (
     SdkProvider,
     is_idle_timeout,
     looks_like_context_overflow,
     parse_tool_input,
 )
-from sema_rpc.providers.base import (
+from sema_rpc.core.stream import (
     ModelRequest,
     ProviderError,
     ResponseDone,

@@ -54,10 +54,10 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from sema_rpc.log import redact
-from sema_rpc.providers.base import ModelRequest, ProviderError, ResponseFailed, StreamEvent
+from sema_rpc.core.stream import ModelRequest, ProviderError, ResponseFailed, StreamEvent
 
 if TYPE_CHECKING:
-    from sema_rpc.providers.base import Provider
+    from sema_rpc.core.stream import Provider
 
 __all__ = [
     "CassetteWriter",

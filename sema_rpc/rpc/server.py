@@ -65,7 +65,7 @@ from sema_rpc.rpc.framing import (
     JsonlDecoder,
     read_stream,
 )
-from sema_rpc.text import SURROGATE_ESCAPE, without_surrogates
+from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
 
 if TYPE_CHECKING:
     from sema_rpc.engine.control import PromptCancel

@@ -16,7 +16,7 @@ from pydantic import Field
 from sema_rpc.log import SECRET_ENV
 
 from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
-from .bash_safety import (
+from sema_rpc.core.policy.bash_safety import (
     ShellSyntaxError,
     is_safe_readonly_command,
     lex,
@@ -25,7 +25,7 @@ from .bash_safety import (
     rule_for,
     segments,
 )
-from .paths import is_inside
+from sema_rpc.core.policy.paths import is_inside
 
 DEFAULT_TIMEOUT_MS = 60_000
 MAX_TIMEOUT_MS = 180_000

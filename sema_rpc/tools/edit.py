@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import Field, PrivateAttr
 
 from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
-from .paths import resolve_path
+from sema_rpc.core.policy.paths import resolve_path
 from .write import (
     FileChange,
     FileChangeError,

@@ -26,7 +26,7 @@ import anyio
 from pydantic import Field
 
 from .base import Tool, ToolContext, ToolInput, ToolOutput
-from .paths import display_path
+from sema_rpc.core.policy.paths import display_path
 
 PLAN_DIR = Path(".sema") / "plans"
 PLAN_EXIT_OPTIONS = ["startEditing", "clearContextAndStart", "keepPlanning"]

@@ -10,7 +10,7 @@ import anyio
 from pydantic import Field
 
 from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
-from .paths import SKIP_DIRS, compile_glob, display_path, is_inside, resolve_path, split_glob
+from sema_rpc.core.policy.paths import SKIP_DIRS, compile_glob, display_path, is_inside, resolve_path, split_glob
 
 MAX_RESULTS = 100
 

@@ -53,7 +53,7 @@ def builtin_tools(use_tools: list[str] | None = None, plan_mode: bool = False) -
 
 from pathlib import Path  # noqa: E402
 
-from sema_rpc.engine.agents import SUBAGENT_EXCLUDED  # noqa: E402
+from sema_rpc.core.project.agents import SUBAGENT_EXCLUDED  # noqa: E402
 
 from .ask_user_question import AskUserQuestionTool  # noqa: E402
 from .exit_plan_mode import ExitPlanModeTool  # noqa: E402

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from sema_rpc.engine.agents import (
+from sema_rpc.core.project.agents import (
     BUILTIN_AGENTS,
     AgentDef,
     find_agent,

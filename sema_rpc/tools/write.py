@@ -13,7 +13,7 @@ import anyio.to_thread
 from pydantic import Field, PrivateAttr
 
 from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
-from .paths import display_path, is_inside, resolve_path
+from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
 
 BOM = "\ufeff"
 

@@ -20,17 +20,17 @@ from sema_rpc.engine.compaction import (
 from sema_rpc.engine.control import INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.conversation import Conversation, LoopConfig
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     Message,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
 )
-from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import TokenCounter, TokenTracker
-from sema_rpc.providers.base import (
+from sema_rpc.core.stream import (
     ModelRequest,
     ProviderError,
     ResponseDone,

@@ -24,7 +24,7 @@ from sema_rpc.engine.history import (
     load_history,
     valid_session_id,
 )
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     Message,
     TextBlock,
     ThinkingBlock,

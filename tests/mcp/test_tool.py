@@ -19,7 +19,7 @@ from mcp_types import (
     TextResourceContents,
 )
 
-from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.mcp.tool import MAX_TOOL_NAME, McpTool, mcp_tool_name, result_text
 from sema_rpc.tools.base import ToolContext
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from sema_rpc.config import ConfigError, ModelProfile
+from sema_rpc.core.config import ConfigError, ModelProfile
 from sema_rpc.providers import registry
 
 
@@ -35,7 +35,7 @@ def test_unknown_provider() -> None:
 def test_warm_up_imports_sdk_in_background() -> None:
     code = (
         "import sys\n"
-        "from sema_rpc.config import ModelProfile\n"
+        "from sema_rpc.core.config import ModelProfile\n"
         "from sema_rpc.providers import registry\n"
         "assert 'openai' not in sys.modules\n"
         "t = registry.warm_up(ModelProfile('o', 'openai', 'gpt-4o'))\n"

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     Message,
     TextBlock,
     ThinkingBlock,
@@ -16,7 +16,7 @@ from sema_rpc.engine.messages import (
     ToolUseBlock,
 )
 from sema_rpc.providers.anthropic import AnthropicProvider
-from sema_rpc.providers.base import ModelRequest, TextDelta, ToolSpec
+from sema_rpc.core.stream import ModelRequest, TextDelta, ToolSpec
 from sema_rpc.providers.openai_chat import OpenAIChatProvider
 from tests.providers.helpers import collect, request
 from tests.support.scripted_llm import Reply, ScriptedLLM

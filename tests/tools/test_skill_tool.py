@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.tools.base import ToolContext
 from sema_rpc.tools.skill import SkillTool
 from tests.engine import _context

@@ -61,7 +61,7 @@ _PROVIDER_ALIASES = {"openai-chat": "openai", "claude": "anthropic"}
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
 
-_DATA_DIR = Path(__file__).resolve().parent / "data"
+_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 
 class ConfigError(Exception):

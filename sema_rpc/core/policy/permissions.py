@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sema_rpc.config import sema_root
+from sema_rpc.core.config import sema_root
 from sema_rpc.tools.base import PermissionAsk
 
 log = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ class PermissionPolicy:
             if tool_name in FILE_EDIT_TOOLS and rule == EDIT_RULE:
                 return True
             if tool_name == "Bash" and command is not None and rule.startswith("Bash("):
-                from sema_rpc.tools.bash_safety import rule_matches
+                from sema_rpc.core.policy.bash_safety import rule_matches
 
                 if rule_matches(rule, command):
                     return True
