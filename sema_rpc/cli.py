@@ -11,8 +11,6 @@ import gc
 import os
 import sys
 
-EXIT_CODES = {"end_turn": 0, "command": 0, "error": 1, "max_turns": 3, "interrupted": 130}
-
 
 def _protect_stdout() -> object:
     """Keep the protocol stream for ourselves: fd 1 becomes stderr for everything else.

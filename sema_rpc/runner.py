@@ -5,7 +5,7 @@ exactly what an editor sees. `--format jsonl` prints every notification as recei
 the wire (one JSON object per line), then the prompt's response message
 (`{"jsonrpc":"2.0","id":…,"result":{…}}`). `--format text` streams the answer text to
 stdout and one line per tool call to stderr (`→ title` on start, `✗ title: error` on
-error). The exit code follows the stop reason (cli.EXIT_CODES); 2 for usage and
+error). The exit code follows the stop reason (EXIT_CODES); 2 for usage and
 configuration errors (no model, a model whose API key is not set, an unknown provider or
 model, a bad working directory, an unreadable models.json): one line on stderr naming
 what to set.
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from sema_client import SemaClient
 
 USAGE_ERROR = 2
+EXIT_CODES = {"end_turn": 0, "command": 0, "error": 1, "max_turns": 3, "interrupted": 130}
+"""The exit code of each stop reason."""
 
 # JSON-RPC errors from session/create or session/prompt that mean "fix your invocation or
 # configuration" rather than "the turn failed".
@@ -153,8 +155,6 @@ async def run_once(
 
     `record_dir`: the server runs with `--record record_dir` (wire transcript + cassette)."""
     from sema_client import SemaClient, SemaConnectionError, SemaRpcError
-
-    from sema_rpc.cli import EXIT_CODES
 
     out = _Output(output_format)
     argv = [sys.executable, "-m", "sema_rpc", "--jsonl"]

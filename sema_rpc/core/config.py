@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sema_rpc.log import register_secret
+from sema_rpc.core.secrets import register_secret
 
 __all__ = [
     "PROVIDERS",

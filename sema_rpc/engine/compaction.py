@@ -28,9 +28,6 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sema_rpc.engine.budget import MIN_RESULT_TOKENS, batch_budgets, cap_results
-from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
-from sema_rpc.engine.events import EventBus
 from sema_rpc.core.messages import (
     ContentBlock,
     Message,
@@ -39,9 +36,12 @@ from sema_rpc.core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from sema_rpc.core.stream import ModelRequest, Provider, ResponseDone, ResponseFailed
+from sema_rpc.engine.budget import MIN_RESULT_TOKENS, batch_budgets, cap_results
+from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
+from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.tokens import CHARS_PER_TOKEN, TokenTracker
 from sema_rpc.protocol import CompactExecParams
-from sema_rpc.core.stream import ModelRequest, Provider, ResponseDone, ResponseFailed
 
 log = logging.getLogger(__name__)
 

@@ -29,11 +29,6 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sema_rpc.engine.budget import batch_budgets, cap_results
-from sema_rpc.engine.compaction import CompactionResult, Compactor
-from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
-from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.history import append_curated
 from sema_rpc.core.messages import (
     ContentBlock,
     Message,
@@ -41,6 +36,21 @@ from sema_rpc.core.messages import (
     ToolResultBlock,
     Usage,
 )
+from sema_rpc.core.stream import (
+    ModelRequest,
+    Provider,
+    ProviderError,
+    ResponseDone,
+    ResponseFailed,
+    TextDelta,
+    ThinkingDelta,
+    ToolSpec,
+)
+from sema_rpc.engine.budget import batch_budgets, cap_results
+from sema_rpc.engine.compaction import CompactionResult, Compactor
+from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
+from sema_rpc.engine.events import EventBus
+from sema_rpc.engine.history import append_curated
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import TokenTracker
 from sema_rpc.protocol import (
@@ -53,16 +63,6 @@ from sema_rpc.protocol import (
     ThinkingChunkParams,
     TokenUsage,
     ToolCallSummary,
-)
-from sema_rpc.core.stream import (
-    ModelRequest,
-    Provider,
-    ProviderError,
-    ResponseDone,
-    ResponseFailed,
-    TextDelta,
-    ThinkingDelta,
-    ToolSpec,
 )
 from sema_rpc.tools.base import Tool
 

@@ -16,11 +16,15 @@ import asyncio
 import logging
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sema_rpc.core.config import ConfigError, ModelProfile, resolve_model
+from sema_rpc.core.messages import ContentBlock, Message, TextBlock
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.stream import ToolSpec
 from sema_rpc.engine.compaction import (
     CompactionResult,
     CompactionState,
@@ -42,8 +46,6 @@ from sema_rpc.engine.history import (
     synced_all,
     valid_session_id,
 )
-from sema_rpc.core.messages import ContentBlock, Message, TextBlock
-from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.subagents import SubagentRunner
@@ -88,7 +90,6 @@ from sema_rpc.protocol import (
     ToolListResult,
     session_not_found,
 )
-from sema_rpc.core.stream import ToolSpec
 from sema_rpc.tools.base import FileSnapshot, ToolContext
 
 log = logging.getLogger(__name__)
@@ -189,22 +190,6 @@ def mcp_start_timeout() -> float:
         return 10.0
 
 
-def _session_record_dir(record_dir: str | None, session_id: str) -> Path | None:
-    """session/create `recordDir` → the session's recording folder (created now)."""
-    if record_dir is None:
-        return None
-    from sema_rpc.transcript import session_record_dir
-
-    try:
-        return session_record_dir(record_dir, session_id)
-    except ValueError as exc:
-        raise RpcError(ErrorCode.INVALID_PARAMS, str(exc)) from exc
-    except OSError as exc:
-        raise RpcError(
-            ErrorCode.INVALID_PARAMS, f"cannot record to {record_dir}: {exc.strerror or exc}"
-        ) from exc
-
-
 def system_command(text: str) -> tuple[str, str] | None:
     """`/clear` or `/compact [instructions]` → (name, argument); anything else → None
     (an unknown `/x` goes to the model unchanged)."""
@@ -224,10 +209,30 @@ class SemaEngine:
         self.sessions: dict[str, Session] = {}
         self.record_dir: Path | str | None = None
         """`--record DIR`: each session's model exchanges are recorded as a cassette."""
+        self.session_record_dirs: Callable[[str, str], Path] | None = None
+        """session/create `recordDir` → the session's recording folder, given by the
+        recording layer (`(recordDir, sessionId) -> folder`, created on first use; raises
+        ValueError for a relative path, OSError when it cannot be created). None: this
+        engine cannot record, and a `recordDir` is an error."""
         self.closing = False
         """Set by `shutdown()`: nothing new starts; waiting prompts answer `interrupted`."""
 
     # ------------------------------------------------------------------ sessions
+
+    def _session_record_dir(self, record_dir: str | None, session_id: str) -> Path | None:
+        """session/create `recordDir` → the session's recording folder (created now)."""
+        if record_dir is None:
+            return None
+        if self.session_record_dirs is None:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "recordDir: this server cannot record")
+        try:
+            return self.session_record_dirs(record_dir, session_id)
+        except ValueError as exc:
+            raise RpcError(ErrorCode.INVALID_PARAMS, str(exc)) from exc
+        except OSError as exc:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"cannot record to {record_dir}: {exc.strerror or exc}"
+            ) from exc
 
     def session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
@@ -261,7 +266,7 @@ class SemaEngine:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown model: {params.model}")
 
         session_id = params.session_id or uuid.uuid4().hex
-        record_dir = _session_record_dir(params.record_dir, session_id)
+        record_dir = self._session_record_dir(params.record_dir, session_id)
         existing = self.sessions.get(session_id)
         if existing is not None and not existing.disposed:
             existing.record_dir = existing.record_dir or record_dir

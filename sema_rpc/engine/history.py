@@ -58,7 +58,7 @@ from pydantic import ValidationError
 
 from sema_rpc.core.config import sema_root
 from sema_rpc.core.messages import Message, TextBlock, ToolResultBlock
-from sema_rpc.log import known_secrets, redact_known
+from sema_rpc.core.secrets import known_secrets, redact_known
 from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
 
 log = logging.getLogger(__name__)

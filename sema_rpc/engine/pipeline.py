@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from sema_rpc.core.project.custom_commands import expand
 from sema_rpc.core.messages import ContentBlock, TextBlock
-from sema_rpc.engine.references import resolve_references_async
+from sema_rpc.core.project.custom_commands import expand
 from sema_rpc.core.project.rules import load_rules
 from sema_rpc.core.project.skills import list_skills, skill_summaries
+from sema_rpc.core.stream import ToolSpec
+from sema_rpc.engine.references import resolve_references_async
 from sema_rpc.engine.system_prompt import (
     build_system_prompt,
     first_query_reminders,
@@ -31,7 +32,6 @@ from sema_rpc.engine.system_prompt import (
     plan_mode_reminder,
 )
 from sema_rpc.protocol import FileReferenceParams, ToolListItem
-from sema_rpc.core.stream import ToolSpec
 from sema_rpc.tools.base import Tool
 
 if TYPE_CHECKING:

@@ -21,8 +21,6 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
-from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
-from sema_rpc.engine.events import EventBus
 from sema_rpc.core.messages import ToolResultBlock, ToolUseBlock
 from sema_rpc.core.policy.permissions import (
     NO_CLIENT_MESSAGE,
@@ -30,7 +28,10 @@ from sema_rpc.core.policy.permissions import (
     PermissionPolicy,
     feedback_message,
 )
-from sema_rpc.log import StreamRedactor, redact_known
+from sema_rpc.core.secrets import StreamRedactor, redact_known
+from sema_rpc.core.text import without_surrogates
+from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
+from sema_rpc.engine.events import EventBus
 from sema_rpc.protocol import (
     PermissionRequestParams,
     PermissionResult,
@@ -39,7 +40,6 @@ from sema_rpc.protocol import (
     ToolExecutionStartParams,
     ToolExecutionUpdateParams,
 )
-from sema_rpc.core.text import without_surrogates
 from sema_rpc.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 log = logging.getLogger(__name__)

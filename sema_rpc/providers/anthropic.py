@@ -30,12 +30,6 @@ from sema_rpc.core.messages import (
     ToolUseBlock,
     Usage,
 )
-from sema_rpc.providers._common import (
-    SdkProvider,
-    is_idle_timeout,
-    looks_like_context_overflow,
-    parse_tool_input,
-)
 from sema_rpc.core.stream import (
     ErrorKind,
     ModelRequest,
@@ -47,6 +41,12 @@ from sema_rpc.core.stream import (
     TextDelta,
     ThinkingDelta,
     ToolCallStarted,
+)
+from sema_rpc.providers._common import (
+    SdkProvider,
+    is_idle_timeout,
+    looks_like_context_overflow,
+    parse_tool_input,
 )
 
 if TYPE_CHECKING:

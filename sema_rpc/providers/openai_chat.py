@@ -38,12 +38,6 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
-from sema_rpc.providers._common import (
-    SdkProvider,
-    is_idle_timeout,
-    looks_like_context_overflow,
-    parse_tool_input,
-)
 from sema_rpc.core.stream import (
     ModelRequest,
     ProviderError,
@@ -54,6 +48,12 @@ from sema_rpc.core.stream import (
     TextDelta,
     ThinkingDelta,
     ToolCallStarted,
+)
+from sema_rpc.providers._common import (
+    SdkProvider,
+    is_idle_timeout,
+    looks_like_context_overflow,
+    parse_tool_input,
 )
 
 if TYPE_CHECKING:

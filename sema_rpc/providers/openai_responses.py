@@ -51,11 +51,6 @@ from sema_rpc.core.messages import (
     ToolUseBlock,
     Usage,
 )
-from sema_rpc.providers._common import (
-    SdkProvider,
-    looks_like_context_overflow,
-    parse_tool_input,
-)
 from sema_rpc.core.stream import (
     ModelRequest,
     ProviderError,
@@ -66,6 +61,11 @@ from sema_rpc.core.stream import (
     TextDelta,
     ThinkingDelta,
     ToolCallStarted,
+)
+from sema_rpc.providers._common import (
+    SdkProvider,
+    looks_like_context_overflow,
+    parse_tool_input,
 )
 from sema_rpc.providers.openai_chat import uses_max_completion_tokens
 

@@ -39,6 +39,7 @@ from pygls.protocol.json_rpc import (
 from pygls.server import JsonRPCServer
 
 import sema_rpc
+from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
 from sema_rpc.protocol import (
     METHODS,
     NOTIFICATIONS,
@@ -65,7 +66,6 @@ from sema_rpc.rpc.framing import (
     JsonlDecoder,
     read_stream,
 )
-from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
 
 if TYPE_CHECKING:
     from sema_rpc.engine.control import PromptCancel
@@ -243,7 +243,10 @@ class SemaServer(JsonRPCServer):
             from sema_rpc.engine.engine import SemaEngine
 
             engine = SemaEngine(self, client_answers_permissions=self.capabilities.permissions)
+            from sema_rpc.transcript import session_record_dir
+
             engine.record_dir = self.record_dir
+            engine.session_record_dirs = session_record_dir
             for name, is_async in self._engine_methods.items():
                 # `_wrap` keeps sync handlers sync: a delegate must match what it calls.
                 kind = inspect.iscoroutinefunction(getattr(engine, name))

@@ -13,9 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+
+from sema_rpc.core.policy.permissions import PermissionAsk
+
+__all__ = ["PermissionAsk"]  # re-exported: every tool names it with the rest of this contract
 
 
 class ToolInput(BaseModel):
@@ -50,21 +54,6 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     """Per-session scratch shared by tools (e.g. the todo list)."""
     plan_mode: bool = False
-
-
-@dataclass(slots=True)
-class PermissionAsk:
-    """What the editor is shown when a call needs consent."""
-
-    title: str
-    content: str
-    content_kind: Literal["text", "diff"] = "text"
-    rule: str | None = None
-    """The rule an `allow_always` answer would store, e.g. `Bash(git commit:*)`."""
-    ask_every_time: bool = False
-    """Asked every time, never covered by a mode or an always-rule: the call touches a path
-    outside the working dir, or a protected one inside it (`.git/`, whose config can make
-    read-only git commands run programs)."""
 
 
 @dataclass(slots=True)

@@ -13,9 +13,6 @@ import anyio
 from anyio.abc import Process
 from pydantic import Field
 
-from sema_rpc.log import SECRET_ENV
-
-from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 from sema_rpc.core.policy.bash_safety import (
     ShellSyntaxError,
     is_safe_readonly_command,
@@ -26,6 +23,9 @@ from sema_rpc.core.policy.bash_safety import (
     segments,
 )
 from sema_rpc.core.policy.paths import is_inside
+from sema_rpc.core.secrets import SECRET_ENV
+
+from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 
 DEFAULT_TIMEOUT_MS = 60_000
 MAX_TIMEOUT_MS = 180_000

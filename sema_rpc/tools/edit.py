@@ -6,8 +6,9 @@ from pathlib import Path
 
 from pydantic import Field, PrivateAttr
 
-from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 from sema_rpc.core.policy.paths import resolve_path
+
+from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 from .write import (
     FileChange,
     FileChangeError,

@@ -25,8 +25,9 @@ from typing import Any
 import anyio
 from pydantic import Field
 
-from .base import Tool, ToolContext, ToolInput, ToolOutput
 from sema_rpc.core.policy.paths import display_path
+
+from .base import Tool, ToolContext, ToolInput, ToolOutput
 
 PLAN_DIR = Path(".sema") / "plans"
 PLAN_EXIT_OPTIONS = ["startEditing", "clearContextAndStart", "keepPlanning"]

@@ -12,8 +12,9 @@ from pathlib import Path
 import anyio.to_thread
 from pydantic import Field, PrivateAttr
 
-from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
+
+from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 
 BOM = "\ufeff"
 

@@ -246,7 +246,7 @@ def test_imports_stay_light(root: Path) -> None:
 
 
 def test_profile_keys_are_redacted_once_loaded(root: Path) -> None:
-    from sema_rpc.log import redact
+    from sema_rpc.core.secrets import redact
 
     models = json.loads(json.dumps(MODELS))
     models["profiles"]["local"]["apiKey"] = "plain-local-key-42"  # not shaped like sk-…

@@ -16,8 +16,8 @@ from sema_rpc.core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from sema_rpc.providers import registry
 from sema_rpc.core.stream import ModelRequest, ThinkingDelta, ToolSpec
+from sema_rpc.providers import registry
 from sema_rpc.providers.openai_responses import (
     SUMMARY_SEPARATOR,
     OpenAIResponsesProvider,

@@ -14,8 +14,8 @@ import pytest
 
 from sema_rpc.core.config import ModelProfile
 from sema_rpc.core.messages import Message, ToolResultBlock
-from sema_rpc.providers import registry
 from sema_rpc.core.stream import ModelRequest, StreamEvent, TextDelta, ToolSpec
+from sema_rpc.providers import registry
 from sema_rpc.providers.recording import (
     CassetteWriter,
     RecordingProvider,

@@ -15,8 +15,8 @@ from sema_rpc.core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from sema_rpc.providers.anthropic import AnthropicProvider
 from sema_rpc.core.stream import ModelRequest, TextDelta, ToolSpec
+from sema_rpc.providers.anthropic import AnthropicProvider
 from sema_rpc.providers.openai_chat import OpenAIChatProvider
 from tests.providers.helpers import collect, request
 from tests.support.scripted_llm import Reply, ScriptedLLM

@@ -26,9 +26,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sema_rpc.core.config import sema_root
-from sema_rpc.tools.base import PermissionAsk
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class PermissionAsk:
+    """What the editor is shown when a call needs consent."""
+
+    title: str
+    content: str
+    content_kind: Literal["text", "diff"] = "text"
+    rule: str | None = None
+    """The rule an `allow_always` answer would store, e.g. `Bash(git commit:*)`."""
+    ask_every_time: bool = False
+    """Asked every time, never covered by a mode or an always-rule: the call touches a path
+    outside the working dir, or a protected one inside it (`.git/`, whose config can make
+    read-only git commands run programs)."""
+
 
 FILE_EDIT_TOOLS = frozenset({"Write", "Edit"})
 EDIT_RULE = "Edit"
