@@ -36,6 +36,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from sema_rpc.protocol import ErrorCode
+
 if TYPE_CHECKING:
     from sema_client import SemaClient
 
@@ -45,12 +47,15 @@ EXIT_CODES = {"end_turn": 0, "command": 0, "error": 1, "max_turns": 3, "interrup
 
 # JSON-RPC errors from session/create or session/prompt that mean "fix your invocation or
 # configuration" rather than "the turn failed".
-_CONFIG_ERROR_CODES = {-32602, -32012, -32014}
-_NO_MODEL = -32012
+_CONFIG_ERROR_CODES = {
+    ErrorCode.INVALID_PARAMS,
+    ErrorCode.NO_MODEL_CONFIGURED,
+    ErrorCode.CONFIG_ERROR,
+}
 
 
 def _no_model() -> str:
-    """The server's -32012 text speaks of session/create; here the user typed a command."""
+    """The server's NO_MODEL_CONFIGURED text speaks of session/create; here the user typed a command."""
     from sema_rpc.core.config import models_path
 
     return (
@@ -217,7 +222,9 @@ async def run_once(
         out.end_line()
         code = EXIT_CODES.get(result.stop_reason, 1)
     except SemaRpcError as exc:
-        out.note(f"sema-rpc: {_no_model() if exc.code == _NO_MODEL else exc.message}")
+        out.note(
+            f"sema-rpc: {_no_model() if exc.code == ErrorCode.NO_MODEL_CONFIGURED else exc.message}"
+        )
         code = USAGE_ERROR if exc.code in _CONFIG_ERROR_CODES else 1
     except SemaConnectionError as exc:
         out.note(f"sema-rpc: {exc}")

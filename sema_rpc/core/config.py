@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sema_rpc.core.errors import ConfigError
 from sema_rpc.core.secrets import register_secret
 
 __all__ = [
@@ -62,10 +63,6 @@ DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
 
 _DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-
-
-class ConfigError(Exception):
-    """The configuration is unusable; the message says what and where, for the user."""
 
 
 def sema_root() -> Path:

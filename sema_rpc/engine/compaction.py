@@ -1,4 +1,4 @@
-"""Compaction: keep a long conversation inside the model's window (seed 000 §上下文压缩).
+"""Compaction: keep a long conversation inside the model's window.
 
 Before each main-agent model call, when the prompt is larger than contextLength ×
 threshold (`SEMA_COMPACT_THRESHOLD`, default 0.75) and the history has at least three

@@ -1,4 +1,4 @@
-"""Conversation: the agent loop (seed 000).
+"""Conversation: the agent loop.
 
     user message → stream the model → (tool calls? run the batch, feed results back, repeat)
                                      → (no tool call: the turn ends)
@@ -12,7 +12,7 @@ Interrupt checkpoints (see control.py): 1 after the model response (or during it
 stream), 2 after the tool batch, 3 before each tool and 4 during a tool (in run_tools).
 
 The history is the *curated* one (what the model sees); `on_message` hands every
-completed message to the session's persistence (the *comprehensive* history, seed 003).
+completed message to the session's persistence (the *comprehensive* history).
 Before each model call the main agent may compact the history (compaction.py); a
 "prompt is too long" answer from the provider triggers a compaction and a retry. A turn
 never compacts twice without a model response in between: a second "too long" after a
@@ -209,7 +209,7 @@ class Conversation:
                 if "rebuildContext" in signal and self.on_rebuild is not None:
                     self._rebuild(self.on_rebuild(signal["rebuildContext"]))
             steered = await self.take_steering()
-            if steered:  # after the whole batch, before the next model call (pi #1883)
+            if steered:  # after the whole batch, never between a call and its result
                 self._append(Message(role="user", content=steered))
         return TurnOutcome("max_turns")
 
@@ -247,7 +247,7 @@ class Conversation:
         )
 
     def _rebuild(self, rebuilt: ContextRebuild) -> None:
-        """上下文重建 (seed 000): the mode changed mid-turn (ExitPlanMode), so the tools and
+        """Context rebuild: the mode changed mid-turn (ExitPlanMode), so the tools and
         the system prompt follow; clearContextAndStart also restarts the history from the plan."""
         self.config = replace(
             self.config, system_prompt=rebuilt.system_prompt, tool_specs=rebuilt.tool_specs

@@ -1,10 +1,10 @@
-"""SemaEngine: sessions and the processUserInput pipeline (seed 001).
+"""SemaEngine: sessions and what one user input goes through.
 
 One engine serves every session of a process. A session runs one turn at a time; a
 prompt that arrives while a turn runs waits its turn (followUp delivery) and is answered
 when its own turn ends.
 
-Sessions last (seed 003): each keeps its curated history (what the model sees) in
+Sessions last: each keeps its curated history (what the model sees) in
 memory and appends every completed message to its comprehensive history on disk
 (history.py). `session/create` with a known id loads it back; compaction (compaction.py)
 keeps the curated history inside the model's window; token figures come from tokens.py.
@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sema_rpc.core.config import ConfigError, ModelProfile, resolve_model
+from sema_rpc.core.config import ModelProfile, resolve_model
+from sema_rpc.core.errors import (
+    HistoryUnreadable,
+    InvalidArgument,
+    NoModelConfigured,
+    SessionNotFound,
+)
+from sema_rpc.core.errors import working_dir as checked_working_dir
 from sema_rpc.core.messages import ContentBlock, Message, TextBlock
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.core.stream import ToolSpec
@@ -57,7 +64,6 @@ from sema_rpc.protocol import (
     CommandListResult,
     ConfigNoModelsParams,
     ConversationUsageParams,
-    ErrorCode,
     McpServerStatus,
     ModeUpdateEventParams,
     ModeUpdateParams,
@@ -66,7 +72,6 @@ from sema_rpc.protocol import (
     PermissionModeUpdateResult,
     PlanExitRequestParams,
     PlanExitResult,
-    RpcError,
     SessionClearedParams,
     SessionCompactParams,
     SessionCompactResult,
@@ -88,7 +93,6 @@ from sema_rpc.protocol import (
     TokenUsage,
     ToolListParams,
     ToolListResult,
-    session_not_found,
 )
 from sema_rpc.tools.base import FileSnapshot, ToolContext
 
@@ -224,46 +228,30 @@ class SemaEngine:
         if record_dir is None:
             return None
         if self.session_record_dirs is None:
-            raise RpcError(ErrorCode.INVALID_PARAMS, "recordDir: this server cannot record")
+            raise InvalidArgument("recordDir: this server cannot record")
         try:
             return self.session_record_dirs(record_dir, session_id)
         except ValueError as exc:
-            raise RpcError(ErrorCode.INVALID_PARAMS, str(exc)) from exc
+            raise InvalidArgument(str(exc)) from exc
         except OSError as exc:
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS, f"cannot record to {record_dir}: {exc.strerror or exc}"
-            ) from exc
+            raise InvalidArgument(f"cannot record to {record_dir}: {exc.strerror or exc}") from exc
 
     def session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None or session.disposed:
-            raise session_not_found(session_id)
+            raise SessionNotFound(session_id)
         return session
 
     async def create_session(self, params: SessionCreateParams) -> SessionReadyParams:
-        working_dir = Path(params.working_dir).expanduser()  # noqa: ASYNC240 (a stat, not I/O worth a thread)
-        if not working_dir.is_absolute():
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
-                f"workingDir must be an absolute path (a client resolves a relative one "
-                f"against its own directory): {params.working_dir}",
-            )
-        if not working_dir.is_dir():
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS, f"workingDir is not a directory: {params.working_dir}"
-            )
+        working_dir = checked_working_dir(params.working_dir)  # a stat, not I/O worth a thread
         if params.session_id is not None and not valid_session_id(params.session_id):
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
+            raise InvalidArgument(
                 "sessionId must be 1-128 letters, digits, '.', '_' or '-', not starting with "
                 f"'.', '_' or '-': {params.session_id!r}",
             )
-        try:
-            profile = resolve_model(params.model)
-        except ConfigError as exc:
-            raise RpcError(ErrorCode.CONFIG_ERROR, str(exc)) from exc
+        profile = resolve_model(params.model)  # ConfigError: the wire says so
         if params.model is not None and profile is None:
-            raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown model: {params.model}")
+            raise InvalidArgument(f"unknown model: {params.model}")
 
         session_id = params.session_id or uuid.uuid4().hex
         record_dir = self._session_record_dir(params.record_dir, session_id)
@@ -277,9 +265,7 @@ class SemaEngine:
             try:
                 loaded = await asyncio.to_thread(load_history, session_id)
             except HistoryError as exc:
-                raise RpcError(
-                    ErrorCode.HISTORY_UNREADABLE, str(exc), {"sessionId": session_id}
-                ) from exc
+                raise HistoryUnreadable(str(exc), session_id) from exc
             existing = self.sessions.get(session_id)
             if existing is not None and not existing.disposed:  # created while we read
                 existing.record_dir = existing.record_dir or record_dir
@@ -346,7 +332,7 @@ class SemaEngine:
         assert session.store is not None
         session.history_loaded = loaded.message_count > 0
         session.history = loaded.messages
-        if loaded.source == "json":  # the seed's format: continue it as JSONL
+        if loaded.source == "json":  # the older JSON format: continue it as JSONL
             session.store.import_messages(loaded.messages, loaded.todos)
         repair = dangling_tool_results(session.history)
         if repair is not None:  # the process died while tools ran
@@ -383,12 +369,7 @@ class SemaEngine:
     async def list_sessions(self, params: SessionListParams) -> SessionListResult:
         working_dir = None
         if params.working_dir is not None:
-            working_dir = Path(params.working_dir).expanduser()  # noqa: ASYNC240
-            if not working_dir.is_absolute():
-                raise RpcError(
-                    ErrorCode.INVALID_PARAMS,
-                    f"workingDir must be an absolute path: {params.working_dir}",
-                )
+            working_dir = checked_working_dir(params.working_dir, must_exist=False)
             working_dir = await asyncio.to_thread(working_dir.resolve)
         summaries = await asyncio.to_thread(list_sessions, working_dir)
         return SessionListResult(
@@ -480,9 +461,7 @@ class SemaEngine:
         command = system_command(params.input)
         if session.profile is None and (command is None or command[0] != "clear"):
             # config:no_models went out once, with session:ready; the error says it again.
-            raise RpcError(
-                ErrorCode.NO_MODEL_CONFIGURED, "no model configured: " + NO_MODEL_SUGGESTION
-            )
+            raise NoModelConfigured("no model configured: " + NO_MODEL_SUGGESTION)
         if params.delivery == "steer" and command is None and session.control is not None:
             steer = SteerInput(params.input)
             session.steering.append(steer)
@@ -589,12 +568,10 @@ class SemaEngine:
     async def compact(self, params: SessionCompactParams) -> SessionCompactResult:
         session = self.session(params.session_id)
         if session.profile is None:
-            raise RpcError(
-                ErrorCode.NO_MODEL_CONFIGURED, "no model configured: " + NO_MODEL_SUGGESTION
-            )
+            raise NoModelConfigured("no model configured: " + NO_MODEL_SUGGESTION)
         async with session.turn_lock:
             if session.disposed:
-                raise session_not_found(session.id)
+                raise SessionNotFound(session.id)
             result: CompactionResult | None = None  # shut down while it waited: none starts
             if not self.closing:
                 control = TurnControl()
@@ -795,7 +772,7 @@ class SemaEngine:
         control: TurnControl,
         policy: PermissionPolicy,
     ) -> ContextRebuild:
-        """ExitPlanMode was approved: switch mode, rebuild tools and prompt (seed 000)."""
+        """ExitPlanMode was approved: switch mode, rebuild tools and prompt."""
         assert session.pipeline is not None
         self._set_mode(session, str(request.get("newMode") or "Agent"))
         setup = session.pipeline.turn_setup()
@@ -872,12 +849,7 @@ class SemaEngine:
     def command_list(self, params: CommandListParams) -> CommandListResult:
         from sema_rpc.core.project.custom_commands import list_commands
 
-        working_dir = Path(params.working_dir).expanduser()
-        if not working_dir.is_absolute() or not working_dir.is_dir():
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
-                f"workingDir is not an absolute directory: {params.working_dir}",
-            )
+        working_dir = checked_working_dir(params.working_dir)
         return CommandListResult.model_validate(
             {"commands": [c.wire() for c in list_commands(working_dir.resolve())]}
         )

@@ -1,6 +1,6 @@
 """@references in user input: files and directories the user points the model at.
 
-Syntax (seed 001 step 7):
+Syntax:
 
     @src/app.py            the file, as the Read tool returns it (numbered lines, same caps)
     @src/app.py:42         line 42 only

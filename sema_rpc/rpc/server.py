@@ -39,6 +39,7 @@ from pygls.protocol.json_rpc import (
 from pygls.server import JsonRPCServer
 
 import sema_rpc
+from sema_rpc.core.errors import DomainError
 from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
 from sema_rpc.protocol import (
     METHODS,
@@ -60,6 +61,7 @@ from sema_rpc.protocol import (
     ToolExecutionUpdateParams,
     WireModel,
 )
+from sema_rpc.rpc.errors import to_rpc_error
 from sema_rpc.rpc.framing import (
     ContentLengthDecoder,
     FrameWriter,
@@ -289,6 +291,8 @@ class SemaServer(JsonRPCServer):
                 return spec.params()
 
         def translate(exc: Exception) -> JsonRpcException:
+            if isinstance(exc, DomainError):
+                exc = to_rpc_error(exc)
             if isinstance(exc, RpcError):
                 return JsonRpcException(code=exc.code, message=exc.message, data=exc.data)
             if isinstance(exc, JsonRpcException):

@@ -67,7 +67,7 @@ class ToolOutput:
     """Richer content for the editor (e.g. a unified diff), when it differs from `content`."""
     control: dict[str, Any] | None = None
     """A signal for the loop, e.g. ExitPlanMode's `{"rebuildContext": {"reason":
-    "mode_changed", "newMode": "Agent", "rebuildMessage": str | None}}` (seed 000 §上下文重建)."""
+    "mode_changed", "newMode": "Agent", "rebuildMessage": str | None}}` (a context rebuild)."""
 
 
 class Tool:

@@ -6,7 +6,7 @@ provides that asks the client (`plan:exit:request`) and returns `{"decision":
 "startEditing" | "clearContextAndStart" | "keepPlanning", "feedback": str | None}` (a dict
 or an object with those attributes), or None when the client cannot answer.
 
-Approval returns a `ToolOutput.control` signal for the loop (seed 000 §上下文重建):
+Approval returns a `ToolOutput.control` signal for the loop (a context rebuild):
 `{"rebuildContext": {"reason": "mode_changed", "newMode": "Agent", "rebuildMessage": …}}`
 — `rebuildMessage` is None for startEditing (keep the history) and the text of the new
 first user message for clearContextAndStart. keepPlanning and "cannot ask" return no
