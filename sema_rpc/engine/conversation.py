@@ -27,7 +27,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from sema_rpc.core.messages import (
     ContentBlock,
@@ -64,7 +63,7 @@ from sema_rpc.protocol import (
     TokenUsage,
     ToolCallSummary,
 )
-from sema_rpc.tools.base import Tool
+from sema_rpc.tools.base import RebuildContext, Tool
 
 
 async def _no_steering() -> list[ContentBlock]:
@@ -124,8 +123,8 @@ class Conversation:
     tokens: TokenTracker = field(default_factory=TokenTracker)
     """The prompt's size: provider usage first, local counts for the rest (tokens.py)."""
     compactor: Compactor | None = None
-    on_rebuild: Callable[[dict[str, Any]], ContextRebuild] | None = None
-    """Applies a tool's `rebuildContext` control signal (see `_rebuild`)."""
+    on_rebuild: Callable[[RebuildContext], ContextRebuild] | None = None
+    """Applies a tool's RebuildContext result (see `_rebuild`). Contract: does not raise."""
     take_steering: Callable[[], Awaitable[list[ContentBlock]]] = _no_steering
     """Inputs sent with `delivery: steer` while this turn runs (prepared as user content);
     they join it after a batch."""
@@ -205,9 +204,9 @@ class Conversation:
             self._append(Message(role="user", content=results))
             if self.control.observe(2):
                 return self._interrupted(2)
-            for signal in self.runner.controls:
-                if "rebuildContext" in signal and self.on_rebuild is not None:
-                    self._rebuild(self.on_rebuild(signal["rebuildContext"]))
+            for rebuild in self.runner.controls:
+                if self.on_rebuild is not None:
+                    self._rebuild(self.on_rebuild(rebuild))
             steered = await self.take_steering()
             if steered:  # after the whole batch, never between a call and its result
                 self._append(Message(role="user", content=steered))

@@ -94,7 +94,7 @@ from sema_rpc.protocol import (
     ToolListParams,
     ToolListResult,
 )
-from sema_rpc.tools.base import FileSnapshot, ToolContext
+from sema_rpc.tools.base import FileSnapshot, RebuildContext, ToolContext, ToolServices
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ class Session:
     history: list[Message] = field(default_factory=list)
     """The curated history: what the model sees. The comprehensive one is on disk."""
     read_files: dict[str, FileSnapshot] = field(default_factory=dict)
-    tool_state: dict = field(default_factory=dict)
+    services: ToolServices = field(default_factory=ToolServices)
     usage: TokenUsage = field(default_factory=TokenUsage)
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     control: TurnControl | None = None
@@ -297,9 +297,9 @@ class SemaEngine:
         )
         session.rules = RuleStore(session.working_dir)
         session.pipeline = InputPipeline(session)
-        session.tool_state["on_todos"] = lambda todos: self._todos_changed(session, todos)
-        session.tool_state["ask_user"] = lambda questions: self._ask_user(session, questions)
-        session.tool_state["plan_exit"] = lambda path, text: self._plan_exit(session, path, text)
+        session.services.on_todos = lambda todos: self._todos_changed(session, todos)
+        session.services.ask_user = lambda questions: self._ask_user(session, questions)
+        session.services.plan_exit = lambda path, text: self._plan_exit(session, path, text)
         self.sessions[session_id] = session
         await self._start_mcp(session, params)
         if profile is not None:
@@ -313,8 +313,8 @@ class SemaEngine:
             session.set_usage(0)
 
         ready = self._ready(session)
-        if session.tool_state.get("todos"):
-            session.bus.emit(TodosUpdateParams(todos=_todo_items(session.tool_state["todos"])))
+        if session.services.todos:
+            session.bus.emit(TodosUpdateParams(todos=_todo_items(session.services.todos)))
         if profile is None:
             session.bus.emit(
                 ConfigNoModelsParams(
@@ -342,7 +342,7 @@ class SemaEngine:
             length, tokens = loaded.mark
             session.tokens.set_mark(length, session.history[length - 1], tokens)
         if loaded.todos:
-            session.tool_state["todos"] = loaded.todos
+            session.services.todos = loaded.todos
         covered = loaded.mark is not None and loaded.mark[0] == len(session.history)
         if covered:  # the provider's persisted figure counts it all: nothing to tokenize
             session.set_usage(session.tokens.count(session.history))
@@ -608,8 +608,8 @@ class SemaEngine:
         session.history.clear()
         session.tokens.reset()
         session.read_files.clear()
-        had_todos = bool(session.tool_state.get("todos"))
-        session.tool_state["todos"] = []
+        had_todos = bool(session.services.todos)
+        session.services.todos = []
         if session.pipeline is not None:
             session.pipeline.context_cleared()
         if session.store is not None:
@@ -687,7 +687,7 @@ class SemaEngine:
             working_dir=session.working_dir,
             session_id=session.id,
             read_files=session.read_files,
-            state=session.tool_state,
+            services=session.services,
         )
         policy = PermissionPolicy(
             mode=session.permission_mode,
@@ -703,7 +703,7 @@ class SemaEngine:
             plan_mode=session.mode == "Plan",
         )
         session.policy, session.runner = policy, runner
-        session.tool_state["run_subagent"] = SubagentRunner(
+        session.services.run_subagent = SubagentRunner(
             session, setup, control, policy, self._provider_for_profile(session)
         )
         thinking_budget = (
@@ -735,7 +735,7 @@ class SemaEngine:
         try:
             outcome = await conversation.query(user_content)
         finally:
-            session.tool_state.pop("run_subagent", None)
+            session.services.run_subagent = None
         session.usage = conversation.last_usage
         return outcome
 
@@ -768,24 +768,24 @@ class SemaEngine:
     def _rebuild(
         self,
         session: Session,
-        request: dict[str, Any],
+        request: RebuildContext,
         control: TurnControl,
         policy: PermissionPolicy,
     ) -> ContextRebuild:
         """ExitPlanMode was approved: switch mode, rebuild tools and prompt."""
         assert session.pipeline is not None
-        self._set_mode(session, str(request.get("newMode") or "Agent"))
+        self._set_mode(session, request.new_mode)
         setup = session.pipeline.turn_setup()
-        session.tool_state["run_subagent"] = SubagentRunner(
+        session.services.run_subagent = SubagentRunner(
             session, setup, control, policy, self._provider_for_profile(session)
         )
         restart = None
-        message = request.get("rebuildMessage")
+        message = request.rebuild_message
         if message:  # clearContextAndStart: the curated history restarts from the plan
             session.tokens.reset()
             if session.store is not None:
                 session.store.append_event("clear")
-                todos = session.tool_state.get("todos")
+                todos = session.services.todos
                 if todos:  # a `clear` marker empties todos on load; these live on
                     session.store.append_event("todos", todos=_as_dicts(todos))
             restart = [TextBlock(text=str(message)), *session.pipeline.first_query_blocks(setup)]

@@ -40,7 +40,7 @@ from sema_rpc.protocol import (
     ToolExecutionStartParams,
     ToolExecutionUpdateParams,
 )
-from sema_rpc.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from sema_rpc.tools.base import RebuildContext, Tool, ToolContext, ToolError, ToolOutput
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class ToolRunner:
         self.control = control
         self.agent_id = agent_id
         self.plan_mode = plan_mode
-        self.controls: list[dict[str, Any]] = []
+        self.controls: list[RebuildContext] = []
         """Control signals returned by the last batch's tools (e.g. ExitPlanMode's rebuild)."""
 
     async def run_batch(
@@ -220,14 +220,13 @@ class ToolRunner:
         ask = tool.permission(args, ctx)
         if ask is None:
             return None
-        command = getattr(args, "command", None) if tool.name == "Bash" else None
-        verdict = self.policy.decide(tool.name, ask, command)
+        verdict = self.policy.decide(ask)
         if verdict == "allow":
             return None
         if verdict == "refuse":
             return NO_CLIENT_MESSAGE
         options = ["allow_once", "reject"]
-        always_rule = self.policy.rule_for_always(tool.name, ask)
+        always_rule = self.policy.rule_for_always(ask)
         if always_rule is not None:
             options.insert(1, "allow_always")
         request = PermissionRequestParams(

@@ -66,7 +66,7 @@ class _SubagentBus:
 
 @dataclass
 class SubagentRunner:
-    """`ctx.state["run_subagent"]` for one turn of the main agent."""
+    """`ctx.services.run_subagent` for one turn of the main agent."""
 
     session: Session
     turn: TurnSetup
@@ -96,7 +96,7 @@ class SubagentRunner:
             session_id=session.id,
             agent_id=task_id,
             read_files=session.read_files,
-            state=session.tool_state,
+            services=session.services,
         )
         bus = cast(EventBus, _SubagentBus(session.bus))
         runner = ToolRunner(

@@ -20,6 +20,7 @@ from sema_rpc.core.policy.bash_safety import (
     names_git_dir,
     network_program,
     rule_for,
+    rule_matches,
     segments,
 )
 from sema_rpc.core.policy.paths import is_inside
@@ -111,8 +112,13 @@ class BashTool(Tool):
                 content=args.command,
                 ask_every_time=True,
             )
+        command = args.command
         return PermissionAsk(
-            title=f"Bash: {args.command}", content=args.command, rule=rule_for(args.command)
+            title=f"Bash: {command}",
+            content=command,
+            rule=rule_for(command),
+            # `Bash(prefix:*)` covers the commands it names, as one simple command only.
+            covered_by=lambda stored: stored.startswith("Bash(") and rule_matches(stored, command),
         )
 
     async def call(self, args: BashInput, ctx: ToolContext) -> ToolOutput:

@@ -47,9 +47,9 @@ def builtin_tools(use_tools: list[str] | None = None, plan_mode: bool = False) -
 
 
 # --------------------------------------------------------------------------- agent tools
-# Tools that need the engine's help through ctx.state callbacks (`run_subagent`,
+# Tools that need the engine's help through ctx.services (`run_subagent`,
 # `ask_user`, `plan_exit`) or the project's definitions (skills, agents). Kept apart from
-# BUILTIN_TOOLS so the engine opts in once it provides those callbacks.
+# BUILTIN_TOOLS so the engine opts in once it provides those services.
 
 from pathlib import Path  # noqa: E402
 
