@@ -35,7 +35,7 @@ from sema_rpc.protocol import FileReferenceParams, ToolListItem
 from sema_rpc.tools.base import Tool
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.engine import Session
+    from sema_rpc.engine.session import Session
 
 
 @dataclass

@@ -38,7 +38,7 @@ from sema_rpc.tools.base import ToolContext, ToolError
 if TYPE_CHECKING:
     from sema_rpc.core.config import ModelProfile
     from sema_rpc.core.stream import Provider
-    from sema_rpc.engine.engine import Session
+    from sema_rpc.engine.session import Session
 
 SUBAGENT_MAX_TURNS = 50
 QUIET_EVENTS = (TextChunkParams, ThinkingChunkParams, SessionInterruptedParams)
