@@ -49,7 +49,7 @@ from _common import (
     vm_hwm_kb,
 )
 
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     Message,
     TextBlock,
     ThinkingBlock,
@@ -203,7 +203,7 @@ class InstantModel:
     name = "instant"
 
     async def stream(self, request: Any) -> AsyncIterator[Any]:
-        from sema_rpc.providers.base import ResponseDone
+        from sema_rpc.core.stream import ResponseDone
 
         message = Message(role="assistant", content=[TextBlock(text="Done.")])
         yield ResponseDone(message, "end_turn", Usage(input_tokens=5000, output_tokens=3))

@@ -57,10 +57,10 @@ from _common import (
     vm_hwm_kb,
 )
 
-from sema_rpc.engine.custom_commands import expand, list_commands
+from sema_rpc.core.project.custom_commands import expand, list_commands
+from sema_rpc.core.project.rules import load_rules
+from sema_rpc.core.project.skills import list_skills, skill_summaries
 from sema_rpc.engine.references import resolve_references
-from sema_rpc.engine.rules import load_rules
-from sema_rpc.engine.skills import list_skills, skill_summaries
 from sema_rpc.engine.system_prompt import (
     build_system_prompt,
     first_query_reminders,

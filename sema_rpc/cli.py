@@ -11,8 +11,6 @@ import gc
 import os
 import sys
 
-EXIT_CODES = {"end_turn": 0, "command": 0, "error": 1, "max_turns": 3, "interrupted": 130}
-
 
 def _protect_stdout() -> object:
     """Keep the protocol stream for ourselves: fd 1 becomes stderr for everything else.
@@ -117,7 +115,7 @@ def run_main(argv: list[str]) -> int:
 
     setup_logging(args.log_level)
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
-    from sema_rpc.config import recording_workspace
+    from sema_rpc.core.config import recording_workspace
     from sema_rpc.runner import run_once
 
     cwd = args.cwd

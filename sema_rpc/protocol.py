@@ -50,31 +50,23 @@ class ErrorCode:
     METHOD_NOT_FOUND = -32601
     INVALID_PARAMS = -32602
     INTERNAL_ERROR = -32603
-    SERVER_NOT_INITIALIZED = -32002
     REQUEST_CANCELLED = -32800
     # Application codes (documented in protocol/README.md).
     SESSION_NOT_FOUND = -32010
-    SESSION_BUSY = -32011
     NO_MODEL_CONFIGURED = -32012
-    SHUTTING_DOWN = -32013
     CONFIG_ERROR = -32014
     HISTORY_UNREADABLE = -32015
 
 
 class RpcError(Exception):
-    """An error answer to a client request. Raised anywhere; mapped to JSON-RPC in rpc/server.py."""
+    """An error answer to a client request, raised by the wire layer (rpc/); the engine
+    raises core.errors instead, which rpc/errors.py maps to these."""
 
     def __init__(self, code: int, message: str, data: Any = None):
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
-
-
-def session_not_found(session_id: str) -> RpcError:
-    return RpcError(
-        ErrorCode.SESSION_NOT_FOUND, f"unknown session: {session_id}", {"sessionId": session_id}
-    )
 
 
 # --------------------------------------------------------------------------- shared types
@@ -475,7 +467,7 @@ class PermissionResult(WireModel):
 
 
 # --------------------------------------------------------------------------- context and extensibility
-# @references, subagents, AskUserQuestion, ExitPlanMode, command/list, tool/list (issue 5).
+# @references, subagents, AskUserQuestion, ExitPlanMode, command/list, tool/list.
 
 
 class FileReference(WireModel):

@@ -5,7 +5,7 @@ exactly what an editor sees. `--format jsonl` prints every notification as recei
 the wire (one JSON object per line), then the prompt's response message
 (`{"jsonrpc":"2.0","id":…,"result":{…}}`). `--format text` streams the answer text to
 stdout and one line per tool call to stderr (`→ title` on start, `✗ title: error` on
-error). The exit code follows the stop reason (cli.EXIT_CODES); 2 for usage and
+error). The exit code follows the stop reason (EXIT_CODES); 2 for usage and
 configuration errors (no model, a model whose API key is not set, an unknown provider or
 model, a bad working directory, an unreadable models.json): one line on stderr naming
 what to set.
@@ -36,20 +36,27 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from sema_rpc.protocol import ErrorCode
+
 if TYPE_CHECKING:
     from sema_client import SemaClient
 
 USAGE_ERROR = 2
+EXIT_CODES = {"end_turn": 0, "command": 0, "error": 1, "max_turns": 3, "interrupted": 130}
+"""The exit code of each stop reason."""
 
 # JSON-RPC errors from session/create or session/prompt that mean "fix your invocation or
 # configuration" rather than "the turn failed".
-_CONFIG_ERROR_CODES = {-32602, -32012, -32014}
-_NO_MODEL = -32012
+_CONFIG_ERROR_CODES = {
+    ErrorCode.INVALID_PARAMS,
+    ErrorCode.NO_MODEL_CONFIGURED,
+    ErrorCode.CONFIG_ERROR,
+}
 
 
 def _no_model() -> str:
-    """The server's -32012 text speaks of session/create; here the user typed a command."""
-    from sema_rpc.config import models_path
+    """The server's NO_MODEL_CONFIGURED text speaks of session/create; here the user typed a command."""
+    from sema_rpc.core.config import models_path
 
     return (
         "no model configured: pass --model (e.g. --model anthropic/claude-sonnet-4-5, or "
@@ -154,8 +161,6 @@ async def run_once(
     `record_dir`: the server runs with `--record record_dir` (wire transcript + cassette)."""
     from sema_client import SemaClient, SemaConnectionError, SemaRpcError
 
-    from sema_rpc.cli import EXIT_CODES
-
     out = _Output(output_format)
     argv = [sys.executable, "-m", "sema_rpc", "--jsonl"]
     if log_level:
@@ -217,7 +222,9 @@ async def run_once(
         out.end_line()
         code = EXIT_CODES.get(result.stop_reason, 1)
     except SemaRpcError as exc:
-        out.note(f"sema-rpc: {_no_model() if exc.code == _NO_MODEL else exc.message}")
+        out.note(
+            f"sema-rpc: {_no_model() if exc.code == ErrorCode.NO_MODEL_CONFIGURED else exc.message}"
+        )
         code = USAGE_ERROR if exc.code in _CONFIG_ERROR_CODES else 1
     except SemaConnectionError as exc:
         out.note(f"sema-rpc: {exc}")

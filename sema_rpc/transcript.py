@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sema_rpc.log import redact
+from sema_rpc.core.secrets import redact
 
 WIRE_FILE = "wire.jsonl"
 
@@ -109,13 +109,13 @@ def project_snapshot(params: Any) -> dict[str, Any] | None:
     working_dir = Path(params["workingDir"]).expanduser()
     if not working_dir.is_absolute() or not working_dir.is_dir():
         return None
+    from sema_rpc.core.policy.permissions import RuleStore
     from sema_rpc.engine.history import (
         InputHistory,
         history_path,
         seed_json_path,
         valid_session_id,
     )
-    from sema_rpc.engine.permissions import RuleStore
 
     meta: dict[str, Any] = {"kind": "project", "workingDir": params["workingDir"]}
     rules = RuleStore(working_dir)
@@ -694,7 +694,7 @@ class _Seeder:
         self._sessions: set[str] = set()
 
     def seed(self, meta: dict[str, Any]) -> None:
-        from sema_rpc.engine.permissions import project_key
+        from sema_rpc.core.policy.permissions import project_key
 
         if meta.get("kind") != "project" or not isinstance(meta.get("workingDir"), str):
             return

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sema_rpc.engine.messages import ToolResultBlock
+from sema_rpc.core.messages import ToolResultBlock
 from sema_rpc.engine.tokens import TokenCounter
 
 RESULT_SHARE = 0.25

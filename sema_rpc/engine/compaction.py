@@ -1,4 +1,4 @@
-"""Compaction: keep a long conversation inside the model's window (seed 000 §上下文压缩).
+"""Compaction: keep a long conversation inside the model's window.
 
 Before each main-agent model call, when the prompt is larger than contextLength ×
 threshold (`SEMA_COMPACT_THRESHOLD`, default 0.75) and the history has at least three
@@ -28,10 +28,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sema_rpc.engine.budget import MIN_RESULT_TOKENS, batch_budgets, cap_results
-from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
-from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     ContentBlock,
     Message,
     TextBlock,
@@ -39,9 +36,12 @@ from sema_rpc.engine.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from sema_rpc.core.stream import ModelRequest, Provider, ResponseDone, ResponseFailed
+from sema_rpc.engine.budget import MIN_RESULT_TOKENS, batch_budgets, cap_results
+from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
+from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.tokens import CHARS_PER_TOKEN, TokenTracker
 from sema_rpc.protocol import CompactExecParams
-from sema_rpc.providers.base import ModelRequest, Provider, ResponseDone, ResponseFailed
 
 log = logging.getLogger(__name__)
 

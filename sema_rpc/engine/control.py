@@ -2,7 +2,7 @@
 
 `interrupt()` is synchronous and idempotent: it marks the turn and cancels whatever is
 awaiting right now (the model stream, a running tool, a pending permission request).
-The loop then stops at the next checkpoint (seed 000):
+The loop then stops at the next checkpoint:
 1 after the model response, before tools; 2 after all tools, before the next model
 call; 3 before each tool; 4 during a tool.
 """

@@ -1,4 +1,4 @@
-"""Conversation: the agent loop (seed 000).
+"""Conversation: the agent loop.
 
     user message → stream the model → (tool calls? run the batch, feed results back, repeat)
                                      → (no tool call: the turn ends)
@@ -12,7 +12,7 @@ Interrupt checkpoints (see control.py): 1 after the model response (or during it
 stream), 2 after the tool batch, 3 before each tool and 4 during a tool (in run_tools).
 
 The history is the *curated* one (what the model sees); `on_message` hands every
-completed message to the session's persistence (the *comprehensive* history, seed 003).
+completed message to the session's persistence (the *comprehensive* history).
 Before each model call the main agent may compact the history (compaction.py); a
 "prompt is too long" answer from the provider triggers a compaction and a retry. A turn
 never compacts twice without a model response in between: a second "too long" after a
@@ -27,20 +27,29 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from sema_rpc.engine.budget import batch_budgets, cap_results
-from sema_rpc.engine.compaction import CompactionResult, Compactor
-from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
-from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.history import append_curated
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     ContentBlock,
     Message,
     TextBlock,
     ToolResultBlock,
     Usage,
 )
+from sema_rpc.core.stream import (
+    ModelRequest,
+    Provider,
+    ProviderError,
+    ResponseDone,
+    ResponseFailed,
+    TextDelta,
+    ThinkingDelta,
+    ToolSpec,
+)
+from sema_rpc.engine.budget import batch_budgets, cap_results
+from sema_rpc.engine.compaction import CompactionResult, Compactor
+from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
+from sema_rpc.engine.events import EventBus
+from sema_rpc.engine.history import append_curated
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import TokenTracker
 from sema_rpc.protocol import (
@@ -54,17 +63,7 @@ from sema_rpc.protocol import (
     TokenUsage,
     ToolCallSummary,
 )
-from sema_rpc.providers.base import (
-    ModelRequest,
-    Provider,
-    ProviderError,
-    ResponseDone,
-    ResponseFailed,
-    TextDelta,
-    ThinkingDelta,
-    ToolSpec,
-)
-from sema_rpc.tools.base import Tool
+from sema_rpc.tools.base import RebuildContext, Tool
 
 
 async def _no_steering() -> list[ContentBlock]:
@@ -124,8 +123,8 @@ class Conversation:
     tokens: TokenTracker = field(default_factory=TokenTracker)
     """The prompt's size: provider usage first, local counts for the rest (tokens.py)."""
     compactor: Compactor | None = None
-    on_rebuild: Callable[[dict[str, Any]], ContextRebuild] | None = None
-    """Applies a tool's `rebuildContext` control signal (see `_rebuild`)."""
+    on_rebuild: Callable[[RebuildContext], ContextRebuild] | None = None
+    """Applies a tool's RebuildContext result (see `_rebuild`). Contract: does not raise."""
     take_steering: Callable[[], Awaitable[list[ContentBlock]]] = _no_steering
     """Inputs sent with `delivery: steer` while this turn runs (prepared as user content);
     they join it after a batch."""
@@ -205,11 +204,11 @@ class Conversation:
             self._append(Message(role="user", content=results))
             if self.control.observe(2):
                 return self._interrupted(2)
-            for signal in self.runner.controls:
-                if "rebuildContext" in signal and self.on_rebuild is not None:
-                    self._rebuild(self.on_rebuild(signal["rebuildContext"]))
+            for rebuild in self.runner.controls:
+                if self.on_rebuild is not None:
+                    self._rebuild(self.on_rebuild(rebuild))
             steered = await self.take_steering()
-            if steered:  # after the whole batch, before the next model call (pi #1883)
+            if steered:  # after the whole batch, never between a call and its result
                 self._append(Message(role="user", content=steered))
         return TurnOutcome("max_turns")
 
@@ -247,7 +246,7 @@ class Conversation:
         )
 
     def _rebuild(self, rebuilt: ContextRebuild) -> None:
-        """上下文重建 (seed 000): the mode changed mid-turn (ExitPlanMode), so the tools and
+        """Context rebuild: the mode changed mid-turn (ExitPlanMode), so the tools and
         the system prompt follow; clearContextAndStart also restarts the history from the plan."""
         self.config = replace(
             self.config, system_prompt=rebuilt.system_prompt, tool_specs=rebuilt.tool_specs

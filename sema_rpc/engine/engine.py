@@ -1,10 +1,10 @@
-"""SemaEngine: sessions and the processUserInput pipeline (seed 001).
+"""SemaEngine: sessions and what one user input goes through.
 
 One engine serves every session of a process. A session runs one turn at a time; a
 prompt that arrives while a turn runs waits its turn (followUp delivery) and is answered
 when its own turn ends.
 
-Sessions last (seed 003): each keeps its curated history (what the model sees) in
+Sessions last: each keeps its curated history (what the model sees) in
 memory and appends every completed message to its comprehensive history on disk
 (history.py). `session/create` with a known id loads it back; compaction (compaction.py)
 keeps the curated history inside the model's window; token figures come from tokens.py.
@@ -16,16 +16,24 @@ import asyncio
 import logging
 import os
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sema_rpc.config import ConfigError, ModelProfile, resolve_model
+from sema_rpc.core.config import resolve_model
+from sema_rpc.core.errors import (
+    HistoryUnreadable,
+    InvalidArgument,
+    NoModelConfigured,
+    SessionNotFound,
+)
+from sema_rpc.core.errors import working_dir as checked_working_dir
+from sema_rpc.core.messages import TextBlock
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.stream import ToolSpec
+from sema_rpc.engine import assembly
 from sema_rpc.engine.compaction import (
     CompactionResult,
-    CompactionState,
-    Compactor,
-    compact_threshold,
 )
 from sema_rpc.engine.control import PromptCancel, TurnControl
 from sema_rpc.engine.conversation import ContextRebuild, Conversation, LoopConfig, TurnOutcome
@@ -42,12 +50,16 @@ from sema_rpc.engine.history import (
     synced_all,
     valid_session_id,
 )
-from sema_rpc.engine.messages import ContentBlock, Message, TextBlock
-from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.pipeline import InputPipeline
-from sema_rpc.engine.run_tools import ToolRunner
-from sema_rpc.engine.subagents import SubagentRunner
+from sema_rpc.engine.session import Session, SteerInput
 from sema_rpc.engine.tokens import TokenCounter, TokenTracker, counter_for_model
+from sema_rpc.engine.turns import (
+    NotStarted,
+    drop_steer,
+    exclusive_turn,
+    settle_steering,
+    take_steering,
+)
 from sema_rpc.protocol import (
     AskQuestionRequestParams,
     AskQuestionResult,
@@ -55,8 +67,6 @@ from sema_rpc.protocol import (
     CommandListResult,
     ConfigNoModelsParams,
     ConversationUsageParams,
-    ErrorCode,
-    McpServerStatus,
     ModeUpdateEventParams,
     ModeUpdateParams,
     ModeUpdateResult,
@@ -64,7 +74,6 @@ from sema_rpc.protocol import (
     PermissionModeUpdateResult,
     PlanExitRequestParams,
     PlanExitResult,
-    RpcError,
     SessionClearedParams,
     SessionCompactParams,
     SessionCompactResult,
@@ -80,16 +89,12 @@ from sema_rpc.protocol import (
     SessionPromptResult,
     SessionReadyEventParams,
     SessionReadyParams,
-    StateUpdateParams,
     TodoItem,
     TodosUpdateParams,
-    TokenUsage,
     ToolListParams,
     ToolListResult,
-    session_not_found,
 )
-from sema_rpc.providers.base import ToolSpec
-from sema_rpc.tools.base import FileSnapshot, ToolContext
+from sema_rpc.tools.base import RebuildContext
 
 log = logging.getLogger(__name__)
 
@@ -100,109 +105,12 @@ NO_MODEL_SUGGESTION = (
 DISPOSE_GRACE_S = 10.0
 
 
-@dataclass
-class SteerInput:
-    text: str
-    joined: bool = False
-    result: SessionPromptResult | None = None
-    failed: BaseException | None = None
-    """The turn it joined raised: it fails with that turn."""
-    settled: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-@dataclass
-class Session:
-    id: str
-    working_dir: Path
-    bus: EventBus
-    mode: str = "Agent"
-    permission_mode: str = "default"
-    model_spec: str | None = None
-    profile: ModelProfile | None = None
-    use_tools: list[str] | None = None
-    history: list[Message] = field(default_factory=list)
-    """The curated history: what the model sees. The comprehensive one is on disk."""
-    read_files: dict[str, FileSnapshot] = field(default_factory=dict)
-    tool_state: dict = field(default_factory=dict)
-    usage: TokenUsage = field(default_factory=TokenUsage)
-    turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    control: TurnControl | None = None
-    rules: RuleStore | None = None
-    store: HistoryStore | None = None
-    tokens: TokenTracker = field(default_factory=TokenTracker)
-    compaction: CompactionState = field(default_factory=CompactionState)
-    inputs: InputHistory | None = None
-    history_loaded: bool = False
-    disposed: bool = False
-    pipeline: InputPipeline | None = None
-    mcp: Any = None
-    """The session's McpManager, when it has MCP servers."""
-    mcp_status: list[dict[str, Any]] = field(default_factory=list)
-    steering: list[SteerInput] = field(default_factory=list)
-    """`delivery: steer` inputs waiting for the running turn's next tool batch to end."""
-    policy: PermissionPolicy | None = None
-    runner: ToolRunner | None = None
-    """The running turn's permission policy and tool runner: a mode change applies to
-    the turn's next tool call, not only to the next turn."""
-    record_dir: Path | None = None
-    """session/create `recordDir`: this session's recording folder (its cassette)."""
-
-    def ready_params(self) -> SessionReadyParams:
-        return SessionReadyParams(
-            session_id=self.id,
-            working_dir=str(self.working_dir),
-            history_loaded=self.history_loaded or bool(self.history),
-            usage=self.usage,
-            project_input_history=self.inputs.items() if self.inputs else [],
-            mode=self.mode,  # type: ignore[arg-type]
-            permission_mode=self.permission_mode,  # type: ignore[arg-type]
-            model=f"{self.profile.provider}/{self.profile.model_name}" if self.profile else None,
-            mcp_servers=[McpServerStatus.model_validate(s) for s in self.mcp_status],
-        )
-
-    @property
-    def context_length(self) -> int:
-        return self.profile.context_length if self.profile else 0
-
-    def persist(self, message: Message) -> None:
-        """The loop's `on_message` hook: one history entry per completed message."""
-        if self.store is not None:
-            self.store.append_message(message, self.tokens.mark_for(message))
-
-    async def synced(self) -> None:
-        """Wait (the loop serves others meanwhile) until the session's history entries so
-        far are on disk."""
-        if self.store is not None:
-            await self.store.synced()
-
-    def set_usage(self, tokens: int) -> None:
-        self.usage = TokenUsage(
-            use_tokens=tokens, max_tokens=self.context_length, prompt_tokens=tokens
-        )
-
-
 def mcp_start_timeout() -> float:
     """Seconds to wait for a session's MCP servers to start (env SEMA_MCP_START_TIMEOUT_S)."""
     try:
         return float(os.environ.get("SEMA_MCP_START_TIMEOUT_S", "10"))
     except ValueError:
         return 10.0
-
-
-def _session_record_dir(record_dir: str | None, session_id: str) -> Path | None:
-    """session/create `recordDir` → the session's recording folder (created now)."""
-    if record_dir is None:
-        return None
-    from sema_rpc.transcript import session_record_dir
-
-    try:
-        return session_record_dir(record_dir, session_id)
-    except ValueError as exc:
-        raise RpcError(ErrorCode.INVALID_PARAMS, str(exc)) from exc
-    except OSError as exc:
-        raise RpcError(
-            ErrorCode.INVALID_PARAMS, f"cannot record to {record_dir}: {exc.strerror or exc}"
-        ) from exc
 
 
 def system_command(text: str) -> tuple[str, str] | None:
@@ -224,44 +132,48 @@ class SemaEngine:
         self.sessions: dict[str, Session] = {}
         self.record_dir: Path | str | None = None
         """`--record DIR`: each session's model exchanges are recorded as a cassette."""
+        self.session_record_dirs: Callable[[str, str], Path] | None = None
+        """session/create `recordDir` → the session's recording folder, given by the
+        recording layer (`(recordDir, sessionId) -> folder`, created on first use; raises
+        ValueError for a relative path, OSError when it cannot be created). None: this
+        engine cannot record, and a `recordDir` is an error."""
         self.closing = False
         """Set by `shutdown()`: nothing new starts; waiting prompts answer `interrupted`."""
 
     # ------------------------------------------------------------------ sessions
 
+    def _session_record_dir(self, record_dir: str | None, session_id: str) -> Path | None:
+        """session/create `recordDir` → the session's recording folder (created now)."""
+        if record_dir is None:
+            return None
+        if self.session_record_dirs is None:
+            raise InvalidArgument("recordDir: this server cannot record")
+        try:
+            return self.session_record_dirs(record_dir, session_id)
+        except ValueError as exc:
+            raise InvalidArgument(str(exc)) from exc
+        except OSError as exc:
+            raise InvalidArgument(f"cannot record to {record_dir}: {exc.strerror or exc}") from exc
+
     def session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None or session.disposed:
-            raise session_not_found(session_id)
+            raise SessionNotFound(session_id)
         return session
 
     async def create_session(self, params: SessionCreateParams) -> SessionReadyParams:
-        working_dir = Path(params.working_dir).expanduser()  # noqa: ASYNC240 (a stat, not I/O worth a thread)
-        if not working_dir.is_absolute():
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
-                f"workingDir must be an absolute path (a client resolves a relative one "
-                f"against its own directory): {params.working_dir}",
-            )
-        if not working_dir.is_dir():
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS, f"workingDir is not a directory: {params.working_dir}"
-            )
+        working_dir = checked_working_dir(params.working_dir)  # a stat, not I/O worth a thread
         if params.session_id is not None and not valid_session_id(params.session_id):
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
+            raise InvalidArgument(
                 "sessionId must be 1-128 letters, digits, '.', '_' or '-', not starting with "
                 f"'.', '_' or '-': {params.session_id!r}",
             )
-        try:
-            profile = resolve_model(params.model)
-        except ConfigError as exc:
-            raise RpcError(ErrorCode.CONFIG_ERROR, str(exc)) from exc
+        profile = resolve_model(params.model)  # ConfigError: the wire says so
         if params.model is not None and profile is None:
-            raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown model: {params.model}")
+            raise InvalidArgument(f"unknown model: {params.model}")
 
         session_id = params.session_id or uuid.uuid4().hex
-        record_dir = _session_record_dir(params.record_dir, session_id)
+        record_dir = self._session_record_dir(params.record_dir, session_id)
         existing = self.sessions.get(session_id)
         if existing is not None and not existing.disposed:
             existing.record_dir = existing.record_dir or record_dir
@@ -272,9 +184,7 @@ class SemaEngine:
             try:
                 loaded = await asyncio.to_thread(load_history, session_id)
             except HistoryError as exc:
-                raise RpcError(
-                    ErrorCode.HISTORY_UNREADABLE, str(exc), {"sessionId": session_id}
-                ) from exc
+                raise HistoryUnreadable(str(exc), session_id) from exc
             existing = self.sessions.get(session_id)
             if existing is not None and not existing.disposed:  # created while we read
                 existing.record_dir = existing.record_dir or record_dir
@@ -306,9 +216,9 @@ class SemaEngine:
         )
         session.rules = RuleStore(session.working_dir)
         session.pipeline = InputPipeline(session)
-        session.tool_state["on_todos"] = lambda todos: self._todos_changed(session, todos)
-        session.tool_state["ask_user"] = lambda questions: self._ask_user(session, questions)
-        session.tool_state["plan_exit"] = lambda path, text: self._plan_exit(session, path, text)
+        session.services.on_todos = lambda todos: self._todos_changed(session, todos)
+        session.services.ask_user = lambda questions: self._ask_user(session, questions)
+        session.services.plan_exit = lambda path, text: self._plan_exit(session, path, text)
         self.sessions[session_id] = session
         await self._start_mcp(session, params)
         if profile is not None:
@@ -322,8 +232,8 @@ class SemaEngine:
             session.set_usage(0)
 
         ready = self._ready(session)
-        if session.tool_state.get("todos"):
-            session.bus.emit(TodosUpdateParams(todos=_todo_items(session.tool_state["todos"])))
+        if session.services.todos:
+            session.bus.emit(TodosUpdateParams(todos=_todo_items(session.services.todos)))
         if profile is None:
             session.bus.emit(
                 ConfigNoModelsParams(
@@ -341,7 +251,7 @@ class SemaEngine:
         assert session.store is not None
         session.history_loaded = loaded.message_count > 0
         session.history = loaded.messages
-        if loaded.source == "json":  # the seed's format: continue it as JSONL
+        if loaded.source == "json":  # the older JSON format: continue it as JSONL
             session.store.import_messages(loaded.messages, loaded.todos)
         repair = dangling_tool_results(session.history)
         if repair is not None:  # the process died while tools ran
@@ -351,7 +261,7 @@ class SemaEngine:
             length, tokens = loaded.mark
             session.tokens.set_mark(length, session.history[length - 1], tokens)
         if loaded.todos:
-            session.tool_state["todos"] = loaded.todos
+            session.services.todos = loaded.todos
         covered = loaded.mark is not None and loaded.mark[0] == len(session.history)
         if covered:  # the provider's persisted figure counts it all: nothing to tokenize
             session.set_usage(session.tokens.count(session.history))
@@ -378,12 +288,7 @@ class SemaEngine:
     async def list_sessions(self, params: SessionListParams) -> SessionListResult:
         working_dir = None
         if params.working_dir is not None:
-            working_dir = Path(params.working_dir).expanduser()  # noqa: ASYNC240
-            if not working_dir.is_absolute():
-                raise RpcError(
-                    ErrorCode.INVALID_PARAMS,
-                    f"workingDir must be an absolute path: {params.working_dir}",
-                )
+            working_dir = checked_working_dir(params.working_dir, must_exist=False)
             working_dir = await asyncio.to_thread(working_dir.resolve)
         summaries = await asyncio.to_thread(list_sessions, working_dir)
         return SessionListResult(
@@ -444,7 +349,7 @@ class SemaEngine:
         self.closing = True
         for session in self.sessions.values():
             for steer in [s for s in session.steering if not s.joined]:
-                self._drop_steer(session, steer)
+                drop_steer(session, steer)
             if session.control is not None:
                 session.control.interrupt("shutdown")
         deadline = asyncio.get_running_loop().time() + grace_s
@@ -475,13 +380,11 @@ class SemaEngine:
         command = system_command(params.input)
         if session.profile is None and (command is None or command[0] != "clear"):
             # config:no_models went out once, with session:ready; the error says it again.
-            raise RpcError(
-                ErrorCode.NO_MODEL_CONFIGURED, "no model configured: " + NO_MODEL_SUGGESTION
-            )
+            raise NoModelConfigured("no model configured: " + NO_MODEL_SUGGESTION)
         if params.delivery == "steer" and command is None and session.control is not None:
             steer = SteerInput(params.input)
             session.steering.append(steer)
-            cancel.on_cancel(lambda: self._drop_steer(session, steer))
+            cancel.on_cancel(lambda: drop_steer(session, steer))
             try:
                 await steer.settled.wait()
             finally:
@@ -493,115 +396,58 @@ class SemaEngine:
             if steer.result is not None:  # it joined the running turn (or was cancelled)
                 return steer.result
             # The turn ended before a tool batch could take it: it runs as its own turn.
-        if not await cancel.acquire(session.turn_lock):  # cancelled while queued
-            return SessionPromptResult(stop_reason="interrupted", usage=session.usage)
-        try:
-            if session.disposed or self.closing:
-                return SessionPromptResult(stop_reason="interrupted", usage=session.usage)
-            control = TurnControl()
-            session.control = control
-            cancel.on_cancel(lambda: control.interrupt("user"))
-            session.bus.emit(StateUpdateParams(state="processing"))
-            result: SessionPromptResult | None = None
-            failure: BaseException | None = None
-            try:
-                if command is None:
-                    if not session.history and session.store is not None:
-                        # What the user typed names the session in session/list (the first
-                        # message may be a custom command's expansion).
-                        session.store.append_event("title", title=params.input[:500])
-                    outcome = await self._run_turn(session, params.input, control)
-                elif command[0] == "clear":
-                    outcome = self._clear(session)
-                else:
-                    await self._compact(session, control, command[1] or None)
-                    outcome = TurnOutcome("interrupted" if control.interrupted else "command")
-                await session.synced()  # answered once the turn is on disk
-                result = SessionPromptResult(
-                    stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
-                    usage=session.usage,
-                    error=outcome.error,
-                )
-                return result
-            except BaseException as exc:
-                failure = exc
-                raise
-            finally:
-                cancel.on_cancel(None)
-                session.control = session.policy = session.runner = None
-                session.bus.emit(StateUpdateParams(state="idle"))
-                # Also when the turn raised: a steer that joined it is answered with it.
-                self._settle_steering(session, result, failure)
-        finally:
-            session.turn_lock.release()
 
-    async def _take_steering(self, session: Session) -> list[ContentBlock]:
-        """The loop's hook after each tool batch: steer inputs join the running turn, with
-        their custom commands and @references expanded as a prompt's are."""
-        taken = [s for s in session.steering if not s.joined]
-        for steer in taken:
-            steer.joined = True
-        blocks: list[ContentBlock] = []
-        for steer in taken:
-            if session.pipeline is None:
-                blocks.append(TextBlock(text=steer.text))
+        async def turn(control: TurnControl) -> SessionPromptResult:
+            if command is None:
+                if not session.history and session.store is not None:
+                    # What the user typed names the session in session/list (the first
+                    # message may be a custom command's expansion).
+                    session.store.append_event("title", title=params.input[:500])
+                outcome = await self._run_turn(session, params.input, control)
+            elif command[0] == "clear":
+                outcome = self._clear(session)
             else:
-                blocks += await session.pipeline.input_blocks(steer.text)
-        return blocks
+                await self._compact(session, control, command[1] or None)
+                outcome = TurnOutcome("interrupted" if control.interrupted else "command")
+            await session.synced()  # answered once the turn is on disk
+            return SessionPromptResult(
+                stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
+                usage=session.usage,
+                error=outcome.error,
+            )
 
-    def _settle_steering(
-        self,
-        session: Session,
-        result: SessionPromptResult | None,
-        failure: BaseException | None = None,
-    ) -> None:
-        """A turn ended: steer inputs that joined it get its answer (or its failure);
-        the others (no tool batch came to take them) are released to run as turns of
-        their own."""
-        if result is None and (failure is None or isinstance(failure, asyncio.CancelledError)):
-            result = SessionPromptResult(stop_reason="interrupted", usage=session.usage)
-        waiting, session.steering = session.steering, []
-        for steer in waiting:
-            if steer.joined:
-                steer.result, steer.failed = result, failure if result is None else None
-            steer.settled.set()
-
-    def _drop_steer(self, session: Session, steer: SteerInput) -> None:
-        """Cancel one steer input: one still waiting leaves the queue and answers
-        `interrupted`; one that joined the running turn is part of it, so that turn is
-        interrupted (and answers both)."""
-        if steer.settled.is_set():
-            return
-        if steer.joined:
-            if session.control is not None:
-                session.control.interrupt("user")
-            return
-        if steer in session.steering:
-            session.steering.remove(steer)
-        steer.result = SessionPromptResult(stop_reason="interrupted", usage=session.usage)
-        steer.settled.set()
+        result = await exclusive_turn(
+            session,
+            turn,
+            cancel=cancel,
+            closing=lambda: self.closing,
+            # Also when the turn raised: a steer that joined it is answered with it.
+            on_end=lambda result, failure: settle_steering(session, result, failure),
+        )
+        if isinstance(result, NotStarted):
+            return SessionPromptResult(stop_reason="interrupted", usage=session.usage)
+        return result
 
     async def compact(self, params: SessionCompactParams) -> SessionCompactResult:
         session = self.session(params.session_id)
         if session.profile is None:
-            raise RpcError(
-                ErrorCode.NO_MODEL_CONFIGURED, "no model configured: " + NO_MODEL_SUGGESTION
-            )
-        async with session.turn_lock:
-            if session.disposed:
-                raise session_not_found(session.id)
-            result: CompactionResult | None = None  # shut down while it waited: none starts
-            if not self.closing:
-                control = TurnControl()
-                session.control = control
-                session.bus.emit(StateUpdateParams(state="processing"))
-                try:
-                    result = await self._compact(session, control, params.instructions)
-                finally:
-                    session.control = session.policy = session.runner = None
-                    session.bus.emit(StateUpdateParams(state="idle"))
-                    self._settle_steering(session, None)  # a steer sent meanwhile runs alone
-                await session.synced()
+            raise NoModelConfigured("no model configured: " + NO_MODEL_SUGGESTION)
+
+        async def turn(control: TurnControl) -> CompactionResult | None:
+            compacted = await self._compact(session, control, params.instructions)
+            await session.synced()
+            return compacted
+
+        ran = await exclusive_turn(
+            session,
+            turn,
+            cancel=PromptCancel(),
+            closing=lambda: self.closing,
+            on_end=lambda _result, _failure: settle_steering(session, None),  # steers run alone
+        )
+        if ran is NotStarted.DISPOSED:
+            raise SessionNotFound(session.id)
+        result = None if isinstance(ran, NotStarted) else ran  # shut down: none starts
         if result is None:  # interrupted during the summary call
             before = session.usage.prompt_tokens
             return SessionCompactResult(
@@ -626,8 +472,8 @@ class SemaEngine:
         session.history.clear()
         session.tokens.reset()
         session.read_files.clear()
-        had_todos = bool(session.tool_state.get("todos"))
-        session.tool_state["todos"] = []
+        had_todos = bool(session.services.todos)
+        session.services.todos = []
         if session.pipeline is not None:
             session.pipeline.context_cleared()
         if session.store is not None:
@@ -644,53 +490,8 @@ class SemaEngine:
     ) -> CompactionResult | None:
         _, specs, system = self._tools_and_prompt(session)
         session.tokens.set_overhead(system, specs)
-        compactor = self._compactor(session, control)
+        compactor = assembly.compactor(session, control, self.record_dir)
         return await compactor.compact(session.history, "manual", instructions)
-
-    def _compactor(self, session: Session, control: TurnControl) -> Compactor:
-        profile = session.profile
-        assert profile is not None
-
-        def compacted(result: CompactionResult) -> None:
-            if session.store is not None and result.messages is not None:
-                session.store.append_compaction(
-                    result.messages,
-                    strategy=result.strategy,
-                    trigger=result.trigger,
-                    tokenBefore=result.token_before,
-                    tokenCompact=result.token_compact,
-                    **({"errMsg": result.err_msg} if result.err_msg else {}),
-                )
-            session.set_usage(result.token_compact)
-            session.bus.emit(ConversationUsageParams(usage=session.usage))
-
-        return Compactor(
-            provider=self._provider(session),
-            model=profile.model_name,
-            max_tokens=profile.max_tokens,
-            context_length=profile.context_length,
-            tracker=session.tokens,
-            bus=session.bus,
-            control=control,
-            state=session.compaction,
-            threshold=compact_threshold(),
-            on_compacted=compacted,
-            reminders=session.pipeline.standing_reminders if session.pipeline else list,
-        )
-
-    def _record_to(self, session: Session) -> list[Path]:
-        """The cassettes the session's model exchanges go to: its `recordDir`'s and the
-        server's `--record` run folder's (none when nothing records)."""
-        from sema_rpc.providers.recording import cassette_path
-
-        dirs = [d for d in (session.record_dir, self.record_dir) if d is not None]
-        return [cassette_path(d, session.id) for d in dirs]
-
-    def _provider(self, session: Session) -> Any:
-        from sema_rpc.providers.registry import provider_for
-
-        assert session.profile is not None
-        return provider_for(session.profile, record_to=self._record_to(session) or None)
 
     def _tools_and_prompt(self, session: Session) -> tuple[list[Any], list[ToolSpec], str]:
         assert session.pipeline is not None
@@ -701,36 +502,18 @@ class SemaEngine:
         profile = session.profile
         assert profile is not None and session.pipeline is not None
         user_content, setup = await session.pipeline.prepare(text)
-        context = ToolContext(
-            working_dir=session.working_dir,
-            session_id=session.id,
-            read_files=session.read_files,
-            state=session.tool_state,
+        runner = assembly.tool_runner(
+            session, setup, control, client_answers=self.client_answers_permissions
         )
-        policy = PermissionPolicy(
-            mode=session.permission_mode,
-            store=session.rules or RuleStore(session.working_dir),
-            client_can_answer=self.client_answers_permissions,
-        )
-        runner = ToolRunner(
-            tools=setup.accepted,
-            context=context,
-            policy=policy,
-            bus=session.bus,
-            control=control,
-            plan_mode=session.mode == "Plan",
-        )
-        session.policy, session.runner = policy, runner
-        session.tool_state["run_subagent"] = SubagentRunner(
-            session, setup, control, policy, self._provider_for_profile(session)
-        )
+        policy = runner.policy
+        assembly.arm_subagents(session, setup, control, policy, self.record_dir)
         thinking_budget = (
             max(1024, min(profile.max_tokens // 2, 4000)) if profile.thinking else None
         )
         conversation = Conversation(
             agent_id="main",
             history=session.history,
-            provider=self._provider(session),
+            provider=assembly.provider(session, self.record_dir),
             config=LoopConfig(
                 model=profile.model_name,
                 system_prompt=setup.system_prompt,
@@ -746,30 +529,18 @@ class SemaEngine:
             persisted=session.synced,
             last_usage=session.usage,
             tokens=session.tokens,
-            compactor=self._compactor(session, control),
+            compactor=assembly.compactor(session, control, self.record_dir),
             on_rebuild=lambda request: self._rebuild(session, request, control, policy),
-            take_steering=lambda: self._take_steering(session),
+            take_steering=lambda: take_steering(
+                session, session.pipeline.input_blocks if session.pipeline else None
+            ),
         )
         try:
             outcome = await conversation.query(user_content)
         finally:
-            session.tool_state.pop("run_subagent", None)
+            session.services.run_subagent = None
         session.usage = conversation.last_usage
         return outcome
-
-    def _provider_for_profile(self, session: Session) -> Any:
-        """How a subagent gets its provider (its model may differ from the session's)."""
-        from sema_rpc.providers.registry import provider_for
-
-        def get(profile: ModelProfile) -> Any:
-            replaying = session.profile is not None and session.profile.provider == "replay"
-            if profile is session.profile or replaying:
-                # A replayed session plays its subagents' calls from its cassette too.
-                return self._provider(session)
-            # Recorded to the session's cassette(s), between the main agent's exchanges.
-            return provider_for(profile, record_to=self._record_to(session) or None)
-
-        return get
 
     def _set_mode(self, session: Session, mode: str) -> None:
         if session.mode == mode:
@@ -786,24 +557,22 @@ class SemaEngine:
     def _rebuild(
         self,
         session: Session,
-        request: dict[str, Any],
+        request: RebuildContext,
         control: TurnControl,
         policy: PermissionPolicy,
     ) -> ContextRebuild:
-        """ExitPlanMode was approved: switch mode, rebuild tools and prompt (seed 000)."""
+        """ExitPlanMode was approved: switch mode, rebuild tools and prompt."""
         assert session.pipeline is not None
-        self._set_mode(session, str(request.get("newMode") or "Agent"))
+        self._set_mode(session, request.new_mode)
         setup = session.pipeline.turn_setup()
-        session.tool_state["run_subagent"] = SubagentRunner(
-            session, setup, control, policy, self._provider_for_profile(session)
-        )
+        assembly.arm_subagents(session, setup, control, policy, self.record_dir)
         restart = None
-        message = request.get("rebuildMessage")
+        message = request.rebuild_message
         if message:  # clearContextAndStart: the curated history restarts from the plan
             session.tokens.reset()
             if session.store is not None:
                 session.store.append_event("clear")
-                todos = session.tool_state.get("todos")
+                todos = session.services.todos
                 if todos:  # a `clear` marker empties todos on load; these live on
                     session.store.append_event("todos", todos=_as_dicts(todos))
             restart = [TextBlock(text=str(message)), *session.pipeline.first_query_blocks(setup)]
@@ -865,14 +634,9 @@ class SemaEngine:
             await manager.aclose()
 
     def command_list(self, params: CommandListParams) -> CommandListResult:
-        from sema_rpc.engine.custom_commands import list_commands
+        from sema_rpc.core.project.custom_commands import list_commands
 
-        working_dir = Path(params.working_dir).expanduser()
-        if not working_dir.is_absolute() or not working_dir.is_dir():
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
-                f"workingDir is not an absolute directory: {params.working_dir}",
-            )
+        working_dir = checked_working_dir(params.working_dir)
         return CommandListResult.model_validate(
             {"commands": [c.wire() for c in list_commands(working_dir.resolve())]}
         )

@@ -1,8 +1,8 @@
 """The per-session event bus.
 
 Events are the protocol's `*Params` models (sema_rpc/protocol.py); the bus stamps the
-envelope (sessionId, agentId, seq) and hands each event to its sinks. The rpc layer is
-one sink (it forwards events 1:1 as notifications); the one-shot runner is another.
+envelope (sessionId, agentId, seq) and hands each event to the client bridge (the rpc
+layer forwards events 1:1 as notifications).
 
 Three events need an answer from the client (permission, question, plan exit). Those
 go through `ask()`, which returns None when no client can answer: the caller decides
@@ -11,7 +11,7 @@ what that means (for permissions, the session's permission mode).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from sema_rpc.protocol import EventParams, WireModel
@@ -32,13 +32,12 @@ class ClientBridge(Protocol):
 
 
 class EventBus:
-    __slots__ = ("_bridge", "_listeners", "seq", "session_id")
+    __slots__ = ("_bridge", "seq", "session_id")
 
     def __init__(self, session_id: str, bridge: ClientBridge):
         self.session_id = session_id
         self.seq = 0
         self._bridge = bridge
-        self._listeners: list[Callable[[EventParams], None]] = []
 
     def _stamp(self, event: EventParams, agent_id: str) -> None:
         self.seq += 1
@@ -48,8 +47,6 @@ class EventBus:
 
     def emit(self, event: EventParams, agent_id: str = "main") -> None:
         self._stamp(event, agent_id)
-        for listener in self._listeners:
-            listener(event)
         self._bridge.notify(event)
 
     def ask(
@@ -57,7 +54,3 @@ class EventBus:
     ) -> Awaitable[Any]:
         self._stamp(event, agent_id)
         return self._bridge.ask(event, result_type)
-
-    def subscribe(self, listener: Callable[[EventParams], None]) -> Callable[[], None]:
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)

@@ -1,4 +1,4 @@
-"""Session history on disk: one append-only JSONL file per session (seed 003).
+"""Session history on disk: one append-only JSONL file per session.
 
     $SEMA_ROOT/history/<sessionId>.jsonl        mode 0600, folder 0700
 
@@ -33,7 +33,7 @@ warning; when the file does not end with a newline the next append starts with o
 a torn line never swallows a good one. A failed write (disk full, read-only root) is
 logged and kept in memory; it is retried, in order, with the next append.
 
-Also here: the seed's `{messages, todos}` JSON (`history/<sessionId>.json`), which is
+Also here: the older `{messages, todos}` JSON format (`history/<sessionId>.json`), which is
 imported into the JSONL file on first load, `session/list`, and the per-project input
 history.
 """
@@ -56,10 +56,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sema_rpc.config import sema_root
-from sema_rpc.engine.messages import Message, TextBlock, ToolResultBlock
-from sema_rpc.log import known_secrets, redact_known
-from sema_rpc.text import SURROGATE_ESCAPE, without_surrogates
+from sema_rpc.core.config import sema_root
+from sema_rpc.core.messages import Message, TextBlock, ToolResultBlock
+from sema_rpc.core.secrets import known_secrets, redact_known
+from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +286,7 @@ class HistoryStore:
         )
 
     def import_messages(self, messages: list[Message], todos: list[dict] | None) -> None:
-        """Write an imported history (the seed's JSON) in one append."""
+        """Write an imported history (the older JSON format) in one append."""
         lines = []
         for message in messages:
             self.message_count += 1
@@ -454,7 +454,7 @@ class LoadedHistory:
     working_dir: str | None = None
     skipped: int = 0
     source: str = "jsonl"
-    """`jsonl`, or `json` for the seed's format (not yet imported)."""
+    """`jsonl`, or `json` for the older JSON format (not yet imported)."""
 
 
 class HistoryError(Exception):
@@ -765,7 +765,7 @@ class InputHistory:
     """
 
     def __init__(self, working_dir: Path):
-        from sema_rpc.engine.permissions import project_key
+        from sema_rpc.core.policy.permissions import project_key
 
         self.path = sema_root() / "projects" / project_key(working_dir) / "input-history.json"
 

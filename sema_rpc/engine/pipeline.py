@@ -1,4 +1,4 @@
-"""SemaEngine's input pipeline (seed 001, steps 2 and 6-9): what one user input becomes
+"""SemaEngine's input pipeline: what one user input becomes
 before the loop sees it.
 
 - tools for this turn: built-in + agent tools (Task, Skill, AskUserQuestion, ExitPlanMode)
@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from sema_rpc.engine.custom_commands import expand
-from sema_rpc.engine.messages import ContentBlock, TextBlock
+from sema_rpc.core.messages import ContentBlock, TextBlock
+from sema_rpc.core.project.custom_commands import expand
+from sema_rpc.core.project.rules import load_rules
+from sema_rpc.core.project.skills import list_skills, skill_summaries
+from sema_rpc.core.stream import ToolSpec
 from sema_rpc.engine.references import resolve_references_async
-from sema_rpc.engine.rules import load_rules
-from sema_rpc.engine.skills import list_skills, skill_summaries
 from sema_rpc.engine.system_prompt import (
     build_system_prompt,
     first_query_reminders,
@@ -31,11 +32,10 @@ from sema_rpc.engine.system_prompt import (
     plan_mode_reminder,
 )
 from sema_rpc.protocol import FileReferenceParams, ToolListItem
-from sema_rpc.providers.base import ToolSpec
 from sema_rpc.tools.base import Tool
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.engine import Session
+    from sema_rpc.engine.session import Session
 
 
 @dataclass
@@ -58,12 +58,11 @@ class InputPipeline:
     _git_checked: bool = False
     plan_reminded: bool = False
 
-    def turn_setup(self, *, mode: str | None = None) -> TurnSetup:
+    def turn_setup(self) -> TurnSetup:
         from sema_rpc.tools.registry import agent_tools, builtin_tools
 
         s = self.session
-        mode = mode or s.mode
-        plan = mode == "Plan"
+        plan = s.mode == "Plan"
         skills = list_skills(s.working_dir)
         wanted = None if s.use_tools is None else set(s.use_tools)
         mcp = [t for t in self.mcp_tools if wanted is None or t.name in wanted]
@@ -77,7 +76,7 @@ class InputPipeline:
         specs = [ToolSpec(t.name, t.description, t.input_schema()) for t in offered]
         system = build_system_prompt(
             s.working_dir,
-            mode,
+            s.mode,
             skills_summary=skill_summaries(skills),
             git_status=self.git_status,
         )

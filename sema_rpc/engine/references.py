@@ -1,6 +1,6 @@
 """@references in user input: files and directories the user points the model at.
 
-Syntax (seed 001 step 7):
+Syntax:
 
     @src/app.py            the file, as the Read tool returns it (numbered lines, same caps)
     @src/app.py:42         line 42 only
@@ -31,9 +31,9 @@ from typing import Any
 
 import anyio
 
+from sema_rpc.core.policy.paths import SKIP_DIRS, display_path, is_inside, resolve_path
 from sema_rpc.engine.system_prompt import system_reminder
 from sema_rpc.tools.base import FileSnapshot, ToolContext, ToolOutput
-from sema_rpc.tools.paths import SKIP_DIRS, display_path, is_inside, resolve_path
 from sema_rpc.tools.read import ReadInput, ReadTool
 
 MAX_REFERENCES = 50

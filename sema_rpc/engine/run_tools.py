@@ -21,16 +21,17 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
-from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
-from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.messages import ToolResultBlock, ToolUseBlock
-from sema_rpc.engine.permissions import (
+from sema_rpc.core.messages import ToolResultBlock, ToolUseBlock
+from sema_rpc.core.policy.permissions import (
     NO_CLIENT_MESSAGE,
     REJECT_MESSAGE,
     PermissionPolicy,
     feedback_message,
 )
-from sema_rpc.log import StreamRedactor, redact_known
+from sema_rpc.core.secrets import StreamRedactor, redact_known
+from sema_rpc.core.text import without_surrogates
+from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
+from sema_rpc.engine.events import EventBus
 from sema_rpc.protocol import (
     PermissionRequestParams,
     PermissionResult,
@@ -39,8 +40,7 @@ from sema_rpc.protocol import (
     ToolExecutionStartParams,
     ToolExecutionUpdateParams,
 )
-from sema_rpc.text import without_surrogates
-from sema_rpc.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from sema_rpc.tools.base import RebuildContext, Tool, ToolContext, ToolError, ToolOutput
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class ToolRunner:
         self.control = control
         self.agent_id = agent_id
         self.plan_mode = plan_mode
-        self.controls: list[dict[str, Any]] = []
+        self.controls: list[RebuildContext] = []
         """Control signals returned by the last batch's tools (e.g. ExitPlanMode's rebuild)."""
 
     async def run_batch(
@@ -220,14 +220,13 @@ class ToolRunner:
         ask = tool.permission(args, ctx)
         if ask is None:
             return None
-        command = getattr(args, "command", None) if tool.name == "Bash" else None
-        verdict = self.policy.decide(tool.name, ask, command)
+        verdict = self.policy.decide(ask)
         if verdict == "allow":
             return None
         if verdict == "refuse":
             return NO_CLIENT_MESSAGE
         options = ["allow_once", "reject"]
-        always_rule = self.policy.rule_for_always(tool.name, ask)
+        always_rule = self.policy.rule_for_always(ask)
         if always_rule is not None:
             options.insert(1, "allow_always")
         request = PermissionRequestParams(

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from sema_rpc.engine.agents import find_agent, resolve_agent_model, subagent_tool_names
+from sema_rpc.core.messages import TextBlock
+from sema_rpc.core.policy.permissions import PermissionPolicy
+from sema_rpc.core.project.agents import find_agent, resolve_agent_model, subagent_tool_names
 from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
 from sema_rpc.engine.conversation import Conversation, LoopConfig
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.messages import TextBlock
-from sema_rpc.engine.permissions import PermissionPolicy
 from sema_rpc.engine.pipeline import TurnSetup, subagent_setup
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.system_prompt import build_system_prompt
@@ -36,9 +36,9 @@ from sema_rpc.protocol import (
 from sema_rpc.tools.base import ToolContext, ToolError
 
 if TYPE_CHECKING:
-    from sema_rpc.config import ModelProfile
-    from sema_rpc.engine.engine import Session
-    from sema_rpc.providers.base import Provider
+    from sema_rpc.core.config import ModelProfile
+    from sema_rpc.core.stream import Provider
+    from sema_rpc.engine.session import Session
 
 SUBAGENT_MAX_TURNS = 50
 QUIET_EVENTS = (TextChunkParams, ThinkingChunkParams, SessionInterruptedParams)
@@ -66,7 +66,7 @@ class _SubagentBus:
 
 @dataclass
 class SubagentRunner:
-    """`ctx.state["run_subagent"]` for one turn of the main agent."""
+    """`ctx.services.run_subagent` for one turn of the main agent."""
 
     session: Session
     turn: TurnSetup
@@ -96,7 +96,7 @@ class SubagentRunner:
             session_id=session.id,
             agent_id=task_id,
             read_files=session.read_files,
-            state=session.tool_state,
+            services=session.services,
         )
         bus = cast(EventBus, _SubagentBus(session.bus))
         runner = ToolRunner(

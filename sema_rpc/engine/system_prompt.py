@@ -1,4 +1,4 @@
-"""The system prompt and the reminders added to user messages (seed 000 §入口, seed 001 steps 8-9).
+"""The system prompt and the reminders added to user messages.
 
 - `build_system_prompt(working_dir, mode, *, skills_summary, git_status, …)`: who the
   agent is, where it works (working dir, platform, date, git snapshot), the skills, and

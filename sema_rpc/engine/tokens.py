@@ -1,4 +1,4 @@
-"""Token accounting (seed 002): the provider's usage first, then a local tokenizer for what
+"""Token accounting: the provider's usage first, then a local tokenizer for what
 the provider has not counted yet, then chars/2.5 when no tokenizer can be loaded.
 
     counter = counter_for_model("claude-sonnet-4-5")   # cl100k_base, loaded lazily
@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     Message,
     RedactedThinkingBlock,
     TextBlock,
@@ -224,10 +224,6 @@ def _texts(message: Message) -> Iterable[str]:
 
 def message_chars(message: Message) -> int:
     return sum(len(t) for t in _texts(message))
-
-
-def estimate_message_tokens(message: Message) -> int:
-    return estimate_tokens(message_chars(message)) + MESSAGE_OVERHEAD
 
 
 def counter_for_model(model: str) -> TokenCounter:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sema_rpc.config import sema_root
+from sema_rpc.core.config import sema_root
 
 __all__ = [
     "McpConfig",

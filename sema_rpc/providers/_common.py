@@ -13,7 +13,7 @@ from sema_rpc.providers.http import LoopBoundClient, is_idle_timeout
 __all__ = ["LoopBoundClient", "SdkProvider", "is_idle_timeout"]
 
 if TYPE_CHECKING:
-    from sema_rpc.providers.base import ProviderError as ProviderErrorT
+    from sema_rpc.core.stream import ProviderError as ProviderErrorT
 
 log = logging.getLogger("sema_rpc.providers")
 
@@ -173,7 +173,7 @@ class SdkProvider:
         long, whether it was retried, and what sets the limit."""
         if failure.kind != "idle_timeout":
             return failure
-        from sema_rpc.providers.base import ProviderError
+        from sema_rpc.core.stream import ProviderError
 
         if self.idle_timeout is not None:
             secs = f"{self.idle_timeout:g} s"

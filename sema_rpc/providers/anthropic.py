@@ -28,7 +28,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     Message,
     RedactedThinkingBlock,
     TextBlock,
@@ -37,12 +37,7 @@ from sema_rpc.engine.messages import (
     ToolUseBlock,
     Usage,
 )
-from sema_rpc.providers._common import (
-    SdkProvider,
-    looks_like_context_overflow,
-    parse_tool_input,
-)
-from sema_rpc.providers.base import (
+from sema_rpc.core.stream import (
     ErrorKind,
     ModelRequest,
     ProviderError,
@@ -53,6 +48,11 @@ from sema_rpc.providers.base import (
     TextDelta,
     ThinkingDelta,
     ToolCallStarted,
+)
+from sema_rpc.providers._common import (
+    SdkProvider,
+    looks_like_context_overflow,
+    parse_tool_input,
 )
 from sema_rpc.providers.http import (
     ANTHROPIC_API_VERSION,

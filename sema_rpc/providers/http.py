@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import httpx2
 
-    from sema_rpc.providers.base import ProviderError
+    from sema_rpc.core.stream import ProviderError
 
 __all__ = [
     "SDK_PARITY",
@@ -392,7 +392,7 @@ def classify_transport(exc: BaseException, *, started: bool) -> ProviderError | 
     ProviderError; None when `exc` is not one. `started`: the response had arrived."""
     import httpx2
 
-    from sema_rpc.providers.base import ProviderError
+    from sema_rpc.core.stream import ProviderError
 
     cause = exc.__cause__ if isinstance(exc, TransportFailure) else exc
     sdk_wrapped = type(exc).__name__ in ("APIConnectionError", "APITimeoutError")

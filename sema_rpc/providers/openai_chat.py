@@ -41,13 +41,8 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.engine.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
-from sema_rpc.providers._common import (
-    SdkProvider,
-    looks_like_context_overflow,
-    parse_tool_input,
-)
-from sema_rpc.providers.base import (
+from sema_rpc.core.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from sema_rpc.core.stream import (
     ModelRequest,
     ProviderError,
     ResponseDone,
@@ -57,6 +52,11 @@ from sema_rpc.providers.base import (
     TextDelta,
     ThinkingDelta,
     ToolCallStarted,
+)
+from sema_rpc.providers._common import (
+    SdkProvider,
+    looks_like_context_overflow,
+    parse_tool_input,
 )
 from sema_rpc.providers.http import (
     OPENAI_BASE_URL,

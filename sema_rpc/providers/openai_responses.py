@@ -45,7 +45,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     Message,
     TextBlock,
     ThinkingBlock,
@@ -53,12 +53,7 @@ from sema_rpc.engine.messages import (
     ToolUseBlock,
     Usage,
 )
-from sema_rpc.providers._common import (
-    SdkProvider,
-    looks_like_context_overflow,
-    parse_tool_input,
-)
-from sema_rpc.providers.base import (
+from sema_rpc.core.stream import (
     ModelRequest,
     ProviderError,
     ResponseDone,
@@ -68,6 +63,11 @@ from sema_rpc.providers.base import (
     TextDelta,
     ThinkingDelta,
     ToolCallStarted,
+)
+from sema_rpc.providers._common import (
+    SdkProvider,
+    looks_like_context_overflow,
+    parse_tool_input,
 )
 from sema_rpc.providers.http import (
     OPENAI_MAX_RETRY_AFTER,

@@ -26,7 +26,7 @@ Secrets: request headers are never written; response headers are an allow-list m
 any name containing `key`, `token`, `secret`, `auth` or `cookie`. Scrubbed from
 everything written (request body, response body, kept headers, error text): the values
 of the request's credential headers (authorization, x-api-key, api-key, *key*, *token*)
-and every secret the process knows — `sema_rpc.log.redact`, the redaction the wire
+and every secret the process knows — `sema_rpc.core.secrets.redact`, the redaction the wire
 transcript and the log use (the API keys in the environment, `sk-…` keys). A secret
 split across two stream events of a response is not caught. The file is created 0600
 (its directory 0700).
@@ -53,11 +53,11 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
-from sema_rpc.log import redact
-from sema_rpc.providers.base import ModelRequest, ProviderError, ResponseFailed, StreamEvent
+from sema_rpc.core.secrets import redact
+from sema_rpc.core.stream import ModelRequest, ProviderError, ResponseFailed, StreamEvent
 
 if TYPE_CHECKING:
-    from sema_rpc.providers.base import Provider
+    from sema_rpc.core.stream import Provider
 
 __all__ = [
     "CassetteWriter",

@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.config import ConfigError, ModelProfile, max_retries, stream_idle_timeout
+from sema_rpc.core.config import ConfigError, ModelProfile, max_retries, stream_idle_timeout
 
 if TYPE_CHECKING:
-    from sema_rpc.providers.base import Provider
+    from sema_rpc.core.stream import Provider
 
 __all__ = ["aclose_all", "clear_cache", "provider_for", "warm_up"]
 

@@ -36,7 +36,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from sema_rpc.providers.base import (
+from sema_rpc.core.stream import (
     ModelRequest,
     ProviderError,
     ResponseFailed,

@@ -39,6 +39,8 @@ from pygls.protocol.json_rpc import (
 from pygls.server import JsonRPCServer
 
 import sema_rpc
+from sema_rpc.core.errors import DomainError
+from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
 from sema_rpc.protocol import (
     METHODS,
     NOTIFICATIONS,
@@ -59,13 +61,13 @@ from sema_rpc.protocol import (
     ToolExecutionUpdateParams,
     WireModel,
 )
+from sema_rpc.rpc.errors import to_rpc_error
 from sema_rpc.rpc.framing import (
     ContentLengthDecoder,
     FrameWriter,
     JsonlDecoder,
     read_stream,
 )
-from sema_rpc.text import SURROGATE_ESCAPE, without_surrogates
 
 if TYPE_CHECKING:
     from sema_rpc.engine.control import PromptCancel
@@ -243,7 +245,10 @@ class SemaServer(JsonRPCServer):
             from sema_rpc.engine.engine import SemaEngine
 
             engine = SemaEngine(self, client_answers_permissions=self.capabilities.permissions)
+            from sema_rpc.transcript import session_record_dir
+
             engine.record_dir = self.record_dir
+            engine.session_record_dirs = session_record_dir
             for name, is_async in self._engine_methods.items():
                 # `_wrap` keeps sync handlers sync: a delegate must match what it calls.
                 kind = inspect.iscoroutinefunction(getattr(engine, name))
@@ -286,6 +291,8 @@ class SemaServer(JsonRPCServer):
                 return spec.params()
 
         def translate(exc: Exception) -> JsonRpcException:
+            if isinstance(exc, DomainError):
+                exc = to_rpc_error(exc)
             if isinstance(exc, RpcError):
                 return JsonRpcException(code=exc.code, message=exc.message, data=exc.data)
             if isinstance(exc, JsonRpcException):

@@ -1,6 +1,6 @@
 """AskUserQuestion: ask the user 1-4 multiple-choice questions and wait for the answers.
 
-The engine provides the asking: `ctx.state["ask_user"]` is an async callable taking the
+The engine provides the asking: `ctx.services.ask_user` is an async callable taking the
 questions (wire-shaped dicts `{question, header, options: [{label, description}],
 multiSelect}`) and returning `{"answers": {question: answer}}`, or None when the client
 cannot answer (no `askQuestion` capability). The user may answer with free text instead
@@ -75,9 +75,9 @@ class AskUserQuestionTool(Tool):
         return None
 
     async def call(self, args: AskUserQuestionInput, ctx: ToolContext) -> ToolOutput:
-        ask = ctx.state.get("ask_user")
+        ask = ctx.services.ask_user
         questions = [q.model_dump() for q in args.questions]
-        answer: Any = await ask(questions) if callable(ask) else None
+        answer: Any = await ask(questions) if ask is not None else None
         answers = answer.get("answers") if isinstance(answer, dict) else None
         if not isinstance(answers, dict):
             return ToolOutput(content=NOT_ASKED, summary="The user could not be asked")

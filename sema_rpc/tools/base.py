@@ -10,12 +10,16 @@ broken tool can never end a turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
+
+from sema_rpc.core.policy.permissions import PermissionAsk
+
+__all__ = ["PermissionAsk"]  # re-exported: every tool names it with the rest of this contract
 
 
 class ToolInput(BaseModel):
@@ -37,6 +41,45 @@ class FileSnapshot:
     """Catches a file renamed over the one that was read (same size, copied mtime)."""
 
 
+class SubagentRun(Protocol):
+    """Runs a subagent to its end: the Task tool's service."""
+
+    async def __call__(
+        self, subagent_type: str, description: str, prompt: str, *, tool_call_id: str = ""
+    ) -> str:
+        """The subagent's final text; raises ToolError when it cannot run or fails."""
+        ...
+
+
+@dataclass
+class ToolServices:
+    """What the engine lends the tools of one session (the main agent's and its
+    subagents'). A service left None is not available: the tool says so to the model."""
+
+    todos: list[dict[str, Any]] = field(default_factory=list)
+    """The session's todo list (TodoWrite replaces it; `/clear` empties it)."""
+    on_todos: Callable[[list[dict[str, Any]]], None] | None = None
+    """Called with the new list after TodoWrite (the engine records and announces it)."""
+    ask_user: Callable[[list[dict[str, Any]]], Awaitable[Any]] | None = None
+    """AskUserQuestion: wire-shaped questions → `{"answers": {question: answer}}`, or None
+    when the client cannot answer."""
+    plan_exit: Callable[[str, str], Awaitable[Any]] | None = None
+    """ExitPlanMode: (plan path, plan text) → the client's decision, or None when the client
+    cannot answer."""
+    run_subagent: SubagentRun | None = None
+    """Task: set for the duration of a main-agent turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildContext:
+    """A tool's result that changes the turn itself (ExitPlanMode approved): the loop
+    switches to `new_mode` and rebuilds its tools and system prompt; with a
+    `rebuild_message` the conversation restarts from that user message."""
+
+    new_mode: str = "Agent"
+    rebuild_message: str | None = None
+
+
 @dataclass
 class ToolContext:
     working_dir: Path
@@ -47,24 +90,9 @@ class ToolContext:
     """Keyed by resolved absolute path; shared by every tool of a session."""
     emit_update: Callable[[str], None] = lambda _text: None
     """Streams partial output (e.g. Bash stdout) to the client as tool:execution:update."""
-    state: dict[str, Any] = field(default_factory=dict)
-    """Per-session scratch shared by tools (e.g. the todo list)."""
+    services: ToolServices = field(default_factory=ToolServices)
+    """The engine's services for this session's tools (shared, not copied)."""
     plan_mode: bool = False
-
-
-@dataclass(slots=True)
-class PermissionAsk:
-    """What the editor is shown when a call needs consent."""
-
-    title: str
-    content: str
-    content_kind: Literal["text", "diff"] = "text"
-    rule: str | None = None
-    """The rule an `allow_always` answer would store, e.g. `Bash(git commit:*)`."""
-    ask_every_time: bool = False
-    """Asked every time, never covered by a mode or an always-rule: the call touches a path
-    outside the working dir, or a protected one inside it (`.git/`, whose config can make
-    read-only git commands run programs)."""
 
 
 @dataclass(slots=True)
@@ -76,9 +104,8 @@ class ToolOutput:
     is_error: bool = False
     display: str | None = None
     """Richer content for the editor (e.g. a unified diff), when it differs from `content`."""
-    control: dict[str, Any] | None = None
-    """A signal for the loop, e.g. ExitPlanMode's `{"rebuildContext": {"reason":
-    "mode_changed", "newMode": "Agent", "rebuildMessage": str | None}}` (seed 000 §上下文重建)."""
+    control: RebuildContext | None = None
+    """A change of the turn for the loop to apply after the batch (ExitPlanMode)."""
 
 
 class Tool:

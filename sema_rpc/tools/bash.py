@@ -13,19 +13,20 @@ import anyio
 from anyio.abc import Process
 from pydantic import Field
 
-from sema_rpc.log import SECRET_ENV
-
-from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
-from .bash_safety import (
+from sema_rpc.core.policy.bash_safety import (
     ShellSyntaxError,
     is_safe_readonly_command,
     lex,
     names_git_dir,
     network_program,
     rule_for,
+    rule_matches,
     segments,
 )
-from .paths import is_inside
+from sema_rpc.core.policy.paths import is_inside
+from sema_rpc.core.secrets import SECRET_ENV
+
+from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 
 DEFAULT_TIMEOUT_MS = 60_000
 MAX_TIMEOUT_MS = 180_000
@@ -111,8 +112,13 @@ class BashTool(Tool):
                 content=args.command,
                 ask_every_time=True,
             )
+        command = args.command
         return PermissionAsk(
-            title=f"Bash: {args.command}", content=args.command, rule=rule_for(args.command)
+            title=f"Bash: {command}",
+            content=command,
+            rule=rule_for(command),
+            # `Bash(prefix:*)` covers the commands it names, as one simple command only.
+            covered_by=lambda stored: stored.startswith("Bash(") and rule_matches(stored, command),
         )
 
     async def call(self, args: BashInput, ctx: ToolContext) -> ToolOutput:

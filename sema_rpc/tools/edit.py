@@ -6,8 +6,10 @@ from pathlib import Path
 
 from pydantic import Field, PrivateAttr
 
+from sema_rpc.core.policy.paths import resolve_path
+from sema_rpc.core.policy.permissions import EDIT_RULE
+
 from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
-from .paths import resolve_path
 from .write import (
     FileChange,
     FileChangeError,
@@ -133,7 +135,9 @@ class EditTool(Tool):
         try:
             return ask_for("Edit", self.plan(args, ctx), ctx)
         except FileChangeError as exc:
-            return PermissionAsk(title=f"Edit {args.file_path}", content=str(exc))
+            return PermissionAsk(
+                title=f"Edit {args.file_path}", content=str(exc), rule=EDIT_RULE, file_edit=True
+            )
 
     async def call(self, args: EditInput, ctx: ToolContext) -> ToolOutput:
         try:

@@ -1,16 +1,15 @@
 """ExitPlanMode: save the plan, ask the user to approve it, and tell the loop what follows.
 
 The tool (not the model) writes the plan to `<working dir>/.sema/plans/<timestamp>-<slug>.md`,
-then awaits `ctx.state["plan_exit"](plan_path, plan_text)`, an async callable the engine
-provides that asks the client (`plan:exit:request`) and returns `{"decision":
+then awaits `ctx.services.plan_exit(plan_path, plan_text)`, which the engine provides and
+which asks the client (`plan:exit:request`) and returns `{"decision":
 "startEditing" | "clearContextAndStart" | "keepPlanning", "feedback": str | None}` (a dict
 or an object with those attributes), or None when the client cannot answer.
 
-Approval returns a `ToolOutput.control` signal for the loop (seed 000 §上下文重建):
-`{"rebuildContext": {"reason": "mode_changed", "newMode": "Agent", "rebuildMessage": …}}`
-— `rebuildMessage` is None for startEditing (keep the history) and the text of the new
-first user message for clearContextAndStart. keepPlanning and "cannot ask" return no
-signal: Plan mode stays on.
+Approval returns `ToolOutput.control = RebuildContext(new_mode="Agent", rebuild_message=…)`
+for the loop — `rebuild_message` is None for startEditing (keep the history) and the text
+of the new first user message for clearContextAndStart. keepPlanning and "cannot ask"
+return none: Plan mode stays on.
 """
 
 from __future__ import annotations
@@ -25,8 +24,9 @@ from typing import Any
 import anyio
 from pydantic import Field
 
-from .base import Tool, ToolContext, ToolInput, ToolOutput
-from .paths import display_path
+from sema_rpc.core.policy.paths import display_path
+
+from .base import RebuildContext, Tool, ToolContext, ToolInput, ToolOutput
 
 PLAN_DIR = Path(".sema") / "plans"
 PLAN_EXIT_OPTIONS = ["startEditing", "clearContextAndStart", "keepPlanning"]
@@ -89,16 +89,6 @@ def _decision(answer: Any) -> tuple[str | None, str | None]:
     return decision, feedback
 
 
-def rebuild_signal(rebuild_message: str | None) -> dict[str, Any]:
-    return {
-        "rebuildContext": {
-            "reason": "mode_changed",
-            "newMode": "Agent",
-            "rebuildMessage": rebuild_message,
-        }
-    }
-
-
 class ExitPlanModeTool(Tool):
     name = "ExitPlanMode"
     description = (
@@ -129,8 +119,8 @@ class ExitPlanModeTool(Tool):
         plan = args.plan.strip()
         path = await anyio.to_thread.run_sync(save_plan, ctx.working_dir, plan)
         shown = display_path(path, ctx.working_dir)
-        ask = ctx.state.get("plan_exit")
-        answer = await ask(str(path), plan) if callable(ask) else None
+        ask = ctx.services.plan_exit
+        answer = await ask(str(path), plan) if ask is not None else None
         decision, feedback = _decision(answer)
         said = f"\nThe user said: {feedback}" if feedback else ""
 
@@ -161,7 +151,7 @@ class ExitPlanModeTool(Tool):
                     "(create a todo list first if the plan has several steps)."
                 ),
                 summary=f"Plan approved ({shown})",
-                control=rebuild_signal(None),
+                control=RebuildContext(new_mode="Agent"),
             )
         note = f"\n\nThe user added: {feedback}" if feedback else ""
         rebuild_message = f"Implement the following plan (saved at {shown}):\n\n{plan}{note}"
@@ -171,5 +161,5 @@ class ExitPlanModeTool(Tool):
                 "conversation restarts from the plan."
             ),
             summary=f"Plan approved; restarting from {shown}",
-            control=rebuild_signal(rebuild_message),
+            control=RebuildContext(new_mode="Agent", rebuild_message=rebuild_message),
         )

@@ -9,8 +9,16 @@ from pathlib import Path
 import anyio
 from pydantic import Field
 
+from sema_rpc.core.policy.paths import (
+    SKIP_DIRS,
+    compile_glob,
+    display_path,
+    is_inside,
+    resolve_path,
+    split_glob,
+)
+
 from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
-from .paths import SKIP_DIRS, compile_glob, display_path, is_inside, resolve_path, split_glob
 
 MAX_RESULTS = 100
 

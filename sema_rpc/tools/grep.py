@@ -17,8 +17,15 @@ from typing import Literal
 import anyio
 from pydantic import ConfigDict, Field
 
+from sema_rpc.core.policy.paths import (
+    SKIP_DIRS,
+    compile_glob,
+    display_path,
+    is_inside,
+    resolve_path,
+)
+
 from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
-from .paths import SKIP_DIRS, compile_glob, display_path, is_inside, resolve_path
 
 MAX_OUTPUT_CHARS = 30_000
 MAX_LINE_CHARS = 500

@@ -10,8 +10,9 @@ from typing import Any
 import anyio
 from pydantic import Field
 
+from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
+
 from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
-from .paths import display_path, is_inside, resolve_path
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000

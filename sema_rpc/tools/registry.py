@@ -47,13 +47,13 @@ def builtin_tools(use_tools: list[str] | None = None, plan_mode: bool = False) -
 
 
 # --------------------------------------------------------------------------- agent tools
-# Tools that need the engine's help through ctx.state callbacks (`run_subagent`,
+# Tools that need the engine's help through ctx.services (`run_subagent`,
 # `ask_user`, `plan_exit`) or the project's definitions (skills, agents). Kept apart from
-# BUILTIN_TOOLS so the engine opts in once it provides those callbacks.
+# BUILTIN_TOOLS so the engine opts in once it provides those services.
 
 from pathlib import Path  # noqa: E402
 
-from sema_rpc.engine.agents import SUBAGENT_EXCLUDED  # noqa: E402
+from sema_rpc.core.project.agents import SUBAGENT_EXCLUDED  # noqa: E402
 
 from .ask_user_question import AskUserQuestionTool  # noqa: E402
 from .exit_plan_mode import ExitPlanModeTool  # noqa: E402

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sema_rpc.engine.custom_commands import substitute_arguments
-from sema_rpc.engine.skills import Skill, find_skill, list_skills
+from sema_rpc.core.project.custom_commands import substitute_arguments
+from sema_rpc.core.project.skills import Skill, find_skill, list_skills
 
 from .base import PermissionAsk, Tool, ToolContext, ToolError, ToolInput, ToolOutput
 

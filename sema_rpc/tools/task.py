@@ -1,8 +1,7 @@
 """Task: start a subagent (Explore, Plan, or a `.sema/agents/*.md` definition) on a task.
 
-The engine runs the subagent: `ctx.state["run_subagent"]` is an async callable
-`(subagent_type, description, prompt, *, tool_call_id) -> str` returning the subagent's
-final text (or raising ToolError). It owns the subagent's history, tools and the
+The engine runs the subagent: `ctx.services.run_subagent` (a `SubagentRun`) returns the
+subagent's final text (or raises ToolError). It owns the subagent's history, tools and the
 `task:agent:start` / `task:agent:end` events. Subagents cannot nest: a Task call from a
 subagent is refused.
 """
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from sema_rpc.engine.agents import (
+from sema_rpc.core.project.agents import (
     BUILTIN_AGENTS,
     AgentDef,
     find_agent,
@@ -68,8 +67,8 @@ class TaskTool(Tool):
         return None
 
     async def call(self, args: TaskInput, ctx: ToolContext) -> ToolOutput:
-        run = ctx.state.get("run_subagent")
-        if not callable(run):
+        run = ctx.services.run_subagent
+        if run is None:
             raise ToolError("Subagents are not available in this session.")
         agent = self._agent(args, ctx)
         assert agent is not None  # validated

@@ -52,10 +52,9 @@ class TodoWriteTool(Tool):
 
     async def call(self, args: TodoWriteInput, ctx: ToolContext) -> ToolOutput:
         todos = [t.model_dump() for t in args.todos]
-        ctx.state["todos"] = todos
-        callback = ctx.state.get("on_todos")
-        if callable(callback):
-            callback(todos)
+        ctx.services.todos = todos
+        if ctx.services.on_todos is not None:
+            ctx.services.on_todos(todos)
         done = sum(t["status"] == "completed" for t in todos)
         active = next((t["activeForm"] for t in todos if t["status"] == "in_progress"), None)
         summary = f"{done}/{len(todos)} done" + (f"; {active}" if active else "")

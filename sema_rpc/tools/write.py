@@ -12,8 +12,10 @@ from pathlib import Path
 import anyio.to_thread
 from pydantic import Field, PrivateAttr
 
+from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
+from sema_rpc.core.policy.permissions import EDIT_RULE
+
 from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
-from .paths import display_path, is_inside, resolve_path
 
 BOM = "\ufeff"
 
@@ -188,8 +190,9 @@ def ask_for(tool: str, change: FileChange, ctx: ToolContext) -> PermissionAsk:
         title=f"{verb} {change.shown}{where}",
         content=change.diff or "(no changes)",
         content_kind="diff",
-        rule=None,
+        rule=EDIT_RULE,
         ask_every_time=outside or protected,
+        file_edit=True,
     )
 
 
@@ -295,7 +298,9 @@ class WriteTool(Tool):
         try:
             return ask_for("Write", self.plan(args, ctx), ctx)
         except FileChangeError as exc:
-            return PermissionAsk(title=f"Write {args.file_path}", content=str(exc))
+            return PermissionAsk(
+                title=f"Write {args.file_path}", content=str(exc), rule=EDIT_RULE, file_edit=True
+            )
 
     async def call(self, args: WriteInput, ctx: ToolContext) -> ToolOutput:
         try:

@@ -235,7 +235,7 @@ async def test_saved_rules_and_input_history_are_part_of_the_recording(
 ):
     """The project already had an always-allow rule covering the model's command and an
     input history: the replay's empty SEMA_ROOT starts from the same state."""
-    from sema_rpc.engine.permissions import project_key
+    from sema_rpc.core.policy.permissions import project_key
 
     sema_root = Path(server_env["SEMA_ROOT"])
     project = sema_root / "projects" / project_key(workspace)

@@ -8,7 +8,7 @@ import asyncio
 import threading
 from pathlib import Path
 
-from sema_rpc.engine.agents import EXPLORE_PROMPT
+from sema_rpc.core.project.agents import EXPLORE_PROMPT
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 from .wire_helpers import (

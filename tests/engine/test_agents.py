@@ -3,8 +3,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sema_rpc.config import ModelProfile
-from sema_rpc.engine.agents import (
+from sema_rpc.core.config import ModelProfile
+from sema_rpc.core.project.agents import (
     find_agent,
     list_agents,
     resolve_agent_model,

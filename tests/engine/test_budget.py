@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from sema_rpc.core.messages import ToolResultBlock
 from sema_rpc.engine.budget import batch_budgets, cap_results, fair_shares
-from sema_rpc.engine.messages import ToolResultBlock
 from sema_rpc.engine.tokens import TokenCounter
 
 

@@ -9,6 +9,21 @@ from typing import Any
 
 import pytest
 
+from sema_rpc.core.messages import (
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.stream import (
+    ModelRequest,
+    ProviderError,
+    ResponseDone,
+    ResponseFailed,
+    StreamEvent,
+)
 from sema_rpc.engine.compaction import (
     SUMMARY_HEADER,
     TRUNCATION_NOTICE,
@@ -20,23 +35,8 @@ from sema_rpc.engine.compaction import (
 from sema_rpc.engine.control import INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.conversation import Conversation, LoopConfig
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.messages import (
-    Message,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    Usage,
-)
-from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import TokenCounter, TokenTracker
-from sema_rpc.providers.base import (
-    ModelRequest,
-    ProviderError,
-    ResponseDone,
-    ResponseFailed,
-    StreamEvent,
-)
 from sema_rpc.tools.base import ToolContext
 from sema_rpc.tools.read import ReadTool
 from tests.engine._bridge import RecordingBridge

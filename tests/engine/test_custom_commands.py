@@ -4,9 +4,9 @@ import os
 import time
 from pathlib import Path
 
-from sema_rpc.engine import markdown_files
-from sema_rpc.engine.custom_commands import expand, list_commands, parse_command
-from sema_rpc.engine.markdown_files import parse_frontmatter
+from sema_rpc.core.project import markdown_files
+from sema_rpc.core.project.custom_commands import expand, list_commands, parse_command
+from sema_rpc.core.project.markdown_files import parse_frontmatter
 from sema_rpc.protocol import CommandListResult
 from tests.engine import _context
 from tests.engine._context import age_tree, write

@@ -11,6 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from sema_rpc.core.messages import (
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from sema_rpc.engine.history import (
     ORPHANED_TOOL_RESULT,
     HistoryError,
@@ -23,13 +30,6 @@ from sema_rpc.engine.history import (
     list_sessions,
     load_history,
     valid_session_id,
-)
-from sema_rpc.engine.messages import (
-    Message,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
 )
 
 

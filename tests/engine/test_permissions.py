@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sema_rpc.engine.permissions import RuleStore
+from sema_rpc.core.policy.permissions import RuleStore
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sema_rpc.core.messages import ToolUseBlock
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.messages import ToolUseBlock
-from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.tools.base import Tool, ToolContext, ToolInput, ToolOutput
 from sema_rpc.tools.write import WriteTool

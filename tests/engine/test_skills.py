@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sema_rpc.engine.skills import find_skill, list_skills, skill_summaries
+from sema_rpc.core.project.skills import find_skill, list_skills, skill_summaries
 from tests.engine import _context
 from tests.engine._context import write
 
@@ -50,7 +50,7 @@ def test_invalid_skills_are_skipped_with_a_warning(
     write(ws / ".sema/skills/c/SKILL.md", "no frontmatter at all")
     write(ws / ".sema/skills/SKILL.md", "---\nname: top\ndescription: not in a dir\n---\n")
     write(ws / ".sema/skills/d/README.md", "---\nname: d\ndescription: wrong file\n---\n")
-    with caplog.at_level(logging.WARNING, logger="sema_rpc.engine.skills"):
+    with caplog.at_level(logging.WARNING, logger="sema_rpc.core.project.skills"):
         assert list_skills(ws) == []
     warnings = [r.getMessage() for r in caplog.records]
     assert any("a/SKILL.md" in w and "description" in w for w in warnings)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sema_rpc.engine.skills import list_skills, skill_summaries
+from sema_rpc.core.project.skills import list_skills, skill_summaries
 from sema_rpc.engine.system_prompt import (
     build_system_prompt,
     format_git_status,

@@ -19,7 +19,7 @@ from mcp_types import (
     TextResourceContents,
 )
 
-from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.mcp.tool import MAX_TOOL_NAME, McpTool, mcp_tool_name, result_text
 from sema_rpc.tools.base import ToolContext
 
@@ -68,13 +68,13 @@ def test_schema_input_and_permission(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     store = RuleStore(tmp_path)
     policy = PermissionPolicy(mode="default", store=store, client_can_answer=True)
-    assert policy.decide(tool.name, ask) == "ask"
-    rule = policy.rule_for_always(tool.name, ask)
+    assert policy.decide(ask) == "ask"
+    rule = policy.rule_for_always(ask)
     assert rule == "mcp__files__list_dir"
     store.add(rule)
-    assert policy.decide(tool.name, ask) == "allow"
+    assert policy.decide(ask) == "allow"
     other = McpTool(_Dead(), "delete", None, SCHEMA)
-    assert policy.decide(other.name, other.permission(args, ctx)) == "ask"
+    assert policy.decide(other.permission(args, ctx)) == "ask"
 
 
 async def test_a_broken_server_gives_an_error_result(tmp_path: Path) -> None:

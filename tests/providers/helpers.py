@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sema_rpc.engine.messages import Message
-from sema_rpc.providers.base import (
+from sema_rpc.core.messages import Message
+from sema_rpc.core.stream import (
     ModelRequest,
     Provider,
     ResponseDone,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,

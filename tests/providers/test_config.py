@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sema_rpc.config import (
+from sema_rpc.core.config import (
     ConfigError,
     ModelProfile,
     load_models,
@@ -245,7 +245,7 @@ def test_imports_stay_light(root: Path) -> None:
     models.json does not break the import."""
     write_models(root, "{broken")
     code = (
-        "import sys, sema_rpc.config, sema_rpc.providers.registry;"
+        "import sys, sema_rpc.core.config, sema_rpc.providers.registry;"
         "bad = [m for m in ('anthropic', 'openai', 'pydantic', 'httpx2') if m in sys.modules];"
         "print(bad)"
     )
@@ -256,7 +256,7 @@ def test_imports_stay_light(root: Path) -> None:
 
 
 def test_profile_keys_are_redacted_once_loaded(root: Path) -> None:
-    from sema_rpc.log import redact
+    from sema_rpc.core.secrets import redact
 
     models = json.loads(json.dumps(MODELS))
     models["profiles"]["local"]["apiKey"] = "plain-local-key-42"  # not shaped like sk-…

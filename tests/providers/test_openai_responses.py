@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sema_rpc.config import ModelProfile
-from sema_rpc.engine.messages import (
+from sema_rpc.core.config import ModelProfile
+from sema_rpc.core.messages import (
     Message,
     RedactedThinkingBlock,
     TextBlock,
@@ -17,8 +17,8 @@ from sema_rpc.engine.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from sema_rpc.core.stream import ModelRequest, ThinkingDelta, ToolSpec
 from sema_rpc.providers import registry
-from sema_rpc.providers.base import ModelRequest, ThinkingDelta, ToolSpec
 from sema_rpc.providers.openai_responses import (
     SUMMARY_SEPARATOR,
     OpenAIResponsesProvider,

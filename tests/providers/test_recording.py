@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from sema_rpc.config import ModelProfile
-from sema_rpc.engine.messages import Message, ToolResultBlock
+from sema_rpc.core.config import ModelProfile
+from sema_rpc.core.messages import Message, ToolResultBlock
+from sema_rpc.core.stream import ModelRequest, StreamEvent, TextDelta, ToolSpec
 from sema_rpc.providers import registry
-from sema_rpc.providers.base import ModelRequest, StreamEvent, TextDelta, ToolSpec
 from sema_rpc.providers.recording import (
     CassetteWriter,
     RecordingProvider,
@@ -257,7 +257,7 @@ def test_decode_body() -> None:
 
 
 def test_replay_profile_is_not_recorded(tmp_path: Path) -> None:
-    from sema_rpc.config import resolve_model
+    from sema_rpc.core.config import resolve_model
 
     p = resolve_model("replay/demo")
     assert p is not None

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from sema_rpc.config import ConfigError, ModelProfile
+from sema_rpc.core.config import ConfigError, ModelProfile
 from sema_rpc.providers import registry
 
 
@@ -35,7 +35,7 @@ def test_unknown_provider() -> None:
 def _warm(profile: str) -> list[str]:
     code = (
         "import sys\n"
-        "from sema_rpc.config import ModelProfile\n"
+        "from sema_rpc.core.config import ModelProfile\n"
         "from sema_rpc.providers import registry\n"
         "assert not {'openai', 'anthropic', 'httpx2'} & set(sys.modules)\n"
         f"p = {profile}\n"

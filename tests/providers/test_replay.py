@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sema_rpc.config import bundled_cassette, resolve_model
-from sema_rpc.engine.messages import Message, TextBlock, ToolResultBlock
+from sema_rpc.core.config import bundled_cassette, resolve_model
+from sema_rpc.core.messages import Message, TextBlock, ToolResultBlock
+from sema_rpc.core.stream import ModelRequest
 from sema_rpc.providers import registry
-from sema_rpc.providers.base import ModelRequest
 from sema_rpc.providers.replay import ReplayProvider, load_cassette
 from tests.providers.helpers import CASSETTES, collect, expected, request
 

@@ -9,15 +9,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from sema_rpc.engine.messages import (
+from sema_rpc.core.messages import (
     Message,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
+from sema_rpc.core.stream import ModelRequest, TextDelta, ToolSpec
 from sema_rpc.providers.anthropic import AnthropicProvider
-from sema_rpc.providers.base import ModelRequest, TextDelta, ToolSpec
 from sema_rpc.providers.openai_chat import OpenAIChatProvider
 from tests.providers.helpers import collect, request
 from tests.support.scripted_llm import Reply, ScriptedLLM

@@ -21,9 +21,9 @@ from typing import Any
 import httpx2
 import pytest
 
+from sema_rpc.core.stream import ProviderError, ResponseFailed, StreamEvent
 from sema_rpc.providers import http
 from sema_rpc.providers.anthropic import AnthropicProvider
-from sema_rpc.providers.base import ProviderError, ResponseFailed, StreamEvent
 from sema_rpc.providers.openai_chat import OpenAIChatProvider
 from sema_rpc.providers.openai_responses import OpenAIResponsesProvider
 from tests.providers.helpers import ANTHROPIC, CASSETTES, CHAT, collect, request
@@ -129,7 +129,7 @@ _TELEMETRY = ("x-stainless-", "user-agent")
 
 @pytest.mark.parametrize("kind", list(CLASSES))
 async def test_the_same_request_reaches_the_server(llm: ScriptedLLM, kind: str) -> None:
-    from sema_rpc.providers.base import ToolSpec
+    from sema_rpc.core.stream import ToolSpec
 
     # (No temperature: the installed Anthropic SDK's `messages.create` no longer takes it.)
     req = request(

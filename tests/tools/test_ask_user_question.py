@@ -34,7 +34,7 @@ async def test_answers_come_from_the_engine_callback(ctx: ToolContext) -> None:
         answer = AskQuestionResult.model_validate({"answers": {QUESTION["question"]: "Postgres"}})
         return {"answers": answer.answers}
 
-    ctx.state["ask_user"] = ask_user
+    ctx.services.ask_user = ask_user
     out = await run(tool, ctx, questions=[QUESTION])
     assert not out.is_error
     assert '"Which database should we use?" = "Postgres"' in out.content
@@ -50,7 +50,7 @@ async def test_client_cannot_answer(ctx: ToolContext) -> None:
     async def no_client(_questions: list[dict]) -> None:
         return None
 
-    ctx.state["ask_user"] = no_client
+    ctx.services.ask_user = no_client
     assert (await run(tool, ctx, questions=[QUESTION])).content == NOT_ASKED
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from sema_rpc.tools.bash_safety import (
+from sema_rpc.core.policy.bash_safety import (
     is_safe_readonly_command,
     names_git_dir,
     network_program,

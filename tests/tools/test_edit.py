@@ -1,6 +1,7 @@
 import os
 from pathlib import Path
 
+from sema_rpc.core.policy.permissions import EDIT_RULE
 from sema_rpc.tools.base import ToolContext
 from sema_rpc.tools.edit import EditTool
 from sema_rpc.tools.read import ReadTool
@@ -32,7 +33,8 @@ async def test_unique_edit_diff_and_snapshot(workspace: Path, ctx: ToolContext) 
     )
     assert await tool.validate_input(args, ctx) is None
     ask = tool.permission(args, ctx)
-    assert ask is not None and ask.content_kind == "diff" and ask.rule is None
+    assert ask is not None and ask.content_kind == "diff"
+    assert ask.rule == EDIT_RULE and ask.file_edit  # an "always" answer covers every edit
     assert ask.content == (
         "--- a/m.py\n+++ b/m.py\n@@ -1,6 +1,6 @@\n def f():\n     x = 1\n"
         "-    return x\n+    return x * 2\n \n \n def g():\n"

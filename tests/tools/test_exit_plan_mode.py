@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from sema_rpc.protocol import PlanExitRequestParams, PlanExitResult
-from sema_rpc.tools.base import ToolContext
+from sema_rpc.tools.base import RebuildContext, ToolContext, ToolServices
 from sema_rpc.tools.exit_plan_mode import (
     PLAN_EXIT_OPTIONS,
     ExitPlanModeTool,
@@ -28,7 +28,7 @@ def plan_ctx(ctx: ToolContext, answer: Any, seen: list | None = None) -> ToolCon
         return answer
 
     ctx = dataclasses.replace(ctx, plan_mode=True)
-    ctx.state["plan_exit"] = plan_exit
+    ctx.services.plan_exit = plan_exit
     return ctx
 
 
@@ -53,18 +53,16 @@ async def test_start_editing(workspace: Path, ctx: ToolContext) -> None:
     assert Path(path).parent == workspace / ".sema/plans" and Path(path).read_text() == PLAN
     assert text == PLAN.strip()
     assert not out.is_error and "approved" in out.content
-    assert out.control == {
-        "rebuildContext": {"reason": "mode_changed", "newMode": "Agent", "rebuildMessage": None}
-    }
+    assert out.control == RebuildContext(new_mode="Agent", rebuild_message=None)
 
 
 async def test_clear_context_and_start(workspace: Path, ctx: ToolContext) -> None:
     answer = PlanExitResult(decision="clearContextAndStart", feedback="use httpx")
     out = await run(tool, plan_ctx(ctx, answer), plan=PLAN)
     assert out.control is not None
-    rebuild = out.control["rebuildContext"]
-    assert rebuild["newMode"] == "Agent"
-    message = rebuild["rebuildMessage"]
+    assert out.control.new_mode == "Agent"
+    message = out.control.rebuild_message
+    assert message is not None
     assert message.startswith("Implement the following plan (saved at .sema/plans/")
     assert "1. Wrap `send` in a retry loop." in message and "use httpx" in message
 
@@ -82,7 +80,7 @@ async def test_client_cannot_answer(workspace: Path, ctx: ToolContext) -> None:
     assert out.control is None and "could not be asked" in out.content
     bogus = await run(tool, plan_ctx(ctx, {"decision": "yolo"}), plan=PLAN)
     assert bogus.control is None
-    no_callback = dataclasses.replace(ctx, plan_mode=True, state={})
+    no_callback = dataclasses.replace(ctx, plan_mode=True, services=ToolServices())
     assert (await run(tool, no_callback, plan=PLAN)).control is None
     assert len(list((workspace / ".sema/plans").iterdir())) == 3  # saved every time
 

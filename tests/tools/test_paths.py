@@ -1,7 +1,7 @@
 import os
 from pathlib import Path
 
-from sema_rpc.tools.paths import (
+from sema_rpc.core.policy.paths import (
     compile_glob,
     display_path,
     is_inside,

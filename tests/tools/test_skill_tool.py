@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sema_rpc.engine.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.tools.base import ToolContext
 from sema_rpc.tools.skill import SkillTool
 from tests.engine import _context
@@ -59,9 +59,9 @@ def test_permission_and_always_rule(workspace: Path, ctx: ToolContext, sema_home
     )
     store = RuleStore(workspace)
     policy = PermissionPolicy(mode="default", store=store, client_can_answer=True)
-    assert policy.decide("Skill", ask) == "ask"
-    assert policy.rule_for_always("Skill", ask) == "Skill(release)"
+    assert policy.decide(ask) == "ask"
+    assert policy.rule_for_always(ask) == "Skill(release)"
     store.add("Skill(release)")
-    assert policy.decide("Skill", ask) == "allow"
+    assert policy.decide(ask) == "allow"
     other = tool.permission(args_of(tool, skill="review"), ctx)
-    assert other is not None and policy.decide("Skill", other) == "ask"
+    assert other is not None and policy.decide(other) == "ask"

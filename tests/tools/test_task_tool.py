@@ -25,7 +25,7 @@ async def test_runs_the_engine_subagent(ctx: ToolContext, sema_home: Path) -> No
         return "  Found it in src/app.py:12  "
 
     ctx = dataclasses.replace(ctx, tool_call_id="toolu_1")
-    ctx.state["run_subagent"] = run_subagent
+    ctx.services.run_subagent = run_subagent
     out = await run(
         tool, ctx, description="Find the parser", prompt="Where is X?", subagent_type="Explore"
     )
@@ -40,7 +40,7 @@ async def test_errors(ctx: ToolContext, sema_home: Path) -> None:
     args = {"description": "d", "prompt": "p", "subagent_type": "Explore"}
     with pytest.raises(ToolError, match="not available"):
         await run(tool, ctx, **args)
-    ctx.state["run_subagent"] = failing
+    ctx.services.run_subagent = failing
     with pytest.raises(ToolError, match="boom"):
         await run(tool, ctx, **args)
     unknown = await run(tool, ctx, **{**args, "subagent_type": "Nope"})

@@ -15,11 +15,11 @@ def todo(content: str, status: str) -> dict[str, str]:
 
 async def test_stores_and_notifies(ctx: ToolContext) -> None:
     seen: list[list[dict]] = []
-    ctx.state["on_todos"] = seen.append
+    ctx.services.on_todos = seen.append
     todos = [todo("Build", "completed"), todo("Test", "in_progress"), todo("Ship", "pending")]
     out = await run(tool, ctx, todos=todos)
     assert not out.is_error
-    assert ctx.state["todos"] == todos
+    assert ctx.services.todos == todos
     assert seen == [todos]
     assert out.summary == "1/3 done; Testing"
 
@@ -28,12 +28,12 @@ async def test_at_most_one_in_progress(ctx: ToolContext) -> None:
     todos = [todo("A", "in_progress"), todo("B", "in_progress")]
     out = await run(tool, ctx, todos=todos)
     assert out.is_error and "at most one" in out.content
-    assert "todos" not in ctx.state
+    assert ctx.services.todos == []  # nothing stored
 
 
 async def test_empty_list_and_no_callback(ctx: ToolContext) -> None:
     out = await run(tool, ctx, todos=[])
-    assert not out.is_error and ctx.state["todos"] == []
+    assert not out.is_error and ctx.services.todos == []
 
 
 def test_invalid_status_rejected_by_model() -> None:

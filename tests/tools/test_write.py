@@ -2,6 +2,7 @@ import os
 import stat
 from pathlib import Path
 
+from sema_rpc.core.policy.permissions import EDIT_RULE
 from sema_rpc.tools.base import ToolContext
 from sema_rpc.tools.read import ReadTool
 from sema_rpc.tools.write import WriteTool
@@ -20,7 +21,8 @@ async def test_new_file_needs_no_read(workspace: Path, ctx: ToolContext) -> None
     args = args_of(tool, file_path="pkg/new.py", content="print('hi')\n")
     assert await tool.validate_input(args, ctx) is None
     ask = tool.permission(args, ctx)
-    assert ask is not None and ask.content_kind == "diff" and ask.rule is None
+    assert ask is not None and ask.content_kind == "diff"
+    assert ask.rule == EDIT_RULE and ask.file_edit  # an "always" answer covers every edit
     assert not ask.ask_every_time
     assert ask.content == "--- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1 @@\n+print('hi')\n"
     out = await tool.call(args, ctx)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from sema_rpc.config import sema_root
-from sema_rpc.engine.markdown_files import MarkdownFile, scan
+from sema_rpc.core.config import sema_root
+from sema_rpc.core.project.markdown_files import MarkdownFile, scan
 
 ARGUMENTS = "$ARGUMENTS"
 _COMMAND = re.compile(r"^/([A-Za-z0-9_][A-Za-z0-9_.:-]*)(?:\s+(.*))?$", re.DOTALL)

@@ -15,8 +15,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from sema_rpc.engine.messages import Message, Usage
-from sema_rpc.log import redact
+from sema_rpc.core.messages import Message, Usage
+from sema_rpc.core.secrets import redact
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "pause_turn"]
 

@@ -40,7 +40,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sema_rpc.log import register_secret
+from sema_rpc.core.errors import ConfigError
+from sema_rpc.core.secrets import register_secret
 
 __all__ = [
     "PROVIDERS",
@@ -65,11 +66,7 @@ _PROVIDER_ALIASES = {"openai-chat": "openai", "claude": "anthropic"}
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
 
-_DATA_DIR = Path(__file__).resolve().parent / "data"
-
-
-class ConfigError(Exception):
-    """The configuration is unusable; the message says what and where, for the user."""
+_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 
 def sema_root() -> Path:

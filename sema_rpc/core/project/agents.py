@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from sema_rpc.config import sema_root
-from sema_rpc.engine.markdown_files import MarkdownFile, scan
+from sema_rpc.core.config import sema_root
+from sema_rpc.core.project.markdown_files import MarkdownFile, scan
 
 if TYPE_CHECKING:
-    from sema_rpc.config import ModelProfile
+    from sema_rpc.core.config import ModelProfile
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ def resolve_agent_model(agent: AgentDef, session_profile: ModelProfile) -> Model
     when one is configured, else the session's model; anything else is a model spec, the
     session's model when it does not resolve.
     """
-    from sema_rpc.config import ConfigError, load_models, resolve_model
+    from sema_rpc.core.config import ConfigError, load_models, resolve_model
 
     if agent.model in ("inherit", "main", ""):
         return session_profile

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from sema_rpc.config import sema_root
-from sema_rpc.engine.markdown_files import MarkdownFile, scan
+from sema_rpc.core.config import sema_root
+from sema_rpc.core.project.markdown_files import MarkdownFile, scan
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,11 @@ Decision order for a call whose tool asked for consent (`Tool.permission()` retu
 `PermissionAsk`):
 1. A path outside the working dir is asked every time; no mode or rule covers it, and
    when the client cannot be asked it is refused.
-2. `bypass` allows; `acceptEdits` allows Write/Edit inside the workspace.
-3. A stored "allow always" rule that matches allows.
+2. `bypass` allows; `acceptEdits` allows file edits (`PermissionAsk.file_edit`) inside
+   the workspace.
+3. A stored "allow always" rule that covers the call allows. What a rule looks like and
+   what it covers is the tool's own business: its `PermissionAsk` carries the rule an
+   "always" answer stores and, when matching is more than equality, `covered_by`.
 4. Otherwise the editor is asked (`tool:permission:request`); a client without the
    `permissions` capability gets nothing asked and the call is refused.
 
@@ -21,17 +24,42 @@ import json
 import logging
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sema_rpc.config import sema_root
-from sema_rpc.tools.base import PermissionAsk
+from sema_rpc.core.config import sema_root
 
 log = logging.getLogger(__name__)
 
-FILE_EDIT_TOOLS = frozenset({"Write", "Edit"})
+
+@dataclass(slots=True)
+class PermissionAsk:
+    """What the editor is shown when a call needs consent."""
+
+    title: str
+    content: str
+    content_kind: Literal["text", "diff"] = "text"
+    rule: str | None = None
+    """The rule an `allow_always` answer would store, e.g. `Bash(git commit:*)`."""
+    ask_every_time: bool = False
+    """Asked every time, never covered by a mode or an always-rule: the call touches a path
+    outside the working dir, or a protected one inside it (`.git/`, whose config can make
+    read-only git commands run programs)."""
+    file_edit: bool = False
+    """A change to a file in the workspace: the `acceptEdits` mode allows it."""
+    covered_by: Callable[[str], bool] | None = None
+    """Whether a stored rule allows this call; None: a rule equal to `rule` does."""
+
+    def covered(self, stored: str) -> bool:
+        if self.covered_by is not None:
+            return self.covered_by(stored)
+        return self.rule is not None and stored == self.rule
+
+
 EDIT_RULE = "Edit"
+"""The rule an "always" answer to a file edit stores: every Write and Edit in the workspace."""
 
 REJECT_MESSAGE = (
     "The user doesn't want to proceed with this tool use. The tool use was rejected "
@@ -132,34 +160,17 @@ class PermissionPolicy:
     store: RuleStore
     client_can_answer: bool
 
-    def decide(self, tool_name: str, ask: PermissionAsk, command: str | None = None) -> Verdict:
+    def decide(self, ask: PermissionAsk) -> Verdict:
         if ask.ask_every_time:
             return "ask" if self.client_can_answer else "refuse"
         if self.mode == "bypass":
             return "allow"
-        if self.mode == "acceptEdits" and tool_name in FILE_EDIT_TOOLS:
+        if self.mode == "acceptEdits" and ask.file_edit:
             return "allow"
-        if self.matches_rule(tool_name, ask, command):
+        if any(ask.covered(rule) for rule in self.store.rules()):
             return "allow"
         return "ask" if self.client_can_answer else "refuse"
 
-    def matches_rule(self, tool_name: str, ask: PermissionAsk, command: str | None) -> bool:
-        for rule in self.store.rules():
-            if tool_name in FILE_EDIT_TOOLS and rule == EDIT_RULE:
-                return True
-            if tool_name == "Bash" and command is not None and rule.startswith("Bash("):
-                from sema_rpc.tools.bash_safety import rule_matches
-
-                if rule_matches(rule, command):
-                    return True
-            if ask.rule is not None and rule == ask.rule and tool_name != "Bash":
-                return True
-        return False
-
-    def rule_for_always(self, tool_name: str, ask: PermissionAsk) -> str | None:
+    def rule_for_always(self, ask: PermissionAsk) -> str | None:
         """The rule an `allow_always` answer stores; None when nothing may be stored."""
-        if ask.ask_every_time:
-            return None
-        if tool_name in FILE_EDIT_TOOLS:
-            return EDIT_RULE
-        return ask.rule
+        return None if ask.ask_every_time else ask.rule

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from sema_rpc.config import sema_root
+from sema_rpc.core.config import sema_root
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,137 @@
+"""Assembly: the parts a session's turn runs with, each built in one place.
+
+The provider (with the session's recording taps), the permission policy and tool runner,
+the compactor, and the subagent runner the Task tool calls. The engine decides when;
+these functions decide how.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sema_rpc.core.config import ModelProfile
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.stream import Provider
+from sema_rpc.engine.compaction import CompactionResult, Compactor, compact_threshold
+from sema_rpc.engine.control import TurnControl
+from sema_rpc.engine.run_tools import ToolRunner
+from sema_rpc.engine.subagents import SubagentRunner
+from sema_rpc.protocol import ConversationUsageParams
+from sema_rpc.tools.base import ToolContext
+
+if TYPE_CHECKING:
+    from sema_rpc.engine.pipeline import TurnSetup
+    from sema_rpc.engine.session import Session
+
+
+def record_to(session: Session, server_record_dir: Path | str | None) -> list[Path]:
+    """The cassettes the session's model exchanges go to: its `recordDir`'s and the
+    server's `--record` run folder's (none when nothing records)."""
+    from sema_rpc.providers.recording import cassette_path
+
+    dirs = [d for d in (session.record_dir, server_record_dir) if d is not None]
+    return [cassette_path(d, session.id) for d in dirs]
+
+
+def provider(session: Session, server_record_dir: Path | str | None) -> Provider:
+    """The session's model, recorded where the session records."""
+    from sema_rpc.providers.registry import provider_for
+
+    assert session.profile is not None
+    return provider_for(session.profile, record_to=record_to(session, server_record_dir) or None)
+
+
+def subagent_providers(
+    session: Session, server_record_dir: Path | str | None
+) -> Callable[[ModelProfile], Provider]:
+    """How a subagent gets its provider (its model may differ from the session's)."""
+    from sema_rpc.providers.registry import provider_for
+
+    def get(profile: ModelProfile) -> Provider:
+        replaying = session.profile is not None and session.profile.provider == "replay"
+        if profile is session.profile or replaying:
+            # A replayed session plays its subagents' calls from its cassette too.
+            return provider(session, server_record_dir)
+        # Recorded to the session's cassette(s), between the main agent's exchanges.
+        return provider_for(profile, record_to=record_to(session, server_record_dir) or None)
+
+    return get
+
+
+def tool_runner(
+    session: Session, setup: TurnSetup, control: TurnControl, *, client_answers: bool
+) -> ToolRunner:
+    """The turn's policy and tool runner, kept on the session while the turn runs: a mode
+    change applies to the turn's next tool call, not only to the next turn."""
+    context = ToolContext(
+        working_dir=session.working_dir,
+        session_id=session.id,
+        read_files=session.read_files,
+        services=session.services,
+    )
+    policy = PermissionPolicy(
+        mode=session.permission_mode,
+        store=session.rules or RuleStore(session.working_dir),
+        client_can_answer=client_answers,
+    )
+    runner = ToolRunner(
+        tools=setup.accepted,
+        context=context,
+        policy=policy,
+        bus=session.bus,
+        control=control,
+        plan_mode=session.mode == "Plan",
+    )
+    session.policy, session.runner = policy, runner
+    return runner
+
+
+def arm_subagents(
+    session: Session,
+    setup: TurnSetup,
+    control: TurnControl,
+    policy: PermissionPolicy,
+    server_record_dir: Path | str | None,
+) -> None:
+    """The Task tool's service for this turn (and its tools, after a context rebuild)."""
+    session.services.run_subagent = SubagentRunner(
+        session, setup, control, policy, subagent_providers(session, server_record_dir)
+    )
+
+
+def compactor(
+    session: Session, control: TurnControl, server_record_dir: Path | str | None
+) -> Compactor:
+    """The session's compactor for one turn: a compaction is recorded in the history
+    file and announced with the new usage."""
+    profile = session.profile
+    assert profile is not None
+
+    def compacted(result: CompactionResult) -> None:
+        if session.store is not None and result.messages is not None:
+            session.store.append_compaction(
+                result.messages,
+                strategy=result.strategy,
+                trigger=result.trigger,
+                tokenBefore=result.token_before,
+                tokenCompact=result.token_compact,
+                **({"errMsg": result.err_msg} if result.err_msg else {}),
+            )
+        session.set_usage(result.token_compact)
+        session.bus.emit(ConversationUsageParams(usage=session.usage))
+
+    return Compactor(
+        provider=provider(session, server_record_dir),
+        model=profile.model_name,
+        max_tokens=profile.max_tokens,
+        context_length=profile.context_length,
+        tracker=session.tokens,
+        bus=session.bus,
+        control=control,
+        state=session.compaction,
+        threshold=compact_threshold(),
+        on_compacted=compacted,
+        reminders=session.pipeline.standing_reminders if session.pipeline else list,
+    )

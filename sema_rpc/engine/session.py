@@ -1,0 +1,102 @@
+"""A session as data: what one conversation holds between and during its turns."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sema_rpc.core.config import ModelProfile
+from sema_rpc.core.messages import Message
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
+from sema_rpc.engine.compaction import CompactionState
+from sema_rpc.engine.control import TurnControl
+from sema_rpc.engine.events import EventBus
+from sema_rpc.engine.history import HistoryStore, InputHistory
+from sema_rpc.engine.pipeline import InputPipeline
+from sema_rpc.engine.run_tools import ToolRunner
+from sema_rpc.engine.tokens import TokenTracker
+from sema_rpc.protocol import McpServerStatus, SessionPromptResult, SessionReadyParams, TokenUsage
+from sema_rpc.tools.base import FileSnapshot, ToolServices
+
+
+@dataclass
+class SteerInput:
+    text: str
+    joined: bool = False
+    result: SessionPromptResult | None = None
+    failed: BaseException | None = None
+    """The turn it joined raised: it fails with that turn."""
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
+class Session:
+    id: str
+    working_dir: Path
+    bus: EventBus
+    mode: str = "Agent"
+    permission_mode: str = "default"
+    model_spec: str | None = None
+    profile: ModelProfile | None = None
+    use_tools: list[str] | None = None
+    history: list[Message] = field(default_factory=list)
+    """The curated history: what the model sees. The comprehensive one is on disk."""
+    read_files: dict[str, FileSnapshot] = field(default_factory=dict)
+    services: ToolServices = field(default_factory=ToolServices)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    control: TurnControl | None = None
+    rules: RuleStore | None = None
+    store: HistoryStore | None = None
+    tokens: TokenTracker = field(default_factory=TokenTracker)
+    compaction: CompactionState = field(default_factory=CompactionState)
+    inputs: InputHistory | None = None
+    history_loaded: bool = False
+    disposed: bool = False
+    pipeline: InputPipeline | None = None
+    mcp: Any = None
+    """The session's McpManager, when it has MCP servers."""
+    mcp_status: list[dict[str, Any]] = field(default_factory=list)
+    steering: list[SteerInput] = field(default_factory=list)
+    """`delivery: steer` inputs waiting for the running turn's next tool batch to end."""
+    policy: PermissionPolicy | None = None
+    runner: ToolRunner | None = None
+    """The running turn's permission policy and tool runner: a mode change applies to
+    the turn's next tool call, not only to the next turn."""
+    record_dir: Path | None = None
+    """session/create `recordDir`: this session's recording folder (its cassette)."""
+
+    def ready_params(self) -> SessionReadyParams:
+        return SessionReadyParams(
+            session_id=self.id,
+            working_dir=str(self.working_dir),
+            history_loaded=self.history_loaded or bool(self.history),
+            usage=self.usage,
+            project_input_history=self.inputs.items() if self.inputs else [],
+            mode=self.mode,  # type: ignore[arg-type]
+            permission_mode=self.permission_mode,  # type: ignore[arg-type]
+            model=f"{self.profile.provider}/{self.profile.model_name}" if self.profile else None,
+            mcp_servers=[McpServerStatus.model_validate(s) for s in self.mcp_status],
+        )
+
+    @property
+    def context_length(self) -> int:
+        return self.profile.context_length if self.profile else 0
+
+    def persist(self, message: Message) -> None:
+        """The loop's `on_message` hook: one history entry per completed message."""
+        if self.store is not None:
+            self.store.append_message(message, self.tokens.mark_for(message))
+
+    async def synced(self) -> None:
+        """Wait (the loop serves others meanwhile) until the session's history entries so
+        far are on disk."""
+        if self.store is not None:
+            await self.store.synced()
+
+    def set_usage(self, tokens: int) -> None:
+        self.usage = TokenUsage(
+            use_tokens=tokens, max_tokens=self.context_length, prompt_tokens=tokens
+        )

@@ -1,0 +1,127 @@
+"""Turns: at most one runs in a session at a time.
+
+Everything that changes a session's conversation — a prompt, a steer that could not join
+the running turn, `/clear`, `/compact`, `session/compact` — runs through `exclusive_turn`:
+it waits for the session's turn in arrival order (a cancel while waiting leaves the queue),
+does not start in a disposed session or a closing engine, gives the turn its TurnControl
+(what `session/interrupt` and a cancel reach), announces `state:update` processing/idle,
+and when the turn ends hands it to `on_end`, which settles the steer inputs that waited
+on it. Steer inputs (`delivery: steer`) wait in `Session.steering` for the running turn's
+next tool batch (`take_steering`); those no batch took run as turns of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from sema_rpc.core.messages import ContentBlock, TextBlock
+from sema_rpc.engine.control import PromptCancel, TurnControl
+from sema_rpc.protocol import SessionPromptResult, StateUpdateParams
+
+if TYPE_CHECKING:
+    from sema_rpc.engine.session import Session, SteerInput
+
+T = TypeVar("T")
+
+
+class NotStarted(enum.Enum):
+    """Why a turn did not run."""
+
+    CANCELLED = "cancelled"
+    """Cancelled before it started or while it waited for its turn."""
+    DISPOSED = "disposed"
+    """The session was disposed while it waited."""
+    CLOSING = "closing"
+    """The engine is shutting down: nothing new starts."""
+
+
+async def exclusive_turn(
+    session: Session,
+    body: Callable[[TurnControl], Awaitable[T]],
+    *,
+    cancel: PromptCancel,
+    closing: Callable[[], bool],
+    on_end: Callable[[T | None, BaseException | None], None],
+) -> T | NotStarted:
+    """Run `body` as the session's one running turn, once its turn comes.
+
+    Contract: `on_end(result, failure)` is called exactly once for every turn that started,
+    after `state:update` idle, also when `body` raised (`result` None, `failure` the
+    exception) or was cancelled; it must not raise."""
+    if cancel.cancelled:
+        return NotStarted.CANCELLED
+    if not await cancel.acquire(session.turn_lock):  # cancelled while queued
+        return NotStarted.CANCELLED
+    try:
+        if session.disposed:
+            return NotStarted.DISPOSED
+        if closing():
+            return NotStarted.CLOSING
+        control = TurnControl()
+        session.control = control
+        cancel.on_cancel(lambda: control.interrupt("user"))
+        session.bus.emit(StateUpdateParams(state="processing"))
+        result: T | None = None
+        failure: BaseException | None = None
+        try:
+            result = await body(control)
+            return result
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            cancel.on_cancel(None)
+            session.control = session.policy = session.runner = None
+            session.bus.emit(StateUpdateParams(state="idle"))
+            on_end(result, failure)
+    finally:
+        session.turn_lock.release()
+
+
+async def take_steering(
+    session: Session, expand: Callable[[str], Awaitable[list[ContentBlock]]] | None
+) -> list[ContentBlock]:
+    """The loop's hook after each tool batch: steer inputs join the running turn, each
+    expanded by `expand` (custom commands, @references) as a prompt's input is."""
+    taken = [s for s in session.steering if not s.joined]
+    for steer in taken:
+        steer.joined = True
+    blocks: list[ContentBlock] = []
+    for steer in taken:
+        blocks += [TextBlock(text=steer.text)] if expand is None else await expand(steer.text)
+    return blocks
+
+
+def settle_steering(
+    session: Session,
+    result: SessionPromptResult | None,
+    failure: BaseException | None = None,
+) -> None:
+    """A turn ended: steer inputs that joined it get its answer (or its failure); the
+    others (no tool batch came to take them) are released to run as turns of their own."""
+    if result is None and (failure is None or isinstance(failure, asyncio.CancelledError)):
+        result = SessionPromptResult(stop_reason="interrupted", usage=session.usage)
+    waiting, session.steering = session.steering, []
+    for steer in waiting:
+        if steer.joined:
+            steer.result, steer.failed = result, failure if result is None else None
+        steer.settled.set()
+
+
+def drop_steer(session: Session, steer: SteerInput) -> None:
+    """Cancel one steer input: one still waiting leaves the queue and answers
+    `interrupted`; one that joined the running turn is part of it, so that turn is
+    interrupted (and answers both)."""
+    if steer.settled.is_set():
+        return
+    if steer.joined:
+        if session.control is not None:
+            session.control.interrupt("user")
+        return
+    if steer in session.steering:
+        session.steering.remove(steer)
+    steer.result = SessionPromptResult(stop_reason="interrupted", usage=session.usage)
+    steer.settled.set()

@@ -1,0 +1,220 @@
+"""The package order: every import of `sema_rpc` runs down the layers, never up, and no two
+packages import each other (directly or round a ring).
+
+    0  protocol, sema_rpc/__init__    the wire's types and method table; the version
+    1  core                           shared vocabulary: messages, stream events, errors,
+                                      config, secrets, text, project files, policy
+    2  tools, providers, mcp          what the agent uses; they know core, never the engine
+    3  engine                         the agent: sessions, turns, the loop, assembly
+    4  rpc, record, transcript        wire dialects and recording, over the engine
+    5  cli, runner, log, schema_gen   entry points
+
+Every import counts: module level, inside functions (lazy imports), and type-only imports
+under `if TYPE_CHECKING:` (a type-only edge still ties the packages together for a reader
+and for a later move). `importlib.import_module("sema_rpc....")` with a literal name counts
+too. Run `python tests/test_layers.py` to print the graph's offending edges and cycles.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "sema_rpc"
+
+LAYERS: dict[str, int] = {
+    "protocol": 0,
+    "core": 1,
+    "tools": 2,
+    "providers": 2,
+    "mcp": 2,
+    "engine": 3,
+    "rpc": 4,
+    "record": 4,
+    "transcript": 4,
+    "cli": 5,
+    "runner": 5,
+    "log": 5,
+    "schema_gen": 5,
+    "__init__": 0,
+    "__main__": 5,
+}
+"""The layer of each unit: a subpackage or a top-level module of `sema_rpc`."""
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {
+        _module_name(p): p
+        for p in PACKAGE.rglob("*.py")
+        if "data" not in p.relative_to(PACKAGE).parts
+    }
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The longest known module `name` refers to (`sema_rpc.x.y` may name an attribute)."""
+    while name:
+        if name in known:
+            return name
+        if "." not in name:
+            return None
+        name = name.rsplit(".", 1)[0]
+    return None
+
+
+def _imports(module: str, path: Path, known: dict[str, Path]) -> list[tuple[str, int]]:
+    """(imported module, line) for every import of a `sema_rpc` module in `path`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    is_pkg = path.name == "__init__.py"
+    base = module.split(".") if is_pkg else module.split(".")[:-1]
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[: len(base) - node.level + 1] if node.level > 1 else base
+                prefix = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            names = [prefix] + [f"{prefix}.{alias.name}" for alias in node.names]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute | ast.Name)
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id)
+            == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names = [node.args[0].value]
+        for name in names:
+            if not name.startswith("sema_rpc"):
+                continue
+            target = _resolve(name, known)
+            if target and target != module and (target, node.lineno) not in found:
+                found.append((target, node.lineno))
+    return found
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def graph() -> tuple[list[str], list[str], list[str]]:
+    """(edges that run up the layers, cycles between units, modules in no layer)."""
+    known = _modules()
+    up: list[str] = []
+    unplaced = sorted({_unit(m) for m in known} - LAYERS.keys())
+    units: dict[str, set[str]] = defaultdict(set)
+    for module, path in sorted(known.items()):
+        src = _unit(module)
+        for target, line in _imports(module, path, known):
+            dst = _unit(target)
+            if dst == src:
+                continue
+            units[src].add(dst)
+            if src in LAYERS and dst in LAYERS and LAYERS[dst] > LAYERS[src]:
+                rel = path.relative_to(ROOT)
+                up.append(
+                    f"{rel}:{line}: {module} -> {target}  "
+                    f"({src} L{LAYERS[src]} -> {dst} L{LAYERS[dst]})"
+                )
+    return up, _cycles(units), unplaced
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[str]:
+    """The strongly connected components with more than one unit (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[str] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                members = sorted(comp)
+                ring = [f"{a} -> {b}" for a in members for b in members if b in edges.get(a, ())]
+                found.append(f"cycle {{{', '.join(members)}}}: " + "; ".join(ring))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _report(up: list[str], cycles: list[str], unplaced: list[str]) -> str:
+    lines = [f"{len(up)} edge(s) up the layers:"] + [f"  {e}" for e in up]
+    lines += [f"{len(cycles)} cycle(s) between packages:"] + [f"  {c}" for c in cycles]
+    if unplaced:
+        lines += ["units in no layer (add them to LAYERS):"] + [f"  {u}" for u in unplaced]
+    return "\n".join(lines)
+
+
+def test_imports_run_down_the_layers_without_cycles() -> None:
+    up, cycles, unplaced = graph()
+    assert not (up or cycles or unplaced), "\n" + _report(up, cycles, unplaced)
+
+
+def test_the_walker_sees_lazy_and_type_only_imports(tmp_path: Path) -> None:
+    """The walker's own check: an import inside a function and one under TYPE_CHECKING
+    are both edges (otherwise the main test could pass by not looking)."""
+    src = tmp_path / "sema_rpc" / "core" / "x.py"
+    src.parent.mkdir(parents=True)
+    src.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ..engine.session import Session\n"
+        "def f():\n    from sema_rpc.rpc import server\n"
+        "def g():\n    import importlib\n    importlib.import_module('sema_rpc.cli')\n",
+        encoding="utf-8",
+    )
+    known = {
+        "sema_rpc.core.x": src,
+        "sema_rpc.engine.session": src,
+        "sema_rpc.rpc.server": src,
+        "sema_rpc.cli": src,
+    }
+    global ROOT
+    saved = ROOT
+    ROOT = tmp_path
+    try:
+        found = {t for t, _ in _imports("sema_rpc.core.x", src, known)}
+    finally:
+        ROOT = saved
+    assert found == {"sema_rpc.engine.session", "sema_rpc.rpc.server", "sema_rpc.cli"}
+
+
+if __name__ == "__main__":
+    up, cycles, unplaced = graph()
+    print(_report(up, cycles, unplaced))
+    sys.exit(1 if up or cycles or unplaced else 0)
