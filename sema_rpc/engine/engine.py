@@ -1,4 +1,5 @@
-"""SemaEngine: the methods of the wire over sessions (SessionRegistry, sessions.py) and their turns.
+"""SemaEngine: what a client can ask of the agent, over its sessions (SessionRegistry in
+sessions.py) and their turns (turns.py).
 
 One engine serves every session of a process. A session runs one turn at a time; a
 prompt that arrives while a turn runs waits its turn (followUp delivery) and is answered
