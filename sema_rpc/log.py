@@ -21,10 +21,5 @@ def setup_logging(level: str | None = None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level_name)
-    # pygls logs every message body at INFO/DEBUG: never let it reach the log by default.
-    # pygls also logs a traceback for every error answer, which _wrap already reports.
-    logging.getLogger("pygls").setLevel(
-        logging.CRITICAL if root.level > logging.DEBUG else logging.DEBUG
-    )
     for noisy in ("httpx", "httpx2", "httpcore", "anthropic", "openai"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -115,10 +115,12 @@ class Conversation:
     runner: ToolRunner
     control: TurnControl
     on_message: Callable[[Message], None] = lambda _m: None
-    """Called once for each message as it completes (persistence hooks in here)."""
+    """Called once for each message as it completes (persistence hooks in here).
+    Contract: does not raise (a failed write is the store's to log and retry)."""
     persisted: Callable[[], Awaitable[None]] = _nothing_to_wait_for
     """Resolves once every message handed to `on_message` is stored. Awaited before each
-    model request and each tool batch, so a crash loses at most the message in flight."""
+    model request and each tool batch, so a crash loses at most the message in flight.
+    Contract: does not raise."""
     last_usage: TokenUsage = field(default_factory=TokenUsage)
     tokens: TokenTracker = field(default_factory=TokenTracker)
     """The prompt's size: provider usage first, local counts for the rest (tokens.py)."""
@@ -127,7 +129,8 @@ class Conversation:
     """Applies a tool's RebuildContext result (see `_rebuild`). Contract: does not raise."""
     take_steering: Callable[[], Awaitable[list[ContentBlock]]] = _no_steering
     """Inputs sent with `delivery: steer` while this turn runs (prepared as user content);
-    they join it after a batch."""
+    they join it after a batch. Contract: does not raise (an exception would escape the
+    turn as a bug, not end it as a value)."""
 
     async def query(self, user_content: list[ContentBlock]) -> TurnOutcome:
         self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)

@@ -1,4 +1,5 @@
-"""SemaEngine: sessions and what one user input goes through.
+"""SemaEngine: what a client can ask of the agent, over its sessions (SessionRegistry in
+sessions.py) and their turns (turns.py).
 
 One engine serves every session of a process. A session runs one turn at a time; a
 prompt that arrives while a turn runs waits its turn (followUp delivery) and is answered
@@ -14,45 +15,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import uuid
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
-from sema_rpc.core.config import resolve_model
 from sema_rpc.core.errors import (
-    HistoryUnreadable,
-    InvalidArgument,
     NoModelConfigured,
     SessionNotFound,
 )
 from sema_rpc.core.errors import working_dir as checked_working_dir
 from sema_rpc.core.messages import TextBlock
-from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
-from sema_rpc.core.stream import ToolSpec
+from sema_rpc.core.policy.permissions import PermissionPolicy
 from sema_rpc.engine import assembly
 from sema_rpc.engine.compaction import (
     CompactionResult,
 )
 from sema_rpc.engine.control import PromptCancel, TurnControl
 from sema_rpc.engine.conversation import ContextRebuild, Conversation, LoopConfig, TurnOutcome
-from sema_rpc.engine.events import ClientBridge, EventBus
+from sema_rpc.engine.events import ClientBridge
 from sema_rpc.engine.history import (
-    HistoryError,
-    HistoryStore,
-    InputHistory,
-    LoadedHistory,
-    append_curated,
-    dangling_tool_results,
-    list_sessions,
-    load_history,
     synced_all,
-    valid_session_id,
 )
-from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.session import Session, SteerInput
-from sema_rpc.engine.tokens import TokenCounter, TokenTracker, counter_for_model
+from sema_rpc.engine.sessions import (
+    NO_MODEL_SUGGESTION,
+    SessionRegistry,
+    as_dicts,
+)
 from sema_rpc.engine.turns import (
     NotStarted,
     drop_steer,
@@ -61,35 +47,19 @@ from sema_rpc.engine.turns import (
     take_steering,
 )
 from sema_rpc.protocol import (
-    AskQuestionRequestParams,
-    AskQuestionResult,
     CommandListParams,
     CommandListResult,
-    ConfigNoModelsParams,
     ConversationUsageParams,
     ModeUpdateEventParams,
     ModeUpdateParams,
     ModeUpdateResult,
     PermissionModeUpdateParams,
     PermissionModeUpdateResult,
-    PlanExitRequestParams,
-    PlanExitResult,
     SessionClearedParams,
     SessionCompactParams,
     SessionCompactResult,
-    SessionCreateParams,
-    SessionDisposeParams,
-    SessionDisposeResult,
-    SessionErrorDetail,
-    SessionErrorParams,
-    SessionListItem,
-    SessionListParams,
-    SessionListResult,
     SessionPromptParams,
     SessionPromptResult,
-    SessionReadyEventParams,
-    SessionReadyParams,
-    TodoItem,
     TodosUpdateParams,
     ToolListParams,
     ToolListResult,
@@ -97,20 +67,6 @@ from sema_rpc.protocol import (
 from sema_rpc.tools.base import RebuildContext
 
 log = logging.getLogger(__name__)
-
-NO_MODEL_SUGGESTION = (
-    "Set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass `model` (e.g. `anthropic/claude-sonnet-4-5`) "
-    "to session/create, or add a profile to $SEMA_ROOT/models.json."
-)
-DISPOSE_GRACE_S = 10.0
-
-
-def mcp_start_timeout() -> float:
-    """Seconds to wait for a session's MCP servers to start (env SEMA_MCP_START_TIMEOUT_S)."""
-    try:
-        return float(os.environ.get("SEMA_MCP_START_TIMEOUT_S", "10"))
-    except ValueError:
-        return 10.0
 
 
 def system_command(text: str) -> tuple[str, str] | None:
@@ -125,203 +81,12 @@ def system_command(text: str) -> tuple[str, str] | None:
     return None
 
 
-class SemaEngine:
+class SemaEngine(SessionRegistry):
+    """The agent of one process: its sessions (SessionRegistry) and their turns."""
+
     def __init__(self, bridge: ClientBridge, *, client_answers_permissions: bool = False):
-        self.bridge = bridge
+        super().__init__(bridge)
         self.client_answers_permissions = client_answers_permissions
-        self.sessions: dict[str, Session] = {}
-        self.record_dir: Path | str | None = None
-        """`--record DIR`: each session's model exchanges are recorded as a cassette."""
-        self.session_record_dirs: Callable[[str, str], Path] | None = None
-        """session/create `recordDir` → the session's recording folder, given by the
-        recording layer (`(recordDir, sessionId) -> folder`, created on first use; raises
-        ValueError for a relative path, OSError when it cannot be created). None: this
-        engine cannot record, and a `recordDir` is an error."""
-        self.closing = False
-        """Set by `shutdown()`: nothing new starts; waiting prompts answer `interrupted`."""
-
-    # ------------------------------------------------------------------ sessions
-
-    def _session_record_dir(self, record_dir: str | None, session_id: str) -> Path | None:
-        """session/create `recordDir` → the session's recording folder (created now)."""
-        if record_dir is None:
-            return None
-        if self.session_record_dirs is None:
-            raise InvalidArgument("recordDir: this server cannot record")
-        try:
-            return self.session_record_dirs(record_dir, session_id)
-        except ValueError as exc:
-            raise InvalidArgument(str(exc)) from exc
-        except OSError as exc:
-            raise InvalidArgument(f"cannot record to {record_dir}: {exc.strerror or exc}") from exc
-
-    def session(self, session_id: str) -> Session:
-        session = self.sessions.get(session_id)
-        if session is None or session.disposed:
-            raise SessionNotFound(session_id)
-        return session
-
-    async def create_session(self, params: SessionCreateParams) -> SessionReadyParams:
-        working_dir = checked_working_dir(params.working_dir)  # a stat, not I/O worth a thread
-        if params.session_id is not None and not valid_session_id(params.session_id):
-            raise InvalidArgument(
-                "sessionId must be 1-128 letters, digits, '.', '_' or '-', not starting with "
-                f"'.', '_' or '-': {params.session_id!r}",
-            )
-        profile = resolve_model(params.model)  # ConfigError: the wire says so
-        if params.model is not None and profile is None:
-            raise InvalidArgument(f"unknown model: {params.model}")
-
-        session_id = params.session_id or uuid.uuid4().hex
-        record_dir = self._session_record_dir(params.record_dir, session_id)
-        existing = self.sessions.get(session_id)
-        if existing is not None and not existing.disposed:
-            existing.record_dir = existing.record_dir or record_dir
-            return self._ready(existing)
-
-        loaded: LoadedHistory | None = None
-        if params.session_id is not None:
-            try:
-                loaded = await asyncio.to_thread(load_history, session_id)
-            except HistoryError as exc:
-                raise HistoryUnreadable(str(exc), session_id) from exc
-            existing = self.sessions.get(session_id)
-            if existing is not None and not existing.disposed:  # created while we read
-                existing.record_dir = existing.record_dir or record_dir
-                return self._ready(existing)
-
-        resolved_dir = working_dir.resolve()
-        mode = params.mode
-        if loaded is not None and loaded.mode and "mode" not in params.model_fields_set:
-            mode = loaded.mode  # type: ignore[assignment]
-        session = Session(
-            id=session_id,
-            working_dir=resolved_dir,
-            bus=EventBus(session_id, self.bridge),
-            mode=mode,
-            permission_mode=params.permission_mode,
-            model_spec=params.model,
-            profile=profile,
-            use_tools=params.use_tools,
-            tokens=TokenTracker(
-                counter_for_model(profile.model_name) if profile else TokenCounter(None)
-            ),
-            store=HistoryStore(
-                session_id,
-                resolved_dir,
-                loaded.message_count if loaded is not None and loaded.source == "jsonl" else 0,
-            ),
-            inputs=InputHistory(resolved_dir),
-            record_dir=record_dir,
-        )
-        session.rules = RuleStore(session.working_dir)
-        session.pipeline = InputPipeline(session)
-        session.services.on_todos = lambda todos: self._todos_changed(session, todos)
-        session.services.ask_user = lambda questions: self._ask_user(session, questions)
-        session.services.plan_exit = lambda path, text: self._plan_exit(session, path, text)
-        self.sessions[session_id] = session
-        await self._start_mcp(session, params)
-        if profile is not None:
-            from sema_rpc.providers.registry import warm_up
-
-            warm_up(profile)
-            session.tokens.counter.warm_up()
-        if loaded is not None:
-            await self._restore(session, loaded)
-        else:
-            session.set_usage(0)
-
-        ready = self._ready(session)
-        if session.services.todos:
-            session.bus.emit(TodosUpdateParams(todos=_todo_items(session.services.todos)))
-        if profile is None:
-            session.bus.emit(
-                ConfigNoModelsParams(
-                    message="No model is configured.", suggestion=NO_MODEL_SUGGESTION
-                )
-            )
-        return ready
-
-    def _ready(self, session: Session) -> SessionReadyParams:
-        ready = session.ready_params()
-        session.bus.emit(SessionReadyEventParams(**ready.model_dump()))
-        return ready
-
-    async def _restore(self, session: Session, loaded: LoadedHistory) -> None:
-        assert session.store is not None
-        session.history_loaded = loaded.message_count > 0
-        session.history = loaded.messages
-        if loaded.source == "json":  # the older JSON format: continue it as JSONL
-            session.store.import_messages(loaded.messages, loaded.todos)
-        repair = dangling_tool_results(session.history)
-        if repair is not None:  # the process died while tools ran
-            append_curated(session.history, repair)
-            session.store.append_message(repair)
-        if loaded.mark is not None:
-            length, tokens = loaded.mark
-            session.tokens.set_mark(length, session.history[length - 1], tokens)
-        if loaded.todos:
-            session.services.todos = loaded.todos
-        covered = loaded.mark is not None and loaded.mark[0] == len(session.history)
-        if covered:  # the provider's persisted figure counts it all: nothing to tokenize
-            session.set_usage(session.tokens.count(session.history))
-        elif session.history:
-            # Count the overhead with the same encoding as the history, not an estimate
-            # taken while the encoding is still loading.
-            await session.tokens.counter.ensure_loaded()
-            _, specs, system = self._tools_and_prompt(session)
-            session.tokens.set_overhead(system, specs)
-            session.set_usage(await session.tokens.count_async(session.history))
-        else:
-            session.set_usage(0)
-        if loaded.skipped:
-            log.warning(
-                "session %s: %d unreadable history entries were skipped", session.id, loaded.skipped
-            )
-
-    def _todos_changed(self, session: Session, todos: list) -> None:
-        dicts = _as_dicts(todos)
-        if session.store is not None:
-            session.store.append_event("todos", todos=dicts)
-        session.bus.emit(TodosUpdateParams(todos=_todo_items(dicts)))
-
-    async def list_sessions(self, params: SessionListParams) -> SessionListResult:
-        working_dir = None
-        if params.working_dir is not None:
-            working_dir = checked_working_dir(params.working_dir, must_exist=False)
-            working_dir = await asyncio.to_thread(working_dir.resolve)
-        summaries = await asyncio.to_thread(list_sessions, working_dir)
-        return SessionListResult(
-            sessions=[
-                SessionListItem(
-                    session_id=s.session_id,
-                    working_dir=s.working_dir,
-                    title=s.title,
-                    updated_at=s.updated_iso,
-                    message_count=s.message_count,
-                )
-                for s in summaries
-            ]
-        )
-
-    async def dispose(self, params: SessionDisposeParams) -> SessionDisposeResult:
-        """Interrupt the running turn, wait for it to answer, drop the session from memory.
-        Queued prompts answer `interrupted` without running. The history stays on disk."""
-        session = self.session(params.session_id)
-        session.disposed = True
-        interrupted = session.control.interrupt("dispose") if session.control else False
-        try:
-            await asyncio.wait_for(session.turn_lock.acquire(), DISPOSE_GRACE_S)
-            session.turn_lock.release()
-        except TimeoutError:
-            log.warning("session %s: the turn did not settle before dispose", session.id)
-        if self.sessions.get(session.id) is session:
-            del self.sessions[session.id]
-        if session.store is not None:
-            session.store.close()
-            await session.store.synced()
-        await self.close_mcp(session)
-        return SessionDisposeResult(disposed=True, interrupted=interrupted)
 
     def interrupt(self, session_id: str) -> bool:
         control = self.session(session_id).control
@@ -488,15 +253,11 @@ class SemaEngine:
     async def _compact(
         self, session: Session, control: TurnControl, instructions: str | None
     ) -> CompactionResult | None:
-        _, specs, system = self._tools_and_prompt(session)
-        session.tokens.set_overhead(system, specs)
-        compactor = assembly.compactor(session, control, self.record_dir)
-        return await compactor.compact(session.history, "manual", instructions)
-
-    def _tools_and_prompt(self, session: Session) -> tuple[list[Any], list[ToolSpec], str]:
         assert session.pipeline is not None
         setup = session.pipeline.turn_setup()
-        return setup.offered, setup.specs, setup.system_prompt
+        session.tokens.set_overhead(setup.system_prompt, setup.specs)
+        compactor = assembly.compactor(session, control, self.record_dir)
+        return await compactor.compact(session.history, "manual", instructions)
 
     async def _run_turn(self, session: Session, text: str, control: TurnControl) -> TurnOutcome:
         profile = session.profile
@@ -574,7 +335,7 @@ class SemaEngine:
                 session.store.append_event("clear")
                 todos = session.services.todos
                 if todos:  # a `clear` marker empties todos on load; these live on
-                    session.store.append_event("todos", todos=_as_dicts(todos))
+                    session.store.append_event("todos", todos=as_dicts(todos))
             restart = [TextBlock(text=str(message)), *session.pipeline.first_query_blocks(setup)]
         return ContextRebuild(
             system_prompt=setup.system_prompt,
@@ -583,55 +344,6 @@ class SemaEngine:
             plan_mode=session.mode == "Plan",
             restart_with=restart,
         )
-
-    async def _ask_user(self, session: Session, questions: Any) -> dict[str, Any] | None:
-        request = AskQuestionRequestParams.model_validate({"questions": questions})
-        answer = await session.bus.ask(request, AskQuestionResult)
-        return None if answer is None else {"answers": answer.answers}
-
-    async def _plan_exit(self, session: Session, path: str, text: str) -> PlanExitResult | None:
-        request = PlanExitRequestParams(
-            plan_file_path=str(path),
-            plan_content=text,
-            options=["startEditing", "clearContextAndStart", "keepPlanning"],
-        )
-        return await session.bus.ask(request, PlanExitResult)
-
-    async def _start_mcp(self, session: Session, params: SessionCreateParams) -> None:
-        from sema_rpc.mcp import load_mcp_config
-
-        editor = (
-            None
-            if params.mcp_servers is None
-            else [m.model_dump(by_alias=True) for m in params.mcp_servers]
-        )
-        config = await asyncio.to_thread(load_mcp_config, session.working_dir, editor)
-        if not config.servers and not config.errors:
-            return
-        from sema_rpc.mcp import McpManager
-
-        def died(name: str, message: str) -> None:
-            session.mcp_status = session.mcp.status() if session.mcp else session.mcp_status
-            if session.pipeline is not None and session.mcp is not None:
-                session.pipeline.mcp_tools = session.mcp.tools()
-            session.bus.emit(
-                SessionErrorParams(
-                    type="mcp_error",
-                    error=SessionErrorDetail(
-                        code="mcp_server_died", message=message, details={"server": name}
-                    ),
-                )
-            )
-
-        session.mcp = McpManager(on_server_error=died)
-        session.mcp_status = await session.mcp.start(config, timeout_s=mcp_start_timeout())
-        assert session.pipeline is not None
-        session.pipeline.mcp_tools = session.mcp.tools()
-
-    async def close_mcp(self, session: Session) -> None:
-        if session.mcp is not None:
-            manager, session.mcp = session.mcp, None
-            await manager.aclose()
 
     def command_list(self, params: CommandListParams) -> CommandListResult:
         from sema_rpc.core.project.custom_commands import list_commands
@@ -645,17 +357,3 @@ class SemaEngine:
         session = self.session(params.session_id)
         assert session.pipeline is not None
         return ToolListResult(tools=session.pipeline.tool_list())
-
-
-def _as_dicts(todos: list) -> list[dict]:
-    return [t if isinstance(t, dict) else t.model_dump(by_alias=True) for t in todos]
-
-
-def _todo_items(todos: list[dict]) -> list[TodoItem]:
-    items = []
-    for t in todos:
-        try:
-            items.append(TodoItem.model_validate(t))
-        except ValueError:
-            log.warning("ignoring an invalid todo: %r", t)
-    return items

@@ -1,15 +1,18 @@
-"""The JSON-RPC server: pygls dispatch on sema-rpc's own framing.
+"""The JSON-RPC server: a small dispatcher driven by the method table (`METHODS`), on
+sema-rpc's own framing.
 
-What this layer adds to pygls (see ../shared reference notes on its traps):
-- messages are parsed once with plain `json.loads` and only the top-level object is
-  turned into a pygls message; params stay dicts and are validated by the protocol's
-  pydantic models (pygls's default converter would rename keys and build namedtuples);
-- the envelope is checked first, so malformed input gets a JSON-RPC error instead of
-  being dropped (pygls silently ignores a wrong `jsonrpc`);
-- `_wrap` is the single place where exceptions become JSON-RPC errors;
-- outgoing messages are serialised straight to compact ASCII JSON (notifications skip
-  pygls's attrs round trip: they are the hot path);
-- server→client requests (`ClientBridge.ask`) go through pygls's request futures, and
+- messages are parsed once with plain `json.loads`; params stay dicts and are validated
+  by the protocol's pydantic models;
+- the envelope is checked first, so malformed input gets a JSON-RPC error;
+- `_wrap` is the single place where exceptions become JSON-RPC errors (domain errors
+  through rpc/errors.py);
+- a synchronous handler is answered before the next message is read (`session/interrupt`
+  is answered at once, in order); an async one runs as a task, cancellable by
+  `$/cancelRequest` (answered -32800) — except `session/prompt`, which a cancel
+  interrupts and which answers `interrupted`;
+- outgoing messages are serialised straight to compact ASCII JSON (notifications are the
+  hot path);
+- server→client requests (`ClientBridge.ask`) wait on a future per request id, and
   are cancelled on the wire with `$/cancelRequest` when the engine stops waiting;
 - the engine (and everything under `sema_rpc.engine`) is imported and created on the
   first method that needs it, so `initialize` is answered without paying for it.
@@ -18,6 +21,7 @@ What this layer adds to pygls (see ../shared reference notes on its traps):
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import itertools
 import json
@@ -26,17 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-import cattrs
-from lsprotocol.types import ResponseError, ResponseErrorMessage
 from pydantic import ValidationError
-from pygls.exceptions import JsonRpcException
-from pygls.protocol import JsonRPCProtocol
-from pygls.protocol.json_rpc import (
-    JsonRPCNotification,
-    JsonRPCRequestMessage,
-    JsonRPCResponseMessage,
-)
-from pygls.server import JsonRPCServer
 
 import sema_rpc
 from sema_rpc.core.errors import DomainError
@@ -90,63 +84,6 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode("ascii")
 
 
-def _response_error(error: ResponseError | None) -> dict[str, Any]:
-    assert error is not None
-    out: dict[str, Any] = {"code": error.code, "message": error.message}
-    if error.data is not None:
-        out["data"] = error.data
-    return out
-
-
-def _to_wire(message: Any) -> dict[str, Any]:
-    if isinstance(message, dict):
-        return message
-    if isinstance(message, ResponseErrorMessage):
-        return {"jsonrpc": "2.0", "id": message.id, "error": _response_error(message.error)}
-    if isinstance(message, JsonRPCResponseMessage):
-        return {"jsonrpc": "2.0", "id": message.id, "result": message.result}
-    if isinstance(message, JsonRPCRequestMessage):
-        return {
-            "jsonrpc": "2.0",
-            "id": message.id,
-            "method": message.method,
-            "params": message.params,
-        }
-    if isinstance(message, JsonRPCNotification):
-        return {"jsonrpc": "2.0", "method": message.method, "params": message.params}
-    raise TypeError(f"cannot send {type(message).__name__}")
-
-
-class SemaProtocol(JsonRPCProtocol):
-    frame_writer: FrameWriter
-
-    def _send_data(self, data: Any) -> None:
-        if data is None:
-            return
-        wire = _to_wire(data)
-        try:
-            body = _dumps(wire)
-        except (TypeError, ValueError) as exc:
-            log.exception("could not serialise an outgoing message")
-            if "id" in wire and "method" not in wire:
-                body = _dumps(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": wire["id"],
-                        "error": {
-                            "code": ErrorCode.INTERNAL_ERROR,
-                            "message": f"internal error: result not serialisable: {exc}",
-                        },
-                    }
-                )
-            else:
-                return
-        self.frame_writer.write(body)
-
-    def send_raw(self, message: dict[str, Any], *, batch: bool = False) -> None:
-        self.frame_writer.write(_dumps(message), batch=batch)
-
-
 def _error_message(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
@@ -178,28 +115,35 @@ def _parse_params(spec: MethodSpec, params: Any) -> Any:
     try:
         return spec.params.model_validate({} if params is None or params == [] else params)
     except ValidationError as exc:
-        raise JsonRpcException(
-            code=ErrorCode.INVALID_PARAMS,
-            message=f"invalid params for {spec.name}: {exc.error_count()} error(s)",
-            data=json.loads(exc.json(include_url=False, include_context=False)),
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS,
+            f"invalid params for {spec.name}: {exc.error_count()} error(s)",
+            json.loads(exc.json(include_url=False, include_context=False)),
         ) from exc
 
 
 _NOT_A_REQUEST = object()
 
+_current_request: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "sema_rpc_request_id", default=None
+)
+"""The id of the request whose handler is running (each handler runs in its own context)."""
 
-class SemaServer(JsonRPCServer):
+
+class SemaServer:
     """One process, one client, many sessions."""
 
-    protocol: SemaProtocol
-
     def __init__(self, writer: FrameWriter, recorder: TranscriptRecorder | None = None):
-        super().__init__(SemaProtocol, cattrs.Converter)
         self.recorder = recorder
         if recorder is not None:
             writer.tap = lambda body: recorder.record("out", body)
-        self.protocol.frame_writer = writer
         self.writer = writer
+        self._handlers: dict[str, Callable[[Any], Any]] = {}
+        """Every method of the table, wrapped (`_wrap`)."""
+        self._incoming: dict[Any, asyncio.Task[Any]] = {}
+        """The client's requests whose async handler runs, by id (`$/cancelRequest`)."""
+        self._outgoing: dict[Any, asyncio.Future[Any]] = {}
+        """Server→client requests awaiting the client's answer, by id."""
         self.capabilities = ClientCapabilities()
         self._engine: SemaEngine | None = None
         self._engine_methods: dict[str, bool] = {}
@@ -233,7 +177,7 @@ class SemaServer(JsonRPCServer):
         missing = set(METHODS) - set(handlers)
         assert not missing, f"methods without a handler: {missing}"
         for name, spec in METHODS.items():
-            self.protocol.fm.features[name] = self._wrap(spec, handlers[name])
+            self._handlers[name] = self._wrap(spec, handlers[name])
 
     # ------------------------------------------------------------------ the engine, lazily
 
@@ -277,7 +221,7 @@ class SemaServer(JsonRPCServer):
     def _wrap(self, spec: MethodSpec, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """The one place where exceptions become JSON-RPC errors.
 
-        Synchronous handlers stay synchronous, so pygls answers them before reading on
+        Synchronous handlers stay synchronous, so they are answered before reading on
         (`session/interrupt` is answered at once, in order); async ones run as tasks.
         """
 
@@ -286,21 +230,19 @@ class SemaServer(JsonRPCServer):
                 return _parse_params(spec, params)
             try:
                 return _parse_params(spec, params)
-            except JsonRpcException:  # a notification cannot be refused (nor answered)
+            except RpcError:  # a notification cannot be refused (nor answered)
                 log.warning("%s: ignoring invalid params %r", spec.name, params)
                 return spec.params()
 
-        def translate(exc: Exception) -> JsonRpcException:
+        def translate(exc: Exception) -> RpcError:
             if isinstance(exc, DomainError):
-                exc = to_rpc_error(exc)
+                return to_rpc_error(exc)
             if isinstance(exc, RpcError):
-                return JsonRpcException(code=exc.code, message=exc.message, data=exc.data)
-            if isinstance(exc, JsonRpcException):
                 return exc
             log.error("%s failed", spec.name, exc_info=exc)
-            return JsonRpcException(
-                code=ErrorCode.INTERNAL_ERROR,
-                message=f"internal error in {spec.name}: {type(exc).__name__}: {exc}",
+            return RpcError(
+                ErrorCode.INTERNAL_ERROR,
+                f"internal error in {spec.name}: {type(exc).__name__}: {exc}",
             )
 
         def to_wire(result: Any) -> Any:
@@ -326,16 +268,15 @@ class SemaServer(JsonRPCServer):
 
         return sync_handler
 
-    def report_server_error(self, error: Exception, source: Any) -> None:
-        # Errors are answered to the client and logged where they are raised (see _wrap).
-        log.debug("answered with an error: %s", error)
+    def send_raw(self, message: dict[str, Any], *, batch: bool = False) -> None:
+        self.writer.write(_dumps(message), batch=batch)
 
     def on_frame_error(self, message: str) -> None:
         log.warning("framing: %s", message)
-        self.protocol.send_raw(_error_message(None, ErrorCode.INVALID_REQUEST, message))
+        self.send_raw(_error_message(None, ErrorCode.INVALID_REQUEST, message))
 
     def on_body(self, body: bytes) -> None:
-        """Check one message's envelope and hand it to pygls. Never raises: the reader
+        """Check one message's envelope and dispatch it. Never raises: the reader
         must go on to the next message whatever this one was. A failure here is a bug:
         a request is answered -32603; a notification or a response never is."""
         self._reading = _NOT_A_REQUEST
@@ -344,7 +285,7 @@ class SemaServer(JsonRPCServer):
         except Exception:
             log.exception("unexpected failure handling a message")
             if self._reading is not _NOT_A_REQUEST:
-                self.protocol.send_raw(
+                self.send_raw(
                     _error_message(
                         self._reading, ErrorCode.INTERNAL_ERROR, "internal error reading a message"
                     )
@@ -356,7 +297,7 @@ class SemaServer(JsonRPCServer):
         try:
             obj = _loads(body)
         except UnicodeDecodeError as exc:
-            self.protocol.send_raw(
+            self.send_raw(
                 _error_message(
                     None,
                     ErrorCode.PARSE_ERROR,
@@ -365,13 +306,11 @@ class SemaServer(JsonRPCServer):
             )
             return
         except (ValueError, RecursionError) as exc:  # not JSON; absurd nesting
-            self.protocol.send_raw(
-                _error_message(None, ErrorCode.PARSE_ERROR, f"parse error: {exc}")
-            )
+            self.send_raw(_error_message(None, ErrorCode.PARSE_ERROR, f"parse error: {exc}"))
             return
         if not isinstance(obj, dict):
             what = "a batch (array)" if isinstance(obj, list) else f"a JSON {type(obj).__name__}"
-            self.protocol.send_raw(
+            self.send_raw(
                 _error_message(
                     None,
                     ErrorCode.INVALID_REQUEST,
@@ -382,14 +321,14 @@ class SemaServer(JsonRPCServer):
         msg_id = obj.get("id")
         reply_id = msg_id if _valid_id(msg_id) else None
         if obj.get("jsonrpc") != "2.0":
-            self.protocol.send_raw(
+            self.send_raw(
                 _error_message(
                     reply_id, ErrorCode.INVALID_REQUEST, 'invalid request: "jsonrpc" must be "2.0"'
                 )
             )
             return
         if not _valid_id(msg_id):
-            self.protocol.send_raw(
+            self.send_raw(
                 _error_message(
                     None,
                     ErrorCode.INVALID_REQUEST,
@@ -402,14 +341,14 @@ class SemaServer(JsonRPCServer):
             if "id" in obj and ("result" in obj or "error" in obj):
                 self._on_response(obj)
             else:
-                self.protocol.send_raw(
+                self.send_raw(
                     _error_message(
                         reply_id, ErrorCode.INVALID_REQUEST, 'invalid request: missing "method"'
                     )
                 )
             return
         if not isinstance(method, str):
-            self.protocol.send_raw(
+            self.send_raw(
                 _error_message(
                     reply_id,
                     ErrorCode.INVALID_REQUEST,
@@ -427,12 +366,10 @@ class SemaServer(JsonRPCServer):
                     "ignoring %s sent as a notification (no id): it needs an answer", method
                 )
                 return
-            self.protocol.handle_message(
-                JsonRPCNotification(method=method, jsonrpc="2.0", params=params)
-            )
+            self._handle_notification(method, params)
             return
         if self.shutting_down and method != "exit":
-            self.protocol.send_raw(
+            self.send_raw(
                 _error_message(
                     msg_id,
                     ErrorCode.INVALID_REQUEST,
@@ -451,19 +388,93 @@ class SemaServer(JsonRPCServer):
             from sema_rpc.engine.control import PromptCancel
 
             cancel = PromptCancel()
-        self.protocol.handle_message(
-            JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)  # type: ignore[arg-type]
-        )
-        if cancel is not None and msg_id is not None:
-            task = self.protocol._request_futures.get(msg_id)
-            if isinstance(task, asyncio.Future) and not task.done():
-                self._prompts[msg_id] = (cancel, task)
-                task.add_done_callback(lambda _t: self._forget_prompt(msg_id, cancel))
+        task = self._handle_request(msg_id, method, params)
+        if cancel is not None and task is not None:
+            self._prompts[msg_id] = (cancel, task)
+            task.add_done_callback(lambda _t: self._forget_prompt(msg_id, cancel))
+
+    # ------------------------------------------------------------------ dispatch to handlers
+
+    def _handle_request(self, msg_id: Any, method: str, params: Any) -> asyncio.Task[Any] | None:
+        """Run the method's handler: a sync one is answered now; an async one runs as a
+        task (returned), answered when it ends."""
+        handler = self._handlers.get(method)
+        if handler is None:
+            log.warning("request %r: unknown method %r", msg_id, method)
+            self.send_raw(
+                _error_message(msg_id, ErrorCode.METHOD_NOT_FOUND, f"Method Not Found: {method}")
+            )
+            return None
+        context = contextvars.copy_context()
+        context.run(_current_request.set, msg_id)
+        if inspect.iscoroutinefunction(handler):
+            task = asyncio.get_running_loop().create_task(handler(params), context=context)
+            self._incoming[msg_id] = task
+            task.add_done_callback(lambda done: self._answer_task(msg_id, done))
+            return task
+        try:
+            result = context.run(handler, params)
+        except RpcError as exc:
+            self.send_raw(_error_message(msg_id, exc.code, exc.message, exc.data))
+        else:
+            self._send_result(msg_id, result)
+        return None
+
+    def _answer_task(self, msg_id: Any, task: asyncio.Task[Any]) -> None:
+        if self._incoming.get(msg_id) is task:
+            del self._incoming[msg_id]
+        if task.cancelled():
+            self.send_raw(
+                _error_message(
+                    msg_id, ErrorCode.REQUEST_CANCELLED, f'Request with id "{msg_id}" is canceled'
+                )
+            )
+            return
+        exc = task.exception()
+        if exc is None:
+            self._send_result(msg_id, task.result())
+        elif isinstance(exc, RpcError):
+            self.send_raw(_error_message(msg_id, exc.code, exc.message, exc.data))
+        else:  # `_wrap` translates every Exception: this is a BaseException
+            log.error("request %r failed", msg_id, exc_info=exc)
+            self.send_raw(
+                _error_message(
+                    msg_id, ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}"
+                )
+            )
+
+    def _send_result(self, msg_id: Any, result: Any) -> None:
+        try:
+            body = _dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
+        except (TypeError, ValueError) as exc:
+            log.exception("could not serialise an outgoing message")
+            body = _dumps(
+                _error_message(
+                    msg_id,
+                    ErrorCode.INTERNAL_ERROR,
+                    f"internal error: result not serialisable: {exc}",
+                )
+            )
+        self.writer.write(body)
+
+    def _handle_notification(self, method: str, params: Any) -> None:
+        handler = self._handlers.get(method)
+        if handler is None:
+            log.warning("ignoring a notification for unknown method %r", method)
+            return
+        try:
+            result = handler(params)
+        except Exception as exc:
+            log.warning("notification %s failed: %s", method, exc)
+            return
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(result)
+            task.add_done_callback(_log_notification_failure)
 
     def _params_valid(self, method: str, params: Any) -> bool:
         try:
             _parse_params(METHODS[method], params)
-        except JsonRpcException:
+        except RpcError:
             return False
         return True
 
@@ -473,24 +484,24 @@ class SemaServer(JsonRPCServer):
             del self._prompts[msg_id]
 
     def _on_response(self, obj: dict[str, Any]) -> None:
+        future = self._outgoing.pop(obj["id"], None)
+        if future is None or future.done():
+            log.warning("answer to an unknown request id %r", obj["id"])
+            return
         error = obj.get("error")
         if error is not None:
             if not isinstance(error, dict):
                 error = {"code": ErrorCode.INTERNAL_ERROR, "message": str(error)}
             code = error.get("code")
-            message = ResponseErrorMessage(
-                id=obj["id"],
-                error=ResponseError(
-                    code=code if isinstance(code, int) else ErrorCode.INTERNAL_ERROR,
-                    message=str(error.get("message", "")),
-                    data=error.get("data"),
-                ),
+            future.set_exception(
+                RpcError(
+                    code if isinstance(code, int) else ErrorCode.INTERNAL_ERROR,
+                    str(error.get("message", "")),
+                    error.get("data"),
+                )
             )
-            self.protocol.handle_message(message)  # type: ignore[arg-type]  # pygls routes it as an error response
         else:
-            self.protocol.handle_message(
-                JsonRPCResponseMessage(id=obj["id"], jsonrpc="2.0", result=obj.get("result"))
-            )
+            future.set_result(obj.get("result"))
 
     def _on_cancel(self, params: Any) -> None:
         """`$/cancelRequest` is a notification: whatever its params, it is never answered."""
@@ -504,12 +515,16 @@ class SemaServer(JsonRPCServer):
             # queued, running) it answers once, `interrupted`.
             prompt[0].cancel()
             return
-        self.protocol._handle_cancel_notification(target)
+        task = self._incoming.get(target)
+        if task is None:
+            log.warning("cancel of an unknown (or answered) request id %r", target)
+            return
+        task.cancel()  # answered -32800 when it ends
 
     # ------------------------------------------------------------------ ClientBridge
 
     def notify(self, event: EventParams) -> None:
-        self.protocol.send_raw(
+        self.send_raw(
             {"jsonrpc": "2.0", "method": event.event, "params": event.wire()},
             batch=event.event in _BATCHED,
         )
@@ -522,16 +537,16 @@ class SemaServer(JsonRPCServer):
         # `requestId` repeats the id inside params: a client library that hides ids from
         # its request handler (Neovim's) still matches the `$/cancelRequest {id}` below.
         params = {**event.wire(), "requestId": msg_id}
-        future = self.protocol.send_request(event.event, params, msg_id=msg_id)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._outgoing[msg_id] = future
+        self.send_raw({"jsonrpc": "2.0", "id": msg_id, "method": event.event, "params": params})
         try:
-            raw = await asyncio.wrap_future(future)
+            raw = await future
         except asyncio.CancelledError:
-            self.protocol._request_futures.pop(msg_id, None)
-            self.protocol.send_raw(
-                {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}
-            )
+            self._outgoing.pop(msg_id, None)
+            self.send_raw({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}})
             raise
-        except JsonRpcException as exc:
+        except RpcError as exc:
             log.warning("client answered %s with an error: %s", event.event, exc)
             return None
         try:
@@ -593,11 +608,9 @@ class SemaServer(JsonRPCServer):
         for cancel, _task in list(self._prompts.values()):
             cancel.cancel()  # not started yet (or no engine): answers at once
         current = asyncio.current_task()
-        in_flight: list[asyncio.Task[Any]] = []  # the client's requests being handled
-        for future in list(self.protocol._request_futures.values()):
-            task: Any = future  # our own requests to the client are not tasks
-            if isinstance(task, asyncio.Task) and task is not current and not task.done():
-                in_flight.append(task)
+        in_flight = [  # the client's requests being handled
+            task for task in self._incoming.values() if task is not current and not task.done()
+        ]
         if in_flight:
             await asyncio.wait(in_flight, timeout=max(0.1, deadline - loop.time()))
 
@@ -606,13 +619,18 @@ class SemaServer(JsonRPCServer):
         self.exit_requested.set()
 
     async def _prompt(self, params: Any) -> Any:
-        prompt = self._prompts.get(self.protocol.msg_id)
+        prompt = self._prompts.get(_current_request.get())
         return await self.engine.prompt(params, prompt[0] if prompt is not None else None)
 
     def _interrupt(self, params: Any) -> Any:
         from sema_rpc.protocol import SessionInterruptResult
 
         return SessionInterruptResult(interrupted=self.engine.interrupt(params.session_id))
+
+
+def _log_notification_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("a notification's handler failed: %r", task.exception())
 
 
 def _snake(name: str) -> str:

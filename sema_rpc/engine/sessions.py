@@ -1,0 +1,338 @@
+"""The session registry: create (or restore from history), look up, list and dispose
+sessions, and the services a session lends its tools (todos, asking the user, plan
+approval). `SemaEngine` (engine.py) adds the turns."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sema_rpc.core.config import resolve_model
+from sema_rpc.core.errors import (
+    HistoryUnreadable,
+    InvalidArgument,
+    SessionNotFound,
+)
+from sema_rpc.core.errors import working_dir as checked_working_dir
+from sema_rpc.core.policy.permissions import RuleStore
+from sema_rpc.engine.events import ClientBridge, EventBus
+from sema_rpc.engine.history import (
+    HistoryError,
+    HistoryStore,
+    InputHistory,
+    LoadedHistory,
+    append_curated,
+    dangling_tool_results,
+    list_sessions,
+    load_history,
+    valid_session_id,
+)
+from sema_rpc.engine.pipeline import InputPipeline
+from sema_rpc.engine.session import Session
+from sema_rpc.engine.tokens import TokenCounter, TokenTracker, counter_for_model
+from sema_rpc.protocol import (
+    AskQuestionRequestParams,
+    AskQuestionResult,
+    ConfigNoModelsParams,
+    PlanExitRequestParams,
+    PlanExitResult,
+    SessionCreateParams,
+    SessionDisposeParams,
+    SessionDisposeResult,
+    SessionErrorDetail,
+    SessionErrorParams,
+    SessionListItem,
+    SessionListParams,
+    SessionListResult,
+    SessionReadyEventParams,
+    SessionReadyParams,
+    TodoItem,
+    TodosUpdateParams,
+)
+
+log = logging.getLogger(__name__)
+
+
+NO_MODEL_SUGGESTION = (
+    "Set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass `model` (e.g. `anthropic/claude-sonnet-4-5`) "
+    "to session/create, or add a profile to $SEMA_ROOT/models.json."
+)
+DISPOSE_GRACE_S = 10.0
+
+
+def mcp_start_timeout() -> float:
+    """Seconds to wait for a session's MCP servers to start (env SEMA_MCP_START_TIMEOUT_S)."""
+    try:
+        return float(os.environ.get("SEMA_MCP_START_TIMEOUT_S", "10"))
+    except ValueError:
+        return 10.0
+
+
+class SessionRegistry:
+    """Every live session of a process, by id."""
+
+    def __init__(self, bridge: ClientBridge):
+        self.bridge = bridge
+        self.sessions: dict[str, Session] = {}
+        self.record_dir: Path | str | None = None
+        """`--record DIR`: each session's model exchanges are recorded as a cassette."""
+        self.session_record_dirs: Callable[[str, str], Path] | None = None
+        """session/create `recordDir` → the session's recording folder, given by the
+        recording layer (`(recordDir, sessionId) -> folder`, created on first use; raises
+        ValueError for a relative path, OSError when it cannot be created). None: this
+        engine cannot record, and a `recordDir` is an error."""
+        self.closing = False
+        """Set by `shutdown()`: nothing new starts; waiting prompts answer `interrupted`."""
+
+    def _session_record_dir(self, record_dir: str | None, session_id: str) -> Path | None:
+        """session/create `recordDir` → the session's recording folder (created now)."""
+        if record_dir is None:
+            return None
+        if self.session_record_dirs is None:
+            raise InvalidArgument("recordDir: this server cannot record")
+        try:
+            return self.session_record_dirs(record_dir, session_id)
+        except ValueError as exc:
+            raise InvalidArgument(str(exc)) from exc
+        except OSError as exc:
+            raise InvalidArgument(f"cannot record to {record_dir}: {exc.strerror or exc}") from exc
+
+    def session(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None or session.disposed:
+            raise SessionNotFound(session_id)
+        return session
+
+    async def create_session(self, params: SessionCreateParams) -> SessionReadyParams:
+        working_dir = checked_working_dir(params.working_dir)  # a stat, not I/O worth a thread
+        if params.session_id is not None and not valid_session_id(params.session_id):
+            raise InvalidArgument(
+                "sessionId must be 1-128 letters, digits, '.', '_' or '-', not starting with "
+                f"'.', '_' or '-': {params.session_id!r}",
+            )
+        profile = resolve_model(params.model)  # ConfigError: the wire says so
+        if params.model is not None and profile is None:
+            raise InvalidArgument(f"unknown model: {params.model}")
+
+        session_id = params.session_id or uuid.uuid4().hex
+        record_dir = self._session_record_dir(params.record_dir, session_id)
+        existing = self.sessions.get(session_id)
+        if existing is not None and not existing.disposed:
+            existing.record_dir = existing.record_dir or record_dir
+            return self._ready(existing)
+
+        loaded: LoadedHistory | None = None
+        if params.session_id is not None:
+            try:
+                loaded = await asyncio.to_thread(load_history, session_id)
+            except HistoryError as exc:
+                raise HistoryUnreadable(str(exc), session_id) from exc
+            existing = self.sessions.get(session_id)
+            if existing is not None and not existing.disposed:  # created while we read
+                existing.record_dir = existing.record_dir or record_dir
+                return self._ready(existing)
+
+        resolved_dir = working_dir.resolve()
+        mode = params.mode
+        if loaded is not None and loaded.mode and "mode" not in params.model_fields_set:
+            mode = loaded.mode  # type: ignore[assignment]
+        session = Session(
+            id=session_id,
+            working_dir=resolved_dir,
+            bus=EventBus(session_id, self.bridge),
+            mode=mode,
+            permission_mode=params.permission_mode,
+            model_spec=params.model,
+            profile=profile,
+            use_tools=params.use_tools,
+            tokens=TokenTracker(
+                counter_for_model(profile.model_name) if profile else TokenCounter(None)
+            ),
+            store=HistoryStore(
+                session_id,
+                resolved_dir,
+                loaded.message_count if loaded is not None and loaded.source == "jsonl" else 0,
+            ),
+            inputs=InputHistory(resolved_dir),
+            record_dir=record_dir,
+        )
+        session.rules = RuleStore(session.working_dir)
+        session.pipeline = InputPipeline(session)
+        session.services.on_todos = lambda todos: todos_changed(session, todos)
+        session.services.ask_user = lambda questions: ask_user(session, questions)
+        session.services.plan_exit = lambda path, text: plan_exit(session, path, text)
+        self.sessions[session_id] = session
+        await self._start_mcp(session, params)
+        if profile is not None:
+            from sema_rpc.providers.registry import warm_up
+
+            warm_up(profile)
+            session.tokens.counter.warm_up()
+        if loaded is not None:
+            await self._restore(session, loaded)
+        else:
+            session.set_usage(0)
+
+        ready = self._ready(session)
+        if session.services.todos:
+            session.bus.emit(TodosUpdateParams(todos=todo_items(session.services.todos)))
+        if profile is None:
+            session.bus.emit(
+                ConfigNoModelsParams(
+                    message="No model is configured.", suggestion=NO_MODEL_SUGGESTION
+                )
+            )
+        return ready
+
+    def _ready(self, session: Session) -> SessionReadyParams:
+        ready = session.ready_params()
+        session.bus.emit(SessionReadyEventParams(**ready.model_dump()))
+        return ready
+
+    async def _restore(self, session: Session, loaded: LoadedHistory) -> None:
+        assert session.store is not None
+        session.history_loaded = loaded.message_count > 0
+        session.history = loaded.messages
+        if loaded.source == "json":  # the older JSON format: continue it as JSONL
+            session.store.import_messages(loaded.messages, loaded.todos)
+        repair = dangling_tool_results(session.history)
+        if repair is not None:  # the process died while tools ran
+            append_curated(session.history, repair)
+            session.store.append_message(repair)
+        if loaded.mark is not None:
+            length, tokens = loaded.mark
+            session.tokens.set_mark(length, session.history[length - 1], tokens)
+        if loaded.todos:
+            session.services.todos = loaded.todos
+        covered = loaded.mark is not None and loaded.mark[0] == len(session.history)
+        if covered:  # the provider's persisted figure counts it all: nothing to tokenize
+            session.set_usage(session.tokens.count(session.history))
+        elif session.history:
+            # Count the overhead with the same encoding as the history, not an estimate
+            # taken while the encoding is still loading.
+            await session.tokens.counter.ensure_loaded()
+            assert session.pipeline is not None
+            setup = session.pipeline.turn_setup()
+            session.tokens.set_overhead(setup.system_prompt, setup.specs)
+            session.set_usage(await session.tokens.count_async(session.history))
+        else:
+            session.set_usage(0)
+        if loaded.skipped:
+            log.warning(
+                "session %s: %d unreadable history entries were skipped", session.id, loaded.skipped
+            )
+
+    async def list_sessions(self, params: SessionListParams) -> SessionListResult:
+        working_dir = None
+        if params.working_dir is not None:
+            working_dir = checked_working_dir(params.working_dir, must_exist=False)
+            working_dir = await asyncio.to_thread(working_dir.resolve)
+        summaries = await asyncio.to_thread(list_sessions, working_dir)
+        return SessionListResult(
+            sessions=[
+                SessionListItem(
+                    session_id=s.session_id,
+                    working_dir=s.working_dir,
+                    title=s.title,
+                    updated_at=s.updated_iso,
+                    message_count=s.message_count,
+                )
+                for s in summaries
+            ]
+        )
+
+    async def dispose(self, params: SessionDisposeParams) -> SessionDisposeResult:
+        """Interrupt the running turn, wait for it to answer, drop the session from memory.
+        Queued prompts answer `interrupted` without running. The history stays on disk."""
+        session = self.session(params.session_id)
+        session.disposed = True
+        interrupted = session.control.interrupt("dispose") if session.control else False
+        try:
+            await asyncio.wait_for(session.turn_lock.acquire(), DISPOSE_GRACE_S)
+            session.turn_lock.release()
+        except TimeoutError:
+            log.warning("session %s: the turn did not settle before dispose", session.id)
+        if self.sessions.get(session.id) is session:
+            del self.sessions[session.id]
+        if session.store is not None:
+            session.store.close()
+            await session.store.synced()
+        await self.close_mcp(session)
+        return SessionDisposeResult(disposed=True, interrupted=interrupted)
+
+    async def _start_mcp(self, session: Session, params: SessionCreateParams) -> None:
+        from sema_rpc.mcp import load_mcp_config
+
+        editor = (
+            None
+            if params.mcp_servers is None
+            else [m.model_dump(by_alias=True) for m in params.mcp_servers]
+        )
+        config = await asyncio.to_thread(load_mcp_config, session.working_dir, editor)
+        if not config.servers and not config.errors:
+            return
+        from sema_rpc.mcp import McpManager
+
+        def died(name: str, message: str) -> None:
+            session.mcp_status = session.mcp.status() if session.mcp else session.mcp_status
+            if session.pipeline is not None and session.mcp is not None:
+                session.pipeline.mcp_tools = session.mcp.tools()
+            session.bus.emit(
+                SessionErrorParams(
+                    type="mcp_error",
+                    error=SessionErrorDetail(
+                        code="mcp_server_died", message=message, details={"server": name}
+                    ),
+                )
+            )
+
+        session.mcp = McpManager(on_server_error=died)
+        session.mcp_status = await session.mcp.start(config, timeout_s=mcp_start_timeout())
+        assert session.pipeline is not None
+        session.pipeline.mcp_tools = session.mcp.tools()
+
+    async def close_mcp(self, session: Session) -> None:
+        if session.mcp is not None:
+            manager, session.mcp = session.mcp, None
+            await manager.aclose()
+
+
+def todos_changed(session: Session, todos: list) -> None:
+    dicts = as_dicts(todos)
+    if session.store is not None:
+        session.store.append_event("todos", todos=dicts)
+    session.bus.emit(TodosUpdateParams(todos=todo_items(dicts)))
+
+
+async def ask_user(session: Session, questions: Any) -> dict[str, Any] | None:
+    request = AskQuestionRequestParams.model_validate({"questions": questions})
+    answer = await session.bus.ask(request, AskQuestionResult)
+    return None if answer is None else {"answers": answer.answers}
+
+
+async def plan_exit(session: Session, path: str, text: str) -> PlanExitResult | None:
+    request = PlanExitRequestParams(
+        plan_file_path=str(path),
+        plan_content=text,
+        options=["startEditing", "clearContextAndStart", "keepPlanning"],
+    )
+    return await session.bus.ask(request, PlanExitResult)
+
+
+def as_dicts(todos: list) -> list[dict]:
+    return [t if isinstance(t, dict) else t.model_dump(by_alias=True) for t in todos]
+
+
+def todo_items(todos: list[dict]) -> list[TodoItem]:
+    items = []
+    for t in todos:
+        try:
+            items.append(TodoItem.model_validate(t))
+        except ValueError:
+            log.warning("ignoring an invalid todo: %r", t)
+    return items
