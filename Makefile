@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint lint-lua fmt schema spec bench clean
+.PHONY: demo test lint lint-lua fmt schema generate spec bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,8 +40,12 @@ fmt: $(STAMP)
 	$(BIN)/ruff format sema_rpc tests bench clients
 	$(BIN)/ruff check --fix sema_rpc tests bench clients
 
-schema: $(STAMP)
+# Everything generated from sema_rpc/protocol.py (each has a drift test naming this target).
+generate: $(STAMP)
 	$(BIN)/python -m sema_rpc.schema_gen
+	$(BIN)/python -m sema_rpc.client_gen
+
+schema: generate
 
 # Re-capture the example exchange in protocol/README.md from the current build.
 spec: $(STAMP)
