@@ -193,7 +193,7 @@ def _session_record_dir(record_dir: str | None, session_id: str) -> Path | None:
     """session/create `recordDir` → the session's recording folder (created now)."""
     if record_dir is None:
         return None
-    from sema_rpc.transcript import session_record_dir
+    from sema_rpc.record.recorder import session_record_dir
 
     try:
         return session_record_dir(record_dir, session_id)

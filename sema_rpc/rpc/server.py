@@ -70,7 +70,7 @@ from sema_rpc.text import SURROGATE_ESCAPE, without_surrogates
 if TYPE_CHECKING:
     from sema_rpc.engine.control import PromptCancel
     from sema_rpc.engine.engine import SemaEngine
-    from sema_rpc.transcript import TranscriptRecorder
+    from sema_rpc.record.recorder import TranscriptRecorder
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +141,11 @@ class SemaProtocol(JsonRPCProtocol):
                 return
         self.frame_writer.write(body)
 
-    def send_raw(self, message: dict[str, Any], *, batch: bool = False) -> None:
-        self.frame_writer.write(_dumps(message), batch=batch)
+    def send_raw(
+        self, message: dict[str, Any], *, batch: bool = False, session: str | None = None
+    ) -> None:
+        """`session`: the session the message belongs to (the recorder routes by it)."""
+        self.frame_writer.write(_dumps(message), batch=batch, session=session)
 
 
 def _error_message(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -195,7 +198,7 @@ class SemaServer(JsonRPCServer):
         super().__init__(SemaProtocol, cattrs.Converter)
         self.recorder = recorder
         if recorder is not None:
-            writer.tap = lambda body: recorder.record("out", body)
+            writer.tap = recorder.record_out
         self.protocol.frame_writer = writer
         self.writer = writer
         self.capabilities = ClientCapabilities()
@@ -345,7 +348,7 @@ class SemaServer(JsonRPCServer):
 
     def _on_body(self, body: bytes) -> None:
         if self.recorder is not None:
-            self.recorder.record("in", body)
+            self.recorder.record_in(body)
         try:
             obj = _loads(body)
         except UnicodeDecodeError as exc:
@@ -505,6 +508,7 @@ class SemaServer(JsonRPCServer):
         self.protocol.send_raw(
             {"jsonrpc": "2.0", "method": event.event, "params": event.wire()},
             batch=event.event in _BATCHED,
+            session=event.session_id,
         )
 
     async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
@@ -521,7 +525,8 @@ class SemaServer(JsonRPCServer):
         except asyncio.CancelledError:
             self.protocol._request_futures.pop(msg_id, None)
             self.protocol.send_raw(
-                {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}
+                {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}},
+                session=event.session_id,
             )
             raise
         except JsonRpcException as exc:
@@ -619,7 +624,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     writer = FrameWriter(stdout, jsonl=jsonl)
     await writer.start(loop)
-    from sema_rpc.transcript import TranscriptRecorder
+    from sema_rpc.record.recorder import TranscriptRecorder
 
     # Always there: a session may ask to be recorded (session/create `recordDir`).
     recorder = TranscriptRecorder(Path(record_dir) if record_dir is not None else None)
