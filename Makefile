@@ -57,6 +57,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_history.py
 	$(BIN)/python bench/bench_history_stall.py
 	$(BIN)/python bench/bench_pipeline.py
+	$(BIN)/python bench/bench_recorder.py
 	$(BIN)/python bench/bench_neovim.py
 
 clean:
