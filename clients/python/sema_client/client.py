@@ -49,12 +49,12 @@ from sema_rpc.protocol import (
     ErrorCode,
     InitializeParams,
     InitializeResult,
-    ModeUpdateResult,
-    PermissionModeUpdateResult,
+    ModeUpdateParams,
+    PermissionModeUpdateParams,
     PermissionRequestParams,
     PermissionResult,
     SessionCreateParams,
-    SessionInterruptResult,
+    SessionInterruptParams,
     SessionPromptParams,
     SessionPromptResult,
     SessionReadyParams,
@@ -749,27 +749,24 @@ class SemaClient:
     ) -> SessionPromptResult:
         """`session/prompt`: answers once, when this input's turn ends."""
         params = SessionPromptParams(session_id=session_id, input=text, delivery=delivery)
-        result = await self.request("session/prompt", params.wire(), timeout=timeout, msg_id=msg_id)
-        return SessionPromptResult.model_validate(result)
+        return await self.rpc.session_prompt(params, timeout=timeout, msg_id=msg_id)
 
     async def interrupt(self, session_id: str) -> bool:
         """`session/interrupt`: True when a turn was running and is now stopping."""
-        result = await self.request("session/interrupt", {"sessionId": session_id})
-        return SessionInterruptResult.model_validate(result).interrupted
+        params = SessionInterruptParams(session_id=session_id)
+        return (await self.rpc.session_interrupt(params)).interrupted
 
     async def update_mode(self, session_id: str, mode: Literal["Agent", "Plan"]) -> str:
         """`mode/update`: returns the mode now in effect."""
-        result = await self.request("mode/update", {"sessionId": session_id, "mode": mode})
-        return ModeUpdateResult.model_validate(result).mode
+        params = ModeUpdateParams(session_id=session_id, mode=mode)
+        return (await self.rpc.mode_update(params)).mode
 
     async def update_permission_mode(
         self, session_id: str, permission_mode: Literal["default", "acceptEdits", "bypass"]
     ) -> str:
         """`permissionMode/update`: returns the permission mode now in effect."""
-        result = await self.request(
-            "permissionMode/update", {"sessionId": session_id, "permissionMode": permission_mode}
-        )
-        return PermissionModeUpdateResult.model_validate(result).permission_mode
+        params = PermissionModeUpdateParams(session_id=session_id, permission_mode=permission_mode)
+        return (await self.rpc.permission_mode_update(params)).permission_mode
 
     async def shutdown(self) -> None:
         """`shutdown`: the server stops accepting work (then `exit()` or `close()`)."""
