@@ -3,8 +3,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+VSCODE := clients/vscode
+VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
-.PHONY: demo test lint lint-lua fmt schema generate spec bench clean
+.PHONY: demo test lint lint-lua fmt schema generate spec bench clean vsix test-vscode
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -22,13 +24,15 @@ demo: $(STAMP)
 	@root=$$(mktemp -d) && SEMA_ROOT=$$root $(BIN)/python -m sema_rpc run --model replay/demo \
 		--format $(FORMAT) "$(DEMO_PROMPT)"; rc=$$?; rm -rf "$$root"; exit $$rc
 
-test: $(STAMP)
+test: $(STAMP) $(VSCODE_STAMP)
 	$(BIN)/python -m pytest
+	cd $(VSCODE) && npm test
 
-lint: $(STAMP) lint-lua
+lint: $(STAMP) $(VSCODE_STAMP) lint-lua
 	$(BIN)/ruff check sema_rpc tests bench clients
 	$(BIN)/ruff format --check sema_rpc tests bench clients
 	$(BIN)/mypy
+	cd $(VSCODE) && npx tsc --noEmit -p .
 
 # The Neovim plugin's Lua: luacheck, from Debian's lua-check package (installed when missing).
 lint-lua:
@@ -43,6 +47,7 @@ fmt: $(STAMP)
 # Everything generated from sema_rpc/protocol.py (each has a drift test naming this target).
 generate: $(STAMP)
 	$(BIN)/python -m sema_rpc.schema_gen
+	$(BIN)/python -m sema_rpc.ts_gen
 	$(BIN)/python -m sema_rpc.client_gen
 
 schema: generate
@@ -59,6 +64,18 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_pipeline.py
 	$(BIN)/python bench/bench_recorder.py
 	$(BIN)/python bench/bench_neovim.py
+
+# The VS Code extension (clients/vscode): npm packages pinned by its package-lock.json.
+$(VSCODE_STAMP): $(VSCODE)/package-lock.json
+	cd $(VSCODE) && npm ci --no-audit --no-fund
+	touch $(VSCODE_STAMP)
+
+vsix: $(VSCODE_STAMP)
+	cd $(VSCODE) && npm run package
+
+# End to end in a real VS Code (code-server + headless Chromium); installs them on first use.
+test-vscode: $(STAMP) vsix
+	node $(VSCODE)/test/e2e/run.mjs
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -220,8 +220,18 @@ def test_stream_idle_timeout(root: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     # window is the documented default.
     write_models(
         root,
-        {"profiles": {"slow": {"provider": "openai", "modelName": "o3", "streamIdleTimeout": 900}}},
+        {
+            "profiles": {
+                "slow": {
+                    "provider": "openai",
+                    "modelName": "o3",
+                    "apiKey": "sk-test",
+                    "streamIdleTimeout": 900,
+                }
+            }
+        },
     )
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     slow = resolve_model("slow")
     assert slow is not None and slow.public()["streamIdleTimeout"] == 900.0
     unknown = resolve_model("anthropic/some-new-model")

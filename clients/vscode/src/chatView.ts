@@ -1,0 +1,607 @@
+// The chat view: a webview in Sema's activity-bar container, one session per chat.
+import { appendFileSync } from "node:fs";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import type { CancellationToken } from "vscode-jsonrpc";
+import { SemaError, type ChatSession, type SemaConnection, type SessionEvent } from "./client";
+import { showProposedDiff, type ProposedContentProvider } from "./diff";
+import { resolveInWorkspace } from "./util";
+import type { ChatState, Completion, FromWebview, Mode, PermissionMode, ToWebview } from "./messages";
+import type { PermissionRequestParams, ServerRequestName, ServerRequests } from "./protocol";
+import type { ServerManager } from "./server";
+
+/** Host→webview messages are sent in batches at most this often (streaming never floods it). */
+const FLUSH_MS = 16;
+const BUILTIN_COMMANDS: Completion[] = [
+  { label: "/clear", detail: "Start over with an empty context", insert: "/clear" },
+  { label: "/compact", detail: "Summarise the conversation now", insert: "/compact " },
+];
+
+interface PendingRequest {
+  method: ServerRequestName;
+  params: ServerRequests[ServerRequestName]["params"];
+  resolve: (result: Record<string, unknown>) => void;
+}
+
+function nonce(): string {
+  const chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  let out = "";
+  for (let i = 0; i < 32; i++) out += chars.charAt(Math.floor(Math.random() * chars.length));
+  return out;
+}
+
+export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
+  static readonly viewType = "sema.chat";
+  private view: vscode.WebviewView | undefined;
+  /** Messages wait until the webview's script listens (anything posted earlier is lost). */
+  private webviewReady = false;
+  private queue: ToWebview[] = [];
+  private flushTimer: NodeJS.Timeout | undefined;
+  private session: ChatSession | undefined;
+  private sessionListener: { dispose(): void } | undefined;
+  private creating: Promise<ChatSession> | undefined;
+  private readonly requests = new Map<number, PendingRequest>();
+  private nextRequestId = 1;
+  private mode: Mode = "Agent";
+  private permissionMode: PermissionMode;
+  private title: string | undefined;
+  private disposables: vscode.Disposable[] = [];
+  /** Bench hooks: when set, figures are appended to this file as JSON lines. */
+  private readonly benchFile = process.env.SEMA_VSCODE_BENCH_FILE;
+  private sentAt = 0;
+  private readonly turnDiffs = new Map<number, string>();
+  private otherListener: { dispose(): void } | undefined;
+  private turnDeltas = 0;
+  private firstChunkAt = 0;
+  private turnEndAt = 0;
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly server: ServerManager,
+    private readonly proposed: ProposedContentProvider,
+  ) {
+    this.permissionMode = vscode.workspace
+      .getConfiguration("sema")
+      .get<PermissionMode>("permissionMode", "default");
+    this.disposables.push(
+      server.onDidChangeState.event(({ state, message }) => {
+        if (state !== "stopped") this.post({ type: "server", state, message });
+      }),
+      server.onDidRestart.event((conn) => void this.reattach(conn)),
+    );
+  }
+
+  private get workingDir(): string | undefined {
+    return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  }
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    this.webviewReady = false;
+    const media = vscode.Uri.joinPath(this.context.extensionUri, "out");
+    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    view.webview.html = this.html(view.webview, media);
+    view.webview.onDidReceiveMessage((msg: FromWebview) => void this.onMessage(msg), undefined, this.disposables);
+    view.onDidDispose(
+      () => {
+        this.view = undefined;
+        this.webviewReady = false;
+      },
+      undefined,
+      this.disposables,
+    );
+  }
+
+  private html(webview: vscode.Webview, media: vscode.Uri): string {
+    const n = nonce();
+    const script = webview.asWebviewUri(vscode.Uri.joinPath(media, "webview.js"));
+    const style = webview.asWebviewUri(vscode.Uri.joinPath(media, "webview-style.css"));
+    const csp = [
+      "default-src 'none'",
+      `style-src ${webview.cspSource}`,
+      `img-src ${webview.cspSource} data:`,
+      `font-src ${webview.cspSource}`,
+      `script-src 'nonce-${n}'`,
+    ].join("; ");
+    return `<!DOCTYPE html>
+<html lang="en"><head><meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link href="${style}" rel="stylesheet"><title>Sema</title></head>
+<body><div id="app"></div><script nonce="${n}" src="${script}"></script></body></html>`;
+  }
+
+  /** Queue a message for the webview; consecutive text deltas of one agent are merged. */
+  private post(msg: ToWebview): void {
+    const last = this.queue[this.queue.length - 1];
+    if (
+      msg.type === "event" &&
+      last?.type === "event" &&
+      (msg.method === "message:text:chunk" || msg.method === "message:thinking:chunk") &&
+      last.method === msg.method &&
+      last.params.agentId === msg.params.agentId
+    ) {
+      last.params = { ...last.params, delta: String(last.params.delta) + String(msg.params.delta) };
+      return;
+    }
+    this.queue.push(msg);
+    this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
+  }
+
+  private flush(): void {
+    this.flushTimer = undefined;
+    if (!this.view || !this.webviewReady || this.queue.length === 0) return;
+    const items = this.queue;
+    this.queue = [];
+    void this.view.webview.postMessage({ type: "batch", items } satisfies ToWebview);
+  }
+
+  private state(): ChatState {
+    const s = this.session;
+    return {
+      sessionId: s?.id,
+      busy: (s?.pending ?? 0) > 0,
+      pending: s?.pending ?? 0,
+      mode: s?.mode ?? this.mode,
+      permissionMode: s?.permissionMode ?? this.permissionMode,
+      usage: s?.usage,
+      model: s?.ready?.model ?? undefined,
+      title: this.title,
+    };
+  }
+
+  private postState(): void {
+    this.post({ type: "state", state: this.state() });
+  }
+
+  private bench(figure: Record<string, unknown>): void {
+    if (this.benchFile) appendFileSync(this.benchFile, JSON.stringify(figure) + "\n");
+  }
+
+  private async onMessage(msg: FromWebview): Promise<void> {
+    try {
+      switch (msg.type) {
+        case "ready":
+          this.webviewReady = true;
+          this.queue.unshift({ type: "server", state: this.server.state === "ready" ? "ready" : "starting" });
+          this.postState();
+          void this.warmUp();
+          break;
+        case "send":
+          await this.send(msg.text, msg.delivery);
+          break;
+        case "stop":
+          if (this.session) await this.session.interrupt();
+          break;
+        case "setMode":
+          this.mode = msg.mode;
+          if (this.session) await this.session.setMode(msg.mode);
+          this.postState();
+          break;
+        case "setPermissionMode":
+          this.permissionMode = msg.permissionMode;
+          if (this.session) await this.session.setPermissionMode(msg.permissionMode);
+          this.postState();
+          break;
+        case "answer": {
+          const pending = this.requests.get(msg.id);
+          this.requests.delete(msg.id);
+          pending?.resolve(msg.result);
+          break;
+        }
+        case "showDiff": {
+          const pending = this.requests.get(msg.id);
+          const params = pending?.params as PermissionRequestParams | undefined;
+          if (params && this.session) {
+            const ok = await showProposedDiff(this.proposed, params.toolName, params.input, this.session.workingDir);
+            if (!ok) this.post({ type: "notice", message: "No diff to show for this call." });
+          }
+          break;
+        }
+        case "setModel":
+          if (this.session && this.session.connection.supports("session/setModel")) {
+            await this.session.connection.rpc.sendRequest("session/setModel", {
+              sessionId: this.session.id,
+              model: msg.model,
+            });
+          }
+          break;
+        case "rewind":
+          await this.rewind(msg.messageId, msg.restore);
+          break;
+        case "fork":
+          await this.fork(msg.messageId);
+          break;
+        case "reviewChanges": {
+          const diff = this.turnDiffs.get(msg.id);
+          if (diff !== undefined) {
+            const doc = await vscode.workspace.openTextDocument({ content: diff, language: "diff" });
+            await vscode.window.showTextDocument(doc, { preview: true });
+          }
+          break;
+        }
+        case "openFile":
+          await this.openFile(msg.path, msg.line);
+          break;
+        case "complete":
+          await this.complete(msg.kind, msg.query);
+          break;
+        case "newChat":
+          await this.newChat();
+          break;
+        case "listSessions":
+          await this.listSessions();
+          break;
+        case "resume":
+          await this.resume(msg.sessionId);
+          break;
+        case "setApiKey":
+          await vscode.commands.executeCommand("sema.setApiKey");
+          break;
+        case "openLink":
+          if (/^https?:/.test(msg.href)) await vscode.env.openExternal(vscode.Uri.parse(msg.href));
+          else await this.openFile(msg.href);
+          break;
+        case "rendered":
+          // Figures for bench/bench_vscode.mjs (only with SEMA_VSCODE_BENCH_FILE set).
+          if (msg.what === "firstToken" && this.sentAt) {
+            this.bench({ figure: "sendToFirstTokenRendered", ms: msg.at - this.sentAt });
+          }
+          if (msg.what === "idle" && this.firstChunkAt) {
+            this.bench({
+              figure: "streamRendered",
+              deltas: this.turnDeltas,
+              firstChunkToRenderedMs: msg.at - this.firstChunkAt,
+              turnEndToRenderedMs: msg.at - this.turnEndAt,
+              chars: msg.count,
+            });
+          }
+          break;
+      }
+    } catch (err) {
+      this.post({ type: "error", message: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  /** Start the server as soon as the view shows, and offer the project's sessions. */
+  private async warmUp(): Promise<void> {
+    try {
+      const conn = await this.server.get();
+      this.postFeatures(conn);
+      if (!this.session) {
+        await this.listSessions();
+        // Ready before the first send: a session is listed only once it has a message.
+        if (this.workingDir) await this.ensureSession();
+      }
+    } catch (err) {
+      // The server state message already says why (missing, failed).
+      void err;
+    }
+  }
+
+  /**
+   * Optional features, used only when `initialize` lists their methods. Their wire types are
+   * not generated yet, so their answers are read defensively.
+   */
+  private postFeatures(conn: SemaConnection): void {
+    const features = {
+      models: conn.supports("model/list"),
+      messages: conn.supports("session/messages"),
+      rewind: conn.supports("session/rewind"),
+      fork: conn.supports("session/fork"),
+    };
+    this.post({ type: "features", features });
+    if (features.models) {
+      void (conn.rpc.sendRequest("model/list", {}) as Promise<{ models?: Array<Record<string, unknown>> }>).then(
+        (result) => {
+          const models = (result.models ?? [])
+            .map((m) => String(m.name ?? m.id ?? m.model ?? ""))
+            .filter(Boolean);
+          this.post({ type: "features", features, models });
+        },
+        () => undefined,
+      );
+    }
+  }
+
+  private onOtherEvent(method: string, params: Record<string, unknown>): void {
+    if (method !== "turn:diff" || (params.agentId && params.agentId !== "main")) return;
+    const files = Array.isArray(params.files) ? (params.files as Array<Record<string, unknown>>) : [];
+    const diff =
+      typeof params.diff === "string"
+        ? params.diff
+        : files.map((f) => (typeof f.diff === "string" ? f.diff : "")).join("\n");
+    if (!diff.trim()) return;
+    const id = this.nextRequestId++;
+    this.turnDiffs.set(id, diff);
+    this.post({ type: "turnDiff", id, files: files.length || (diff.match(/^\+\+\+ /gm)?.length ?? 0) });
+  }
+
+  /** The chat's session; with `sessionId`, that session (resumed), replacing the current one. */
+  private async ensureSession(sessionId?: string): Promise<ChatSession> {
+    while (this.creating) await this.creating.catch(() => undefined);
+    const current = this.session;
+    if (current && (!sessionId || current.id === sessionId)) return current;
+    if (current) {
+      this.session = undefined;
+      this.sessionListener?.dispose();
+      await current.dispose();
+    }
+    this.creating = this.createSession(sessionId).finally(() => (this.creating = undefined));
+    return this.creating;
+  }
+
+  private async createSession(sessionId?: string): Promise<ChatSession> {
+    const workingDir = this.workingDir;
+    if (!workingDir) throw new Error("Open a folder to chat with Sema about it.");
+    const conn = await this.server.get();
+    const model = vscode.workspace.getConfiguration("sema").get<string>("model", "") || undefined;
+    const session = await conn.createSession({
+      workingDir,
+      sessionId,
+      model,
+      permissionMode: this.permissionMode,
+      ...(sessionId ? {} : { mode: this.mode }),
+    });
+    this.attach(session);
+    return session;
+  }
+
+  private attach(session: ChatSession): void {
+    this.sessionListener?.dispose();
+    this.session = session;
+    session.handler = { request: (method, params, token) => this.serverRequest(method, params, token) };
+    this.sessionListener = session.onEvent((event) => this.onEvent(event));
+    this.otherListener?.dispose();
+    this.otherListener = session.onOtherEvent((method, params) => this.onOtherEvent(method, params));
+    this.mode = session.mode;
+    this.permissionMode = session.permissionMode;
+    this.post({ type: "inputHistory", items: session.ready?.projectInputHistory ?? [] });
+    this.postState();
+  }
+
+  /** After a server restart: the chat continues on the same session id (its history is on disk). */
+  private async reattach(conn: SemaConnection): Promise<void> {
+    this.postFeatures(conn);
+    const old = this.session;
+    if (!old) return;
+    this.session = undefined;
+    for (const [id, pending] of this.requests) {
+      pending.resolve({ decision: "reject" });
+      this.post({ type: "requestCancelled", id });
+    }
+    this.requests.clear();
+    try {
+      await this.ensureSession(old.id);
+      this.post({ type: "notice", message: "The server was restarted; this chat goes on from its saved history." });
+    } catch (err) {
+      this.post({ type: "error", message: `Could not reopen the chat: ${(err as Error).message}` });
+    }
+  }
+
+  private onEvent(event: SessionEvent): void {
+    if (event.method === "message:text:chunk" && event.params.agentId === "main") {
+      if (this.turnDeltas++ === 0) this.firstChunkAt = Date.now();
+    }
+    this.post({ type: "event", method: event.method, params: event.params as never });
+    if (
+      event.method === "state:update" ||
+      event.method === "conversation:usage" ||
+      event.method === "mode:update" ||
+      event.method === "session:ready"
+    ) {
+      this.postState();
+    }
+  }
+
+  private async send(text: string, delivery?: "followUp" | "steer"): Promise<void> {
+    const busy = (this.session?.pending ?? 0) > 0;
+    const localId = this.nextRequestId++;
+    this.post({ type: "user", text, delivery: busy ? (delivery ?? "followUp") : "prompt", localId });
+    const session = await this.ensureSession();
+    this.title ??= text.slice(0, 100);
+    this.sentAt = Date.now();
+    this.turnDeltas = 0;
+    this.firstChunkAt = 0;
+    const answer = session.prompt(text, delivery ?? "followUp");
+    this.postState();
+    try {
+      const result = await answer;
+      this.turnEndAt = Date.now();
+      const messageId = (result as { messageId?: unknown }).messageId;
+      if (typeof messageId === "string") this.post({ type: "messageId", localId, messageId });
+      this.post({
+        type: "turnEnd",
+        stopReason: result.stopReason,
+        error: result.error ? String((result.error as { message?: string }).message ?? "") : undefined,
+      });
+    } catch (err) {
+      const message = err instanceof SemaError ? err.message : String(err);
+      this.post({ type: "turnEnd", stopReason: "error", error: message });
+    } finally {
+      this.postState();
+    }
+  }
+
+  /** A server→client request shown inline in the chat; withdrawn if the server cancels it. */
+  private serverRequest<K extends ServerRequestName>(
+    method: K,
+    params: ServerRequests[K]["params"],
+    token: CancellationToken,
+  ): Promise<ServerRequests[K]["result"]> {
+    const id = this.nextRequestId++;
+    return new Promise((resolve) => {
+      this.requests.set(id, { method, params, resolve: resolve as unknown as (r: Record<string, unknown>) => void });
+      token.onCancellationRequested(() => {
+        if (!this.requests.delete(id)) return;
+        this.post({ type: "requestCancelled", id });
+        resolve((method === "tool:permission:request" ? { decision: "reject" } : {}) as never);
+      });
+      if (method === "tool:permission:request") {
+        const p = params as PermissionRequestParams;
+        const canDiff = (p.toolName === "Write" || p.toolName === "Edit") && typeof p.input.file_path === "string";
+        this.post({ type: "permission", id, params: p, canDiff });
+      } else if (method === "ask:question:request") {
+        this.post({ type: "question", id, params: params as ServerRequests["ask:question:request"]["params"] });
+      } else {
+        this.post({ type: "planExit", id, params: params as ServerRequests["plan:exit:request"]["params"] });
+      }
+    });
+  }
+
+  async openFile(file: string, line?: number): Promise<void> {
+    const base = this.session?.workingDir ?? this.workingDir ?? "";
+    const match = /^(.*?):(\d+)$/.exec(file);
+    if (match && line === undefined) {
+      file = match[1]!;
+      line = Number(match[2]);
+    }
+    const uri = vscode.Uri.file(resolveInWorkspace(file, base));
+    const options: vscode.TextDocumentShowOptions = { preview: true };
+    if (line && line > 0) options.selection = new vscode.Range(line - 1, 0, line - 1, 0);
+    await vscode.window.showTextDocument(uri, options);
+  }
+
+  private async complete(kind: "file" | "command", query: string): Promise<void> {
+    let items: Completion[] = [];
+    if (kind === "file") {
+      const pattern = query ? `**/*${query.replace(/[[\]{}*?]/g, "")}*` : "**/*";
+      const uris = await vscode.workspace.findFiles(pattern, "**/{node_modules,.git,.venv,out,dist}/**", 50);
+      const base = this.workingDir ?? "";
+      items = uris
+        .map((u) => path.relative(base, u.fsPath))
+        .sort((a, b) => a.length - b.length || a.localeCompare(b))
+        .slice(0, 30)
+        .map((rel) => ({ label: rel, insert: /\s/.test(rel) ? `@"${rel}" ` : `@${rel} ` }));
+    } else {
+      const custom: Completion[] = [];
+      try {
+        const conn = await this.server.get();
+        const dir = this.workingDir;
+        if (dir) {
+          const { commands } = await conn.request("command/list", { workingDir: dir });
+          for (const c of commands) {
+            custom.push({
+              label: `/${c.name}`,
+              detail: [c.argumentHint, c.description].filter(Boolean).join(" — "),
+              insert: `/${c.name} `,
+            });
+          }
+        }
+      } catch {
+        // Completion is a convenience: no server, no custom commands.
+      }
+      items = [...BUILTIN_COMMANDS, ...custom].filter((c) => c.label.slice(1).startsWith(query));
+    }
+    this.post({ type: "completions", kind, query, items });
+  }
+
+  async listSessions(): Promise<void> {
+    const conn = await this.server.get();
+    const { sessions } = await conn.request("session/list", { workingDir: this.workingDir });
+    this.post({ type: "sessions", items: sessions.slice(0, 50) });
+  }
+
+  /** A new, empty chat; the previous session is disposed (its history stays resumable). */
+  async newChat(): Promise<void> {
+    const old = this.session;
+    this.session = undefined;
+    this.sessionListener?.dispose();
+    this.title = undefined;
+    this.post({ type: "reset" });
+    this.postState();
+    await old?.dispose();
+    await this.listSessions().catch(() => undefined);
+    if (this.workingDir) await this.ensureSession();
+  }
+
+  /** Resume a saved session into this chat. */
+  async resume(sessionId: string): Promise<void> {
+    const conn = await this.server.get();
+    const { sessions } = await conn.request("session/list", { workingDir: this.workingDir });
+    const item = sessions.find((s) => s.sessionId === sessionId);
+    const old = this.session;
+    this.session = undefined;
+    this.sessionListener?.dispose();
+    await old?.dispose();
+    this.title = item?.title ?? undefined;
+    this.post({
+      type: "reset",
+      resumed: { title: item?.title ?? sessionId, messageCount: item?.messageCount ?? 0 },
+    });
+    const session = await this.ensureSession(sessionId);
+    if (conn.supports("session/messages")) {
+      // The conversation as it was, once the server can read it back.
+      const result = (await conn.rpc.sendRequest("session/messages", { sessionId: session.id })) as {
+        messages?: unknown[];
+      };
+      this.post({ type: "messages", messages: (result.messages ?? []) as Array<Record<string, unknown>> });
+    }
+    this.postState();
+  }
+
+  /** `session/rewind` (offered when the server lists it): files, conversation or both. */
+  private async rewind(messageId: string, restore: "code" | "conversation" | "both"): Promise<void> {
+    const session = this.session;
+    if (!session || !session.connection.supports("session/rewind")) return;
+    const result = (await session.connection.rpc.sendRequest("session/rewind", {
+      sessionId: session.id,
+      messageId,
+      restore,
+    })) as { conflicts?: unknown[] };
+    if (Array.isArray(result.conflicts) && result.conflicts.length) {
+      const files = result.conflicts.map((c) => (typeof c === "string" ? c : JSON.stringify(c))).join(", ");
+      const pick = await vscode.window.showWarningMessage(
+        `These files changed since the agent wrote them: ${files}. Overwrite them?`,
+        "Overwrite",
+      );
+      if (pick !== "Overwrite") return;
+      await session.connection.rpc.sendRequest("session/rewind", { sessionId: session.id, messageId, restore, force: true });
+    }
+    this.post({ type: "rewound", messageId, conversation: restore !== "code" });
+  }
+
+  /** `session/fork` (offered when the server lists it): continue from a message in a new chat. */
+  private async fork(messageId: string): Promise<void> {
+    const session = this.session;
+    if (!session || !session.connection.supports("session/fork")) return;
+    const result = (await session.connection.rpc.sendRequest("session/fork", {
+      sessionId: session.id,
+      messageId,
+    })) as { sessionId?: string };
+    if (typeof result.sessionId === "string") await this.resume(result.sessionId);
+  }
+
+  async pickSession(): Promise<void> {
+    const conn = await this.server.get();
+    const { sessions } = await conn.request("session/list", { workingDir: this.workingDir });
+    if (sessions.length === 0) {
+      void vscode.window.showInformationMessage("No saved Sema sessions in this folder yet.");
+      return;
+    }
+    const pick = await vscode.window.showQuickPick(
+      sessions.map((s) => ({
+        label: s.title || s.sessionId,
+        description: `${s.messageCount} messages`,
+        detail: new Date(s.updatedAt).toLocaleString(),
+        sessionId: s.sessionId,
+      })),
+      { placeHolder: "Resume a Sema session" },
+    );
+    if (pick) await this.resume(pick.sessionId);
+  }
+
+  reveal(): void {
+    this.view?.show(false);
+  }
+
+  async shutdown(): Promise<void> {
+    await this.session?.dispose();
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+    this.sessionListener?.dispose();
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+  }
+}

@@ -1,0 +1,364 @@
+// The client layer: one sema-rpc process, its JSON-RPC connection, and the sessions on it.
+// Nothing here imports `vscode`, so it runs (and is tested) in plain Node.
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import {
+  CancellationTokenSource,
+  createMessageConnection,
+  ResponseError,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type CancellationToken,
+  type MessageConnection,
+} from "vscode-jsonrpc/node";
+import type {
+  InitializeResult,
+  MethodName,
+  Methods,
+  NotificationName,
+  Notifications,
+  PermissionModeUpdateResult,
+  ServerRequestName,
+  ServerRequests,
+  SessionCreateParams,
+  SessionPromptResult,
+  SessionReadyParams,
+  TokenUsage,
+} from "./protocol";
+import { NOTIFICATION_NAMES, PROTOCOL_VERSION } from "./protocol";
+
+export type Mode = "Agent" | "Plan";
+export type PermissionMode = "default" | "acceptEdits" | "bypass";
+export type Delivery = "followUp" | "steer";
+
+/** One server event as routed to a session: the notification's method and params. */
+export type SessionEvent = {
+  [K in NotificationName]: { method: K; params: Notifications[K] };
+}[NotificationName];
+
+/** What a session answers for the server→client requests addressed to it. */
+export interface SessionRequestHandler {
+  request<K extends ServerRequestName>(
+    method: K,
+    params: ServerRequests[K]["params"],
+    token: CancellationToken,
+  ): Promise<ServerRequests[K]["result"]>;
+}
+
+export interface ServerOptions {
+  command: string;
+  args?: string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  clientName?: string;
+  clientVersion?: string;
+  /** Every chunk the server writes to stderr (its log). */
+  onStderr?: (text: string) => void;
+}
+
+export class SemaError extends Error {
+  constructor(
+    message: string,
+    readonly code?: number,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** Time allowed for `shutdown`+`exit` before the process is killed. */
+const SHUTDOWN_GRACE_MS = 3000;
+
+export class SemaConnection {
+  private readonly sessions = new Map<string, ChatSession>();
+  private readonly exitListeners: Array<(code: number | null, signal: string | null) => void> = [];
+  private exited = false;
+  private exitPromise: Promise<void>;
+  private closing = false;
+  initializeResult: InitializeResult | undefined;
+
+  private constructor(
+    readonly process: ChildProcess,
+    readonly rpc: MessageConnection,
+  ) {
+    this.exitPromise = new Promise((resolve) => {
+      process.once("exit", (code, signal) => {
+        this.exited = true;
+        this.rpc.dispose();
+        for (const listener of this.exitListeners) listener(code, signal);
+        resolve();
+      });
+    });
+    for (const name of NOTIFICATION_NAMES) {
+      rpc.onNotification(name, (params: { sessionId?: string }) => {
+        const session = params.sessionId ? this.sessions.get(params.sessionId) : undefined;
+        session?.deliver({ method: name, params } as SessionEvent);
+      });
+    }
+    // Notifications this version does not know (added to the protocol later) still reach
+    // their session, untyped: optional features use them when the server offers them.
+    rpc.onNotification((method: string, params: unknown) => {
+      const p = params as { sessionId?: string } | undefined;
+      const session = p?.sessionId ? this.sessions.get(p.sessionId) : undefined;
+      session?.deliverOther(method, (params ?? {}) as Record<string, unknown>);
+    });
+    const serverRequests: ServerRequestName[] = [
+      "tool:permission:request",
+      "ask:question:request",
+      "plan:exit:request",
+    ];
+    for (const name of serverRequests) {
+      rpc.onRequest(name, async (params: { sessionId?: string }, token: CancellationToken) => {
+        const session = params.sessionId ? this.sessions.get(params.sessionId) : undefined;
+        if (!session?.handler) {
+          throw new ResponseError(-32603, `no chat answers ${name} for session ${params.sessionId}`);
+        }
+        return session.handler.request(name, params as never, token);
+      });
+    }
+  }
+
+  /** Spawn the server and connect to its stdio (LSP-style framing). Rejects if it cannot start. */
+  static async start(options: ServerOptions): Promise<SemaConnection> {
+    const child = spawn(options.command, options.args ?? [], {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once("spawn", () => resolve());
+      child.once("error", (err) => reject(new SemaError(`cannot start ${options.command}: ${err.message}`)));
+    });
+    // A server that logs a lot must never block on a full stderr pipe: always drain it.
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (chunk: string) => options.onStderr?.(chunk));
+    const rpc = createMessageConnection(
+      new StreamMessageReader(child.stdout!),
+      new StreamMessageWriter(child.stdin!),
+    );
+    rpc.onError(() => undefined);
+    child.stdin!.on("error", () => undefined);
+    const conn = new SemaConnection(child, rpc);
+    rpc.listen();
+    return conn;
+  }
+
+  get pid(): number | undefined {
+    return this.process.pid;
+  }
+
+  get alive(): boolean {
+    return !this.exited;
+  }
+
+  onExit(listener: (code: number | null, signal: string | null) => void): void {
+    this.exitListeners.push(listener);
+  }
+
+  /** The handshake: declares the server→client requests this client answers. */
+  async initialize(clientName = "sema-vscode", clientVersion?: string): Promise<InitializeResult> {
+    this.initializeResult = await this.request("initialize", {
+      protocolVersion: PROTOCOL_VERSION,
+      clientInfo: { name: clientName, version: clientVersion ?? null },
+      capabilities: { permissions: true, askQuestion: true, planExit: true },
+    });
+    return this.initializeResult;
+  }
+
+  /** Whether the server offers a method (from `initialize`'s `capabilities.methods`). */
+  supports(method: string): boolean {
+    return this.initializeResult?.capabilities.methods?.includes(method) ?? false;
+  }
+
+  async request<M extends MethodName>(
+    method: M,
+    params: Methods[M]["params"],
+    token?: CancellationToken,
+  ): Promise<Methods[M]["result"]> {
+    if (this.exited) throw new SemaError(`sema-rpc is not running (${method})`);
+    try {
+      // vscode-jsonrpc reads every argument after the method as a parameter unless it is a
+      // token, so an absent token must not be passed at all.
+      const answer = token
+        ? await this.rpc.sendRequest(method, params, token)
+        : await this.rpc.sendRequest(method, params);
+      return answer as Methods[M]["result"];
+    } catch (err) {
+      if (err instanceof ResponseError) throw new SemaError(err.message, err.code, err.data);
+      throw new SemaError(err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  /**
+   * Create a chat session (or resume `sessionId`). The client names new sessions itself so
+   * that the events the server sends before answering (`session:ready`, `todos:update`)
+   * already find their session.
+   */
+  async createSession(
+    params: Omit<SessionCreateParams, "sessionId"> & { sessionId?: string },
+  ): Promise<ChatSession> {
+    const sessionId = params.sessionId ?? `vsc-${randomUUID()}`;
+    const session = new ChatSession(this, sessionId, params.workingDir);
+    this.sessions.set(sessionId, session);
+    try {
+      const ready = await this.request("session/create", { ...params, sessionId });
+      session.applyReady(ready);
+      return session;
+    } catch (err) {
+      this.sessions.delete(sessionId);
+      throw err;
+    }
+  }
+
+  /** @internal */
+  forget(sessionId: string): void {
+    this.sessions.delete(sessionId);
+  }
+
+  /** `shutdown` then `exit`; kills the process if it does not exit in time. */
+  async shutdown(): Promise<void> {
+    if (this.exited || this.closing) return this.exitPromise;
+    this.closing = true;
+    const timer = setTimeout(() => this.process.kill("SIGKILL"), SHUTDOWN_GRACE_MS);
+    try {
+      await Promise.race([this.request("shutdown", {}), this.exitPromise]);
+      if (!this.exited) await this.rpc.sendNotification("exit");
+    } catch {
+      this.process.kill("SIGTERM");
+    }
+    await this.exitPromise;
+    clearTimeout(timer);
+  }
+}
+
+/** One chat: a session on the server, its events, its requests, its turn state. */
+export class ChatSession {
+  private readonly listeners: Array<(event: SessionEvent) => void> = [];
+  private running = 0;
+  private promptTokens = new Set<CancellationTokenSource>();
+  handler: SessionRequestHandler | undefined;
+  ready: SessionReadyParams | undefined;
+  mode: Mode = "Agent";
+  permissionMode: PermissionMode = "default";
+  usage: TokenUsage | undefined;
+  disposed = false;
+
+  constructor(
+    readonly connection: SemaConnection,
+    readonly id: string,
+    readonly workingDir: string,
+  ) {}
+
+  /** @internal */
+  applyReady(ready: SessionReadyParams): void {
+    this.ready = ready;
+    this.mode = ready.mode ?? this.mode;
+    this.permissionMode = ready.permissionMode ?? this.permissionMode;
+    this.usage = ready.usage ?? this.usage;
+  }
+
+  /** @internal Called by the connection for every event of this session, in wire order. */
+  deliver(event: SessionEvent): void {
+    switch (event.method) {
+      case "session:ready":
+        this.applyReady({ ...event.params, sessionId: this.id });
+        break;
+      case "mode:update":
+        this.mode = event.params.mode;
+        break;
+      case "conversation:usage":
+        this.usage = event.params.usage;
+        break;
+    }
+    for (const listener of this.listeners) listener(event);
+  }
+
+  private readonly otherListeners: Array<(method: string, params: Record<string, unknown>) => void> = [];
+
+  /** @internal A notification outside this client's generated protocol types. */
+  deliverOther(method: string, params: Record<string, unknown>): void {
+    for (const listener of this.otherListeners) listener(method, params);
+  }
+
+  /** Notifications newer than this client's protocol types (e.g. `turn:diff`). */
+  onOtherEvent(listener: (method: string, params: Record<string, unknown>) => void): { dispose(): void } {
+    this.otherListeners.push(listener);
+    return {
+      dispose: () => {
+        const i = this.otherListeners.indexOf(listener);
+        if (i >= 0) this.otherListeners.splice(i, 1);
+      },
+    };
+  }
+
+  onEvent(listener: (event: SessionEvent) => void): { dispose(): void } {
+    this.listeners.push(listener);
+    return {
+      dispose: () => {
+        const i = this.listeners.indexOf(listener);
+        if (i >= 0) this.listeners.splice(i, 1);
+      },
+    };
+  }
+
+  /** Prompts sent and not answered yet (a follow-up waits behind the running turn). */
+  get pending(): number {
+    return this.running;
+  }
+
+  /** Send an input; resolves when its turn ends (exactly one answer per prompt). */
+  async prompt(input: string, delivery: Delivery = "followUp"): Promise<SessionPromptResult> {
+    this.running++;
+    const source = new CancellationTokenSource();
+    this.promptTokens.add(source);
+    try {
+      return await this.connection.request(
+        "session/prompt",
+        { sessionId: this.id, input, delivery },
+        source.token,
+      );
+    } finally {
+      this.promptTokens.delete(source);
+      source.dispose();
+      this.running--;
+    }
+  }
+
+  /** Stop the running turn (answered at once; the prompt then answers `interrupted`). */
+  async interrupt(): Promise<boolean> {
+    const result = await this.connection.request("session/interrupt", { sessionId: this.id });
+    return result.interrupted;
+  }
+
+  async setMode(mode: Mode): Promise<Mode> {
+    const result = await this.connection.request("mode/update", { sessionId: this.id, mode });
+    this.mode = result.mode;
+    return result.mode;
+  }
+
+  async setPermissionMode(permissionMode: PermissionMode): Promise<PermissionMode> {
+    const result: PermissionModeUpdateResult = await this.connection.request("permissionMode/update", {
+      sessionId: this.id,
+      permissionMode,
+    });
+    this.permissionMode = result.permissionMode;
+    return result.permissionMode;
+  }
+
+  async listCommands() {
+    return (await this.connection.request("command/list", { workingDir: this.workingDir })).commands;
+  }
+
+  /** Drop the session from the server (its history stays on disk and can be resumed). */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    try {
+      if (this.connection.alive) await this.connection.request("session/dispose", { sessionId: this.id });
+    } catch {
+      // The server may be gone or already have forgotten the session: nothing to undo.
+    } finally {
+      this.connection.forget(this.id);
+    }
+  }
+}

@@ -1,0 +1,74 @@
+// Helpers without `vscode`, so they are tested in plain Node.
+import { accessSync, constants, readFileSync, statSync } from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+
+export const INSTALL_HINT =
+  "Install sema-rpc (`pip install -e .` or `pipx install .` in a sema-rpc checkout) so that " +
+  "`sema-rpc` is on PATH, or set `sema.serverPath` to the executable.";
+
+export class ServerMissingError extends Error {}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** `sema.serverPath`, else `sema-rpc` on PATH; throws ServerMissingError with the install hint. */
+export function findServer(configured: string, envPath = process.env.PATH ?? ""): string {
+  if (configured.trim()) {
+    const expanded = configured.trim().replace(/^~(?=$|\/)/, os.homedir());
+    if (isExecutable(expanded)) return expanded;
+    throw new ServerMissingError(`sema.serverPath points to ${expanded}, which is not an executable file. ${INSTALL_HINT}`);
+  }
+  const names = process.platform === "win32" ? ["sema-rpc.exe", "sema-rpc.cmd", "sema-rpc"] : ["sema-rpc"];
+  for (const dir of envPath.split(path.delimiter)) {
+    for (const name of names) {
+      const candidate = path.join(dir, name);
+      if (dir && isExecutable(candidate)) return candidate;
+    }
+  }
+  throw new ServerMissingError(`sema-rpc was not found on PATH. ${INSTALL_HINT}`);
+}
+
+function readOr(file: string, fallback: string | undefined): string | undefined {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * The content a Write or Edit call would leave in the file, or undefined if it cannot be
+ * computed (an Edit whose old text is not in the file: the server will refuse it anyway).
+ */
+export function proposedContent(
+  toolName: string,
+  input: Record<string, unknown>,
+  absolutePath: string,
+): { before: string | undefined; after: string } | undefined {
+  const before = readOr(absolutePath, undefined);
+  if (toolName === "Write" && typeof input.content === "string") {
+    return { before, after: input.content };
+  }
+  if (toolName === "Edit" && typeof input.new_string === "string") {
+    const oldText = typeof input.old_string === "string" ? input.old_string : "";
+    if (oldText === "") return { before, after: input.new_string };
+    if (before === undefined || !before.includes(oldText)) return undefined;
+    const after = input.replace_all
+      ? before.split(oldText).join(input.new_string)
+      : before.replace(oldText, () => input.new_string as string);
+    return { before, after };
+  }
+  return undefined;
+}
+
+export function resolveInWorkspace(file: string, workingDir: string): string {
+  return path.isAbsolute(file) ? file : path.join(workingDir, file);
+}
+

@@ -1,0 +1,248 @@
+// End to end in a real VS Code: code-server in headless Chromium, offline. `make test-vscode`.
+// Screenshots of every step go to clients/vscode/artifacts/e2e/.
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import * as path from "node:path";
+import { EXT_DIR, openChat, setup, startModel, startVSCode } from "./harness.mjs";
+
+/** The extension's output channel as code-server writes it (it holds the server's pid). */
+function findSemaLog(userDir) {
+  const logs = path.join(userDir, "logs");
+  for (const run of readdirSync(logs).sort().reverse()) {
+    const host = path.join(logs, run, "exthost1");
+    if (!existsSync(host)) continue;
+    for (const dir of readdirSync(host).filter((d) => d.startsWith("output_logging_"))) {
+      const file = readdirSync(path.join(host, dir)).find((f) => f.endsWith("-Sema.log"));
+      if (file) return path.join(host, dir, file);
+    }
+  }
+  throw new Error("no Sema output log");
+}
+
+const ARTIFACTS = path.join(EXT_DIR, "artifacts/e2e");
+const t0 = Date.now();
+const lap = (m) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
+
+const cache = setup();
+if (!cache) {
+  console.log("\n*** test-vscode SKIPPED: chromium/code-server cannot be installed on this machine (see the message above). ***\n");
+  process.exit(0);
+}
+rmSync(ARTIFACTS, { recursive: true, force: true });
+mkdirSync(ARTIFACTS, { recursive: true });
+
+const FIRST = "Create a greeting file";
+const model = await startModel();
+await model.script(
+  // 1: thinking, streamed text, then a Write that needs consent
+  {
+    thinking: "The user wants a greeting file.",
+    text: "I'll create **hello.txt** with a short greeting.\n\n```python\nprint('hello')\n```\n",
+    chunks: 12,
+    delay_s: 0.08,
+    tools: [["Write", { file_path: "hello.txt", content: "Hello from Sema!\n" }, "toolu_write_1"]],
+  },
+  { text: "Created `hello.txt`. It says *Hello from Sema!*", chunks: 6 },
+  // 2: a long stream the test stops
+  { deltas: 3000, delay_s: 0.05 },
+  // 2b: the follow-up queued while 2 ran
+  { text: "Done after the stop.", chunks: 3 },
+  // 3: after resuming the first session
+  { text: "Earlier I wrote hello.txt for you.", chunks: 4 },
+  // 4: a search, a subagent (its own model call), then a question for the user
+  { tools: [["Grep", { pattern: "print", output_mode: "content" }, "toolu_grep_1"]] },
+  { tools: [["Task", { description: "Find the entry point", prompt: "Where does the app start?", subagent_type: "Explore" }, "toolu_task_1"]] },
+  { text: "The app starts in src/app.py." },
+  {
+    tools: [["AskUserQuestion", { questions: [{ question: "Which greeting style?", header: "Style", options: [{ label: "Formal", description: "Good day" }, { label: "Casual", description: "Hey" }] }] }, "toolu_ask_1"]],
+  },
+  { text: "Casual it is." },
+  // 5: Plan mode ends with ExitPlanMode
+  { tools: [["ExitPlanMode", { plan: "# Add a farewell\n\n1. Write bye.txt\n2. Check it" }, "toolu_plan_1"]] },
+  { text: "Starting on the plan." },
+  // 6: after the server was killed and restarted
+  { text: "Yes, still here.", chunks: 3 },
+);
+
+const env = await startVSCode({
+  cache,
+  model,
+  workspaceFiles: { "README.md": "# Demo workspace\n", "src/app.py": "print('app')\n" },
+  log: lap,
+});
+const { page, dirs } = env;
+let step = 0;
+const shot = async (name) => {
+  const file = path.join(ARTIFACTS, `${String(++step).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file });
+  lap(`screenshot ${path.basename(file)}`);
+};
+
+try {
+  lap("workbench up");
+  const chat = await openChat(page);
+  await chat.locator(".welcome").waitFor();
+  // A wider side bar, as people use a chat panel (the sash between side bar and editor).
+  const sash = page.locator(".part.sidebar").first();
+  const box = await sash.boundingBox();
+  if (box) {
+    await page.mouse.move(box.x + box.width + 1, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 520, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await page.mouse.move(900, 600);
+  }
+  await shot("chat-open");
+
+  // Prompt 1: streamed text
+  await chat.locator("textarea.input").fill(FIRST);
+  await chat.locator("textarea.input").press("Enter");
+  await chat.locator(".user", { hasText: FIRST }).waitFor();
+  const answer = chat.locator(".md.answer").first();
+  await answer.waitFor({ timeout: 60000 });
+  await chat.locator(".md.answer", { hasText: "I'll create" }).waitFor({ timeout: 30000 });
+  const partial = await answer.innerText();
+  await shot("streaming");
+  await chat.locator(".md.answer pre.hljs", { hasText: "print" }).waitFor({ timeout: 30000 });
+  const full = await answer.innerText();
+  assert.ok(full.length > partial.length, "the answer grew while streaming");
+  assert.equal(await answer.locator("strong", { hasText: "hello.txt" }).count(), 1, "Markdown is rendered");
+  assert.ok((await answer.locator("pre.hljs .hljs-built_in, pre.hljs .hljs-string").count()) > 0, "code is highlighted");
+  const thinking = chat.locator("details.thinking");
+  assert.equal(await thinking.getAttribute("open"), null, "thinking is folded");
+  assert.match(await thinking.locator(".md").textContent(), /wants a greeting file/);
+
+  // Consent inline: open the diff, then allow once
+  const consent = chat.locator(".request.permission");
+  await consent.waitFor({ timeout: 30000 });
+  assert.match(await consent.innerText(), /\+Hello from Sema!/);
+  assert.ok(!existsSync(path.join(dirs.workspace, "hello.txt")), "nothing written before consent");
+  await shot("consent-inline");
+  await consent.locator("button.show-diff").click();
+  const diffEditor = page.locator(".monaco-diff-editor");
+  await diffEditor.first().waitFor({ timeout: 30000 });
+  await page.locator(".tab", { hasText: "hello.txt" }).first().waitFor({ timeout: 10000 });
+  await page.locator(".monaco-diff-editor .view-lines", { hasText: "Hello from Sema!" }).first().waitFor({ timeout: 20000 });
+  await shot("diff-editor");
+  await consent.locator("button.allow").click();
+  await chat.locator(".md.answer", { hasText: "Created hello.txt" }).waitFor({ timeout: 30000 });
+  assert.equal(readFileSync(path.join(dirs.workspace, "hello.txt"), "utf8"), "Hello from Sema!\n");
+  await chat.locator('.tool[data-status="done"]', { hasText: "hello.txt" }).waitFor();
+  await chat.locator("button.stop.hidden").waitFor({ state: "attached" });
+  await shot("file-written");
+  // The path in the tool card opens the file in the editor.
+  await chat.locator(".tool .file-link", { hasText: "hello.txt" }).first().click();
+  await page.locator(".tab.active", { hasText: "hello.txt" }).waitFor({ timeout: 20000 });
+  lap("file written, its path opens the file");
+
+  // Prompt 2, in a new chat: stop it while it streams
+  await chat.locator("button.new-chat").click();
+  await chat.locator(".welcome .session-item", { hasText: FIRST }).waitFor({ timeout: 30000 });
+  await chat.locator("textarea.input").fill("Count slowly to three thousand");
+  await chat.locator("textarea.input").press("Enter");
+  const stop = chat.locator("button.stop:not(.hidden)");
+  await stop.waitFor({ timeout: 30000 });
+  await chat.locator(".md.answer", { hasText: "w3 " }).waitFor({ timeout: 60000 });
+  // A follow-up typed while the agent works is queued, not lost by the Stop.
+  await chat.locator("textarea.input").fill("Then just say done");
+  await chat.locator("textarea.input").press("Enter");
+  await chat.locator(".user.queued", { hasText: "Then just say done" }).waitFor({ timeout: 10000 });
+  await shot("second-prompt-streaming");
+  await stop.click();
+  await chat.locator(".notice.interrupted").waitFor({ timeout: 30000 });
+  await chat.locator("button.stop.hidden").waitFor({ state: "attached", timeout: 30000 });
+  await chat.locator(".md.answer", { hasText: "Done after the stop." }).waitFor({ timeout: 60000 });
+  // The follow-up moved into the transcript when its own turn started, after the stopped one.
+  const order = await chat.locator(".log > .user, .log > .md.answer, .log > .notice").allInnerTexts();
+  const at = (t) => order.findIndex((x) => x.includes(t));
+  assert.ok(at("w3 ") < at("Interrupted") && at("Interrupted") < at("Then just say done") && at("Then just say done") < at("Done after"), order.join(" | "));
+  await chat.locator("button.stop.hidden").waitFor({ state: "attached", timeout: 30000 });
+  const streamed = await chat.locator(".md.answer", { hasText: "w3 " }).innerText();
+  assert.ok(!streamed.includes("w2999"), "the stream was stopped before its end");
+  await shot("stopped");
+
+  // Resume the first session from the list
+  await chat.locator("button.sessions-btn").click();
+  const item = chat.locator(".sessions-overlay .session-item", { hasText: FIRST });
+  await item.waitFor({ timeout: 30000 });
+  await shot("sessions-list");
+  await item.click();
+  await chat.locator(".resumed", { hasText: FIRST }).waitFor({ timeout: 30000 });
+  await chat.locator("textarea.input").fill("What did you write?");
+  await chat.locator("textarea.input").press("Enter");
+  await chat.locator(".md.answer", { hasText: "Earlier I wrote hello.txt" }).waitFor({ timeout: 60000 });
+  const bodies = await model.bodies();
+  const last = JSON.stringify(bodies.at(-1));
+  assert.ok(last.includes(FIRST), "the resumed session sent its old history to the model");
+  assert.ok(!last.includes("Count slowly"), "and not the other session's");
+  await shot("resumed");
+
+  // A subagent's work folds under its Task card; a question is answered inline.
+  await chat.locator("textarea.input").fill("Look around, then ask me");
+  await chat.locator("textarea.input").press("Enter");
+  const task = chat.locator(".tool.tool-task");
+  await task.waitFor({ timeout: 60000 });
+  const question = chat.locator(".request.question");
+  await question.waitFor({ timeout: 60000 });
+  // Search results link to the file and line.
+  const grep = chat.locator(".tool.tool-grep");
+  await grep.locator("summary").click();
+  await grep.locator(".file-link", { hasText: "src/app.py:1" }).click();
+  await page.locator(".tab.active", { hasText: "app.py" }).waitFor({ timeout: 20000 });
+  await task.locator("summary").click();
+  await task.locator(".subagent .md.answer", { hasText: "src/app.py" }).waitFor({ timeout: 10000 });
+  assert.match(await task.locator(".tool-title").innerText(), /Explore.*Find the entry point/);
+  assert.equal(await task.locator(".subagent .agent-status").innerText(), "completed");
+  await question.locator("button.option", { hasText: "Casual" }).click();
+  await shot("subagent-and-question");
+  await question.locator("button.primary").click();
+  await chat.locator(".md.answer", { hasText: "Casual it is." }).waitFor({ timeout: 60000 });
+  assert.match(JSON.stringify((await model.bodies()).at(-1)), /Casual/, "the answer reached the model");
+
+  // Plan mode: the plan is approved inline, the mode switches back to Agent.
+  await chat.locator("button.mode").click();
+  await chat.locator("button.mode.plan").waitFor({ timeout: 10000 });
+  await chat.locator("textarea.input").fill("Plan a farewell file");
+  await chat.locator("textarea.input").press("Enter");
+  const plan = chat.locator(".request.plan-exit");
+  await plan.waitFor({ timeout: 60000 });
+  assert.match(await plan.innerText(), /Write bye\.txt/);
+  await shot("plan-approval");
+  await plan.locator("button.primary").click();
+  await chat.locator(".md.answer", { hasText: "Starting on the plan." }).waitFor({ timeout: 60000 });
+  await chat.locator("button.mode:not(.plan)").waitFor({ timeout: 10000 });
+
+  // Completion: `/` lists the built-in commands, `@` the workspace's files.
+  await chat.locator("textarea.input").fill("");
+  await chat.locator("textarea.input").pressSequentially("/cl");
+  await chat.locator(".completions .completion", { hasText: "/clear" }).waitFor({ timeout: 10000 });
+  await chat.locator("textarea.input").fill("");
+  await chat.locator("textarea.input").pressSequentially("look at @app");
+  await chat.locator(".completions .completion", { hasText: "src/app.py" }).waitFor({ timeout: 10000 });
+  await chat.locator("textarea.input").press("Enter");
+  assert.equal(await chat.locator("textarea.input").inputValue(), "look at @src/app.py ");
+  await shot("completion");
+  await chat.locator("textarea.input").fill("");
+
+  // The server dies: a visible notice, a new server, and the chat goes on.
+  const semaLog = findSemaLog(env.dirs.user);
+  const pid = Number(/\(pid (\d+);/.exec(readFileSync(semaLog, "utf8"))?.[1]);
+  assert.ok(pid > 0, "the log names the server's pid");
+  process.kill(pid, "SIGKILL");
+  await page.locator(".notifications-toasts", { hasText: "Sema server stopped" }).waitFor({ timeout: 30000 });
+  await chat.locator(".notice", { hasText: "server was restarted" }).waitFor({ timeout: 60000 });
+  await shot("server-restarted");
+  await chat.locator("textarea.input").fill("Are you still there?");
+  await chat.locator("textarea.input").press("Enter");
+  await chat.locator(".md.answer", { hasText: "Yes, still here." }).waitFor({ timeout: 60000 });
+  assert.match(JSON.stringify((await model.bodies()).at(-1)), /Create a greeting file/, "the same session, from its history");
+  lap("PASS");
+} catch (err) {
+  await shot("failure").catch(() => undefined);
+  console.error(`FAIL: ${err.stack ?? err}`);
+  console.error(`code-server log: ${env.serverLog} (kept: SEMA_E2E_KEEP=1 keeps the temp folder)`);
+  process.exitCode = 1;
+} finally {
+  await env.stop();
+  await model.stop();
+}

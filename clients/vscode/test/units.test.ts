@@ -1,0 +1,76 @@
+// The extension's pure parts: finding the server, the proposed content for "Show diff",
+// and where a streaming answer can be frozen.
+import assert from "node:assert/strict";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { after, describe, it } from "node:test";
+import { findServer, proposedContent, ServerMissingError } from "../src/util";
+import { stablePrefix } from "../webview/markdown";
+
+const root = mkdtempSync(path.join(tmpdir(), "sema-vscode-units-"));
+after(() => rmSync(root, { recursive: true, force: true }));
+
+describe("findServer", () => {
+  const bin = path.join(root, "bin");
+  const other = path.join(root, "other");
+  mkdirSync(bin);
+  mkdirSync(other);
+  const exe = path.join(bin, "sema-rpc");
+  writeFileSync(exe, "#!/bin/sh\n");
+  chmodSync(exe, 0o755);
+  writeFileSync(path.join(other, "sema-rpc"), "not executable");
+
+  it("uses sema.serverPath when it is set", () => {
+    assert.equal(findServer(exe, ""), exe);
+  });
+  it("says so when sema.serverPath is wrong, with the install command", () => {
+    assert.throws(
+      () => findServer(path.join(root, "nope"), bin),
+      (e: Error) => e instanceof ServerMissingError && /not an executable file/.test(e.message) && /pip install/.test(e.message),
+    );
+  });
+  it("else finds sema-rpc on PATH, skipping files that cannot run", () => {
+    assert.equal(findServer("", [other, bin].join(path.delimiter)), exe);
+  });
+  it("else explains how to install it", () => {
+    assert.throws(
+      () => findServer("", other),
+      (e: Error) => e instanceof ServerMissingError && /not found on PATH/.test(e.message) && /sema\.serverPath/.test(e.message),
+    );
+  });
+});
+
+describe("proposedContent", () => {
+  const file = path.join(root, "a.txt");
+  writeFileSync(file, "one\ntwo\ntwo\n");
+  it("Write: the new content; a new file has no before", () => {
+    assert.deepEqual(proposedContent("Write", { content: "x\n" }, path.join(root, "new.txt")), { before: undefined, after: "x\n" });
+    assert.deepEqual(proposedContent("Write", { content: "x\n" }, file), { before: "one\ntwo\ntwo\n", after: "x\n" });
+  });
+  it("Edit: one replacement, or all with replace_all; `$` in the new text is literal", () => {
+    assert.equal(proposedContent("Edit", { old_string: "two", new_string: "$&2" }, file)?.after, "one\n$&2\ntwo\n");
+    assert.equal(proposedContent("Edit", { old_string: "two", new_string: "2", replace_all: true }, file)?.after, "one\n2\n2\n");
+  });
+  it("Edit whose old text is missing: no diff to show", () => {
+    assert.equal(proposedContent("Edit", { old_string: "three", new_string: "3" }, file), undefined);
+  });
+});
+
+describe("stablePrefix", () => {
+  it("ends at the last blank line outside a code fence", () => {
+    const text = "para one\n\npara two\n\nstill growing";
+    assert.equal(text.slice(0, stablePrefix(text)), "para one\n\npara two\n\n");
+  });
+  it("never cuts inside an open fence", () => {
+    const text = "intro\n\n```js\nconst a = 1;\n\nconst b = 2;\n";
+    assert.equal(text.slice(0, stablePrefix(text)), "intro\n\n");
+  });
+  it("cuts after a closed fence", () => {
+    const text = "```\ncode\n\nmore\n```\n\nafter";
+    assert.equal(text.slice(0, stablePrefix(text)), "```\ncode\n\nmore\n```\n\n");
+  });
+  it("nothing stable in a single growing paragraph", () => {
+    assert.equal(stablePrefix("w0 w1 w2 w3"), 0);
+  });
+});
