@@ -49,6 +49,7 @@ generate: $(STAMP)
 	$(BIN)/python -m sema_rpc.schema_gen
 	$(BIN)/python -m sema_rpc.ts_gen
 	$(BIN)/python -m sema_rpc.client_gen
+	$(BIN)/python -m sema_rpc.spec_tables
 
 schema: generate
 

@@ -4,7 +4,7 @@ generated from sema_rpc/protocol.py's registry (METHODS, NOTIFICATIONS, SERVER_R
 Each table sits between two marker comments in the spec, which this rewrites:
 
     <!-- generated:methods -->
-    | method | params | result | |
+    | method | params | result | what it does |
     ...
     <!-- /generated:methods -->
 
@@ -101,7 +101,7 @@ def _cell(text: str) -> str:
 
 
 def methods_table() -> str:
-    rows = ["| method | params | result | |", "|---|---|---|---|"]
+    rows = ["| method | params | result | what it does |", "|---|---|---|---|"]
     for name, spec in METHODS.items():
         label = f"`{name}` (notification)" if spec.notification else f"`{name}`"
         result = "—" if spec.notification else shape(spec.result, "serialization")
@@ -112,7 +112,7 @@ def methods_table() -> str:
 
 
 def notifications_table() -> str:
-    rows = ["| method | payload (besides `sessionId`, `agentId`, `seq`) |", "|---|---|"]
+    rows = ["| method | payload (besides the envelope) |", "|---|---|"]
     for name, model in NOTIFICATIONS.items():
         schema, defs = _schema(model, "serialization")
         own = {k: v for k, v in schema.get("properties", {}).items() if k not in _COMMON}
@@ -126,7 +126,8 @@ def notifications_table() -> str:
 
 
 def server_requests_table() -> str:
-    rows = ["| method | capability | params | result | |", "|---|---|---|---|---|"]
+    rows = ["| method | capability | params (besides the envelope) | answer | what it asks |"]
+    rows.append("|---|---|---|---|---|")
     for name, spec in SERVER_REQUESTS.items():
         schema, defs = _schema(spec.params, "serialization")
         own = {k: v for k, v in schema.get("properties", {}).items() if k not in _COMMON}
@@ -147,7 +148,7 @@ def tables() -> dict[str, str]:
 
 
 def _pattern(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(<!-- generated:{name} -->\n).*?(\n<!-- /generated:{name} -->)", re.DOTALL)
+    return re.compile(rf"(<!-- generated:{name} -->\n).*?(<!-- /generated:{name} -->)", re.DOTALL)
 
 
 def rewrite(text: str) -> str:
@@ -159,7 +160,7 @@ def rewrite(text: str) -> str:
         if match is None:
             missing.append(name)
             continue
-        text = text[: match.end(1)] + table + text[match.start(2) :]
+        text = text[: match.end(1)] + table + "\n" + text[match.start(2) :]
     if missing:
         raise ValueError(
             f"{SPEC_FILE.name}: no markers for the generated table(s) {', '.join(missing)} "

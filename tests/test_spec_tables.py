@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from sema_rpc import protocol
-from sema_rpc.spec_tables import TABLES, rewrite, shape, tables
+from sema_rpc.spec_tables import SPEC_FILE, TABLES, rewrite, shape, tables
+
+
+def test_spec_tables_are_up_to_date():
+    text = SPEC_FILE.read_text(encoding="utf-8")
+    assert rewrite(text) == text, (
+        "protocol/README.md's method, notification or server-request table is out of date "
+        "with sema_rpc/protocol.py. Rewrite them with:\n"
+        "    make generate   (or: python -m sema_rpc.spec_tables)"
+    )
 
 
 def _spec(body: str = "old rows") -> str:
