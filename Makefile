@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 VSCODE := clients/vscode
 VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
-.PHONY: demo test lint lint-lua fmt schema spec bench clean vsix test-vscode
+.PHONY: demo test lint lint-lua fmt schema generate spec bench clean vsix test-vscode
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -44,9 +44,14 @@ fmt: $(STAMP)
 	$(BIN)/ruff format sema_rpc tests bench clients
 	$(BIN)/ruff check --fix sema_rpc tests bench clients
 
-schema: $(STAMP)
+# Everything generated from sema_rpc/protocol.py (each has a drift test naming this target).
+generate: $(STAMP)
 	$(BIN)/python -m sema_rpc.schema_gen
 	$(BIN)/python -m sema_rpc.ts_gen
+	$(BIN)/python -m sema_rpc.client_gen
+	$(BIN)/python -m sema_rpc.spec_tables
+
+schema: generate
 
 # Re-capture the example exchange in protocol/README.md from the current build.
 spec: $(STAMP)
@@ -58,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_history.py
 	$(BIN)/python bench/bench_history_stall.py
 	$(BIN)/python bench/bench_pipeline.py
+	$(BIN)/python bench/bench_recorder.py
 	$(BIN)/python bench/bench_neovim.py
 
 # The VS Code extension (clients/vscode): npm packages pinned by its package-lock.json.

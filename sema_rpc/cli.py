@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "run":
         code = run_main(argv[1:])
     elif argv and argv[0] == "replay":
-        from sema_rpc.transcript import replay_main
+        from sema_rpc.record.replay import replay_main
 
         code = replay_main(argv[1:])
     else:

@@ -6,7 +6,7 @@ packages import each other (directly or round a ring).
                                       config, secrets, text, project files, policy
     2  tools, providers, mcp          what the agent uses; they know core, never the engine
     3  engine                         the agent: sessions, turns, the loop, assembly
-    4  rpc, record, transcript        wire dialects and recording, over the engine
+    4  rpc, record                    wire dialects and recording, over the engine
     5  cli, runner, log, schema_gen, ts_gen   entry points
 
 Every import counts: module level, inside functions (lazy imports), and type-only imports
@@ -34,7 +34,6 @@ LAYERS: dict[str, int] = {
     "engine": 3,
     "rpc": 4,
     "record": 4,
-    "transcript": 4,
     "cli": 5,
     "runner": 5,
     "log": 5,

@@ -251,7 +251,8 @@ class FrameWriter:
     followed by a long synchronous stretch (building the next model request) is not
     held back by it. A batch is also flushed once it holds `FLUSH_BYTES` or its oldest
     frame has waited `FLUSH_AFTER_S`, so a long iteration still streams. `tap` sees
-    every message body, one by one, in order, as it is written. A regular file (stdout
+    every message body, one by one, in order, as it is written, with the session the
+    writer tagged it with. A regular file (stdout
     redirected) is written and flushed synchronously, frame by frame.
     """
 
@@ -272,8 +273,8 @@ class FrameWriter:
         self._pending_since = 0.0
         self._flush_scheduled = False
         self.closed = False
-        self.tap: Callable[[bytes], None] | None = None
-        """Sees every outgoing message body (the transcript recorder)."""
+        self.tap: Callable[[bytes, str | None], None] | None = None
+        """Sees every outgoing message body and its session tag (the recorder)."""
 
     async def start(self, loop: asyncio.AbstractEventLoop) -> None:
         mode = os.fstat(self._stream.fileno()).st_mode
@@ -283,11 +284,12 @@ class FrameWriter:
             self._loop = loop
             self._loop_thread = threading.get_ident()
 
-    def write(self, body: bytes, *, batch: bool = False) -> None:
+    def write(self, body: bytes, *, batch: bool = False, session: str | None = None) -> None:
         """Frame and send one message body; `batch=True` lets it wait for the end of the
-        loop iteration to share a write with the frames after it."""
+        loop iteration to share a write with the frames after it. `session`: the session
+        the message belongs to, for `tap` (None: none, or not known where it is written)."""
         if self.tap is not None:
-            self.tap(body)
+            self.tap(body, session)
         if self.closed:
             return
         if self._transport is None:

@@ -66,7 +66,7 @@ from sema_rpc.rpc.framing import (
 if TYPE_CHECKING:
     from sema_rpc.engine.control import PromptCancel
     from sema_rpc.engine.engine import SemaEngine
-    from sema_rpc.transcript import TranscriptRecorder
+    from sema_rpc.record.recorder import TranscriptRecorder
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class SemaServer:
     def __init__(self, writer: FrameWriter, recorder: TranscriptRecorder | None = None):
         self.recorder = recorder
         if recorder is not None:
-            writer.tap = lambda body: recorder.record("out", body)
+            writer.tap = recorder.record_out
         self.writer = writer
         self._handlers: dict[str, Callable[[Any], Any]] = {}
         """Every method of the table, wrapped (`_wrap`)."""
@@ -189,7 +189,7 @@ class SemaServer:
             from sema_rpc.engine.engine import SemaEngine
 
             engine = SemaEngine(self, client_answers_permissions=self.capabilities.permissions)
-            from sema_rpc.transcript import session_record_dir
+            from sema_rpc.record.recorder import session_record_dir
 
             engine.record_dir = self.record_dir
             engine.session_record_dirs = session_record_dir
@@ -268,8 +268,11 @@ class SemaServer:
 
         return sync_handler
 
-    def send_raw(self, message: dict[str, Any], *, batch: bool = False) -> None:
-        self.writer.write(_dumps(message), batch=batch)
+    def send_raw(
+        self, message: dict[str, Any], *, batch: bool = False, session: str | None = None
+    ) -> None:
+        """`session`: the session the message belongs to (the recorder routes by it)."""
+        self.writer.write(_dumps(message), batch=batch, session=session)
 
     def on_frame_error(self, message: str) -> None:
         log.warning("framing: %s", message)
@@ -293,7 +296,7 @@ class SemaServer:
 
     def _on_body(self, body: bytes) -> None:
         if self.recorder is not None:
-            self.recorder.record("in", body)
+            self.recorder.record_in(body)
         try:
             obj = _loads(body)
         except UnicodeDecodeError as exc:
@@ -527,6 +530,7 @@ class SemaServer:
         self.send_raw(
             {"jsonrpc": "2.0", "method": event.event, "params": event.wire()},
             batch=event.event in _BATCHED,
+            session=event.session_id,
         )
 
     async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
@@ -539,12 +543,18 @@ class SemaServer:
         params = {**event.wire(), "requestId": msg_id}
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._outgoing[msg_id] = future
-        self.send_raw({"jsonrpc": "2.0", "id": msg_id, "method": event.event, "params": params})
+        self.send_raw(
+            {"jsonrpc": "2.0", "id": msg_id, "method": event.event, "params": params},
+            session=event.session_id,
+        )
         try:
             raw = await future
         except asyncio.CancelledError:
             self._outgoing.pop(msg_id, None)
-            self.send_raw({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}})
+            self.send_raw(
+                {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}},
+                session=event.session_id,
+            )
             raise
         except RpcError as exc:
             log.warning("client answered %s with an error: %s", event.event, exc)
@@ -644,7 +654,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     writer = FrameWriter(stdout, jsonl=jsonl)
     await writer.start(loop)
-    from sema_rpc.transcript import TranscriptRecorder
+    from sema_rpc.record.recorder import TranscriptRecorder
 
     # Always there: a session may ask to be recorded (session/create `recordDir`).
     recorder = TranscriptRecorder(Path(record_dir) if record_dir is not None else None)

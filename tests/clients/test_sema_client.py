@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from sema_client import (
+    DEFERRED,
     Notification,
     SemaClient,
     SemaConnectionError,
@@ -376,3 +377,29 @@ async def test_a_relative_working_dir_is_resolved_by_the_client(
         with pytest.raises(SemaRpcError) as err:
             await client.request("session/create", {"workingDir": workspace.name})
         assert err.value.code == -32602 and "absolute" in err.value.message
+
+
+async def test_a_deferred_server_request_is_answered_by_the_caller_later():
+    client, reader, writer = connect()
+    seen: list[Any] = []
+
+    def defer(params: Any) -> Any:
+        seen.append(params)
+        return DEFERRED
+
+    client.on_request("plan:exit:request", defer)
+    request = {"jsonrpc": "2.0", "id": "sema-7", "method": "plan:exit:request"}
+    reader.feed_data(line({**request, "params": {"requestId": "sema-7"}}))
+    async with asyncio.timeout(5):
+        while not seen:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    assert writer.messages() == [], "a deferred request is not answered by the client"
+    answer = {"jsonrpc": "2.0", "id": seen[0]["requestId"], "result": {"approved": True}}
+    await client.send_message(answer)
+    await client.send_body(b"not json")
+    assert bytes(writer.data) == json.dumps(answer, separators=(",", ":")).encode() + (
+        b"\nnot json\n"
+    )
+    reader.feed_eof()
+    await client.close()

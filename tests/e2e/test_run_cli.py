@@ -306,7 +306,8 @@ def test_run_record_writes_a_replayable_transcript_and_cassette(
 ):
     import asyncio
 
-    from sema_rpc.transcript import load_transcript, replay
+    from sema_rpc.record.replay import replay
+    from sema_rpc.record.transcript import load_transcript
 
     scripted_llm.script(
         Reply.tools([("Read", {"file_path": "README.md"})], text="Reading."),

@@ -1,8 +1,11 @@
 """A test client that drives a real `sema-rpc` subprocess over real pipes.
 
-It speaks both framings (JSONL and Content-Length), records every notification with its
-arrival time, answers server→client requests through a callback, and drains stderr so
-the child can never block on a full pipe.
+Built on `sema_client` (spawning, both framings, the reader, stderr draining): this adds
+what tests look at — every notification with its arrival time, whole response messages,
+responses nobody asked for (`unsolicited`), the bytes as the server wrote them — and the
+raw-bytes helpers bad-input tests need (`send_bytes`, `frame`). Server→client requests go
+to `on_server_request(method, params)`, which may leave one unanswered (None) or answer
+it after the server withdrew it: the client library never answers in its place.
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from sema_client import DEFERRED, SemaClient
+
+from sema_rpc.protocol import SERVER_REQUESTS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -67,8 +74,9 @@ class WireClient:
     # ------------------------------------------------------------------ process
 
     async def start(self) -> WireClient:
-        env = {**os.environ, **self.env}
-        env.setdefault("PYTHONUNBUFFERED", "1")
+        env = dict(self.env)
+        if "PYTHONUNBUFFERED" not in os.environ:
+            env.setdefault("PYTHONUNBUFFERED", "1")
         args = [
             sys.executable,
             "-m",
@@ -76,17 +84,18 @@ class WireClient:
             *(["--jsonl"] if self.jsonl else []),
             *self.extra_args,
         ]
-        self.proc = await asyncio.create_subprocess_exec(
-            *args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        self.client = await SemaClient.spawn(
+            args,
             env=env,
             cwd=str(REPO),
-            limit=1 << 30,
+            jsonl=self.jsonl,
+            new_session=False,
+            stderr_callback=self.stderr.extend,
         )
-        self._tasks.append(asyncio.create_task(self._read_stdout()))
-        self._tasks.append(asyncio.create_task(self._drain_stderr()))
+        self.proc = self.client.process
+        self.client.on_message(self._dispatch)
+        for method in SERVER_REQUESTS:  # answered (or not) by `_answer`, never by the library
+            self.client.on_request(method, lambda _params: DEFERRED)
         return self
 
     async def __aenter__(self) -> WireClient:
@@ -96,51 +105,15 @@ class WireClient:
         await self.close()
 
     async def close(self, timeout: float = 10) -> int | None:
-        proc = self.proc
-        if proc is None:
+        if self.proc is None:
             return None
-        if proc.stdin and not proc.stdin.is_closing():
-            proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), timeout)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
+        code = await self.client.close(timeout)
         for task in self._tasks:
             task.cancel()
-        return proc.returncode
+        return code
 
-    async def _drain_stderr(self) -> None:
-        assert self.proc and self.proc.stderr
-        while chunk := await self.proc.stderr.read(65536):
-            self.stderr += chunk
-
-    async def _read_stdout(self) -> None:
-        assert self.proc and self.proc.stdout
-        out = self.proc.stdout
-        while True:
-            if self.jsonl:
-                line = await out.readline()
-                if not line:
-                    break
-                body = line
-            else:
-                length = None
-                while True:
-                    header = await out.readline()
-                    if not header:
-                        return
-                    if header in (b"\r\n", b"\n"):
-                        break
-                    name, _, value = header.decode().partition(":")
-                    if name.lower() == "content-length":
-                        length = int(value)
-                assert length is not None, "frame without Content-Length"
-                body = await out.readexactly(length)
-            self.stdout += body
-            self._dispatch(json.loads(body))
-
-    def _dispatch(self, message: dict[str, Any]) -> None:
+    def _dispatch(self, message: dict[str, Any], body: bytes) -> None:
+        self.stdout += body
         item = Received(message, time.monotonic())
         if "method" in message and "id" in message:
             self.server_requests.append(item)

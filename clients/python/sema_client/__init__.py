@@ -12,6 +12,7 @@ models in `sema_rpc.protocol` (shipped in the same distribution).
 """
 
 from sema_client.client import (
+    DEFERRED,
     Decision,
     NotificationStream,
     PermissionDecision,
@@ -24,6 +25,7 @@ from sema_client.events import Event, Notification, parse_notification
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFERRED",
     "Decision",
     "Event",
     "Notification",

@@ -31,9 +31,16 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
+from sema_client._methods import Methods
 from sema_client.errors import SemaConnectionError, SemaRpcError
 from sema_client.events import Event, parse_notification
-from sema_client.framing import STREAM_LIMIT, FramingError, MessageReader, encode_message
+from sema_client.framing import (
+    STREAM_LIMIT,
+    FramingError,
+    MessageReader,
+    encode_message,
+    frame_body,
+)
 from sema_rpc.protocol import (
     PROTOCOL_VERSION,
     SERVER_REQUESTS,
@@ -42,18 +49,19 @@ from sema_rpc.protocol import (
     ErrorCode,
     InitializeParams,
     InitializeResult,
-    ModeUpdateResult,
-    PermissionModeUpdateResult,
+    ModeUpdateParams,
+    PermissionModeUpdateParams,
     PermissionRequestParams,
     PermissionResult,
     SessionCreateParams,
-    SessionInterruptResult,
+    SessionInterruptParams,
     SessionPromptParams,
     SessionPromptResult,
     SessionReadyParams,
 )
 
 __all__ = [
+    "DEFERRED",
     "Decision",
     "NotificationStream",
     "PermissionDecision",
@@ -82,6 +90,17 @@ NotificationCallback: TypeAlias = Callable[[Event], Any]
 MessageCallback: TypeAlias = Callable[[dict[str, Any], bytes], Any]
 
 _END = object()
+
+
+class _Deferred:
+    def __repr__(self) -> str:
+        return "DEFERRED"
+
+
+DEFERRED: Any = _Deferred()
+"""A request handler's result meaning "not answered here": the caller answers the server
+request itself later (`send_message({"jsonrpc": "2.0", "id": params["requestId"], ...})`,
+every server request repeats its id as `requestId`), or not at all."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -206,6 +225,8 @@ class SemaClient:
         self._close_task: asyncio.Future[int | None] | None = None
         self._closing = False
         self.initialize_result: InitializeResult | None = None
+        self.rpc = Methods(self)
+        """Every protocol method as a typed call (generated from the protocol)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -486,6 +507,8 @@ class SemaClient:
             result = handler(params)
             if inspect.isawaitable(result):
                 result = await result
+            if result is DEFERRED:
+                return
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "result": _jsonable(result)}
         except asyncio.CancelledError:
             log.debug("server request %s %r was cancelled", method, msg_id)
@@ -579,6 +602,23 @@ class SemaClient:
         try:
             await self._writer.drain()
         except (ConnectionError, OSError) as exc:
+            raise SemaConnectionError(f"writing to the server failed: {exc}") from exc
+
+    async def send_message(self, message: Mapping[str, Any]) -> None:
+        """Send one JSON-RPC message as given: an answer to a deferred server request, a
+        recorded message being replayed. A request sent this way is not tracked: its
+        answer reaches `on_message` taps only."""
+        await self._send(dict(message))
+
+    async def send_body(self, body: bytes) -> None:
+        """Send one message body as given, in this connection's framing — also one that is
+        not JSON (to see how a server handles bad input)."""
+        if self._writer.is_closing() or not self.is_connected:
+            raise self._connection_error()
+        try:
+            self._writer.write(frame_body(body, jsonl=self.jsonl))
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError, OSError) as exc:
             raise SemaConnectionError(f"writing to the server failed: {exc}") from exc
 
     def new_id(self) -> int:
@@ -709,27 +749,24 @@ class SemaClient:
     ) -> SessionPromptResult:
         """`session/prompt`: answers once, when this input's turn ends."""
         params = SessionPromptParams(session_id=session_id, input=text, delivery=delivery)
-        result = await self.request("session/prompt", params.wire(), timeout=timeout, msg_id=msg_id)
-        return SessionPromptResult.model_validate(result)
+        return await self.rpc.session_prompt(params, timeout=timeout, msg_id=msg_id)
 
     async def interrupt(self, session_id: str) -> bool:
         """`session/interrupt`: True when a turn was running and is now stopping."""
-        result = await self.request("session/interrupt", {"sessionId": session_id})
-        return SessionInterruptResult.model_validate(result).interrupted
+        params = SessionInterruptParams(session_id=session_id)
+        return (await self.rpc.session_interrupt(params)).interrupted
 
     async def update_mode(self, session_id: str, mode: Literal["Agent", "Plan"]) -> str:
         """`mode/update`: returns the mode now in effect."""
-        result = await self.request("mode/update", {"sessionId": session_id, "mode": mode})
-        return ModeUpdateResult.model_validate(result).mode
+        params = ModeUpdateParams(session_id=session_id, mode=mode)
+        return (await self.rpc.mode_update(params)).mode
 
     async def update_permission_mode(
         self, session_id: str, permission_mode: Literal["default", "acceptEdits", "bypass"]
     ) -> str:
         """`permissionMode/update`: returns the permission mode now in effect."""
-        result = await self.request(
-            "permissionMode/update", {"sessionId": session_id, "permissionMode": permission_mode}
-        )
-        return PermissionModeUpdateResult.model_validate(result).permission_mode
+        params = PermissionModeUpdateParams(session_id=session_id, permission_mode=permission_mode)
+        return (await self.rpc.permission_mode_update(params)).permission_mode
 
     async def shutdown(self) -> None:
         """`shutdown`: the server stops accepting work (then `exit()` or `close()`)."""

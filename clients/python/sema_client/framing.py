@@ -10,7 +10,7 @@ import asyncio
 import json
 from typing import Any
 
-__all__ = ["STREAM_LIMIT", "FramingError", "MessageReader", "encode_message"]
+__all__ = ["STREAM_LIMIT", "FramingError", "MessageReader", "encode_message", "frame_body"]
 
 STREAM_LIMIT = 1 << 30
 """StreamReader limit for the server's stdout: the server accepts 256 MiB messages, and a
@@ -24,7 +24,11 @@ class FramingError(Exception):
 def encode_message(message: dict[str, Any], *, jsonl: bool) -> bytes:
     """One framed message. The JSON is ASCII (non-ASCII is \\u-escaped), so it never
     contains a raw newline and Content-Length is its byte length."""
-    body = json.dumps(message, separators=(",", ":")).encode("ascii")
+    return frame_body(json.dumps(message, separators=(",", ":")).encode("ascii"), jsonl=jsonl)
+
+
+def frame_body(body: bytes, *, jsonl: bool) -> bytes:
+    """One message body (bytes as given) framed: a line, or Content-Length headers."""
     if jsonl:
         return body + b"\n"
     return b"Content-Length: %d\r\n\r\n" % len(body) + body

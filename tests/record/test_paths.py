@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sema_rpc.providers.replay import ReplayProvider
-from sema_rpc.transcript import PathMap, rewrite_cassette_paths
+from sema_rpc.record.paths import PathMap, rewrite_cassette_paths
 from tests.providers.helpers import CASSETTES, collect
 from tests.support.scripted_llm import Reply
 

@@ -1,4 +1,4 @@
-"""Record a wire transcript, replay it against a fresh server, and diff (issue 6)."""
+"""Record a wire transcript, replay it against a fresh server, and diff."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sema_rpc.transcript import load_transcript, replay
+from sema_rpc.record.replay import replay
+from sema_rpc.record.transcript import load_transcript
 from tests.support.scripted_llm import Reply
 from tests.support.wire_client import REPO, RpcFailure, WireClient
 

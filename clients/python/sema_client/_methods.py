@@ -1,0 +1,263 @@
+"""Typed calls, one per method of the protocol: `await client.rpc.session_create(params)`.
+
+Generated from sema_rpc/protocol.py (METHODS) by `make generate`
+(python -m sema_rpc.client_gen); do not edit by hand.
+
+Each call takes its params as the protocol model or as a dict (snake_case or camelCase;
+validated here, and keys this version does not know are sent as given, for newer
+servers) and returns the result as the protocol model. Errors are those of
+`SemaClient.request()`: `SemaRpcError` for an error answer, `SemaConnectionError` when
+the server goes away; `timeout=` or cancelling the caller sends `$/cancelRequest`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic.alias_generators import to_camel
+
+from sema_rpc.protocol import (
+    CommandListParams,
+    CommandListResult,
+    EmptyParams,
+    EmptyResult,
+    InitializeParams,
+    InitializeResult,
+    ModeUpdateParams,
+    ModeUpdateResult,
+    PermissionModeUpdateParams,
+    PermissionModeUpdateResult,
+    SessionCompactParams,
+    SessionCompactResult,
+    SessionCreateParams,
+    SessionDisposeResult,
+    SessionInterruptResult,
+    SessionListParams,
+    SessionListResult,
+    SessionPromptParams,
+    SessionPromptResult,
+    SessionReadyParams,
+    SessionRef,
+    ToolListParams,
+    ToolListResult,
+    WireModel,
+)
+
+if TYPE_CHECKING:
+    from sema_client.client import SemaClient
+
+__all__ = ["Methods"]
+
+
+def _wire(model: type[WireModel], params: WireModel | Mapping[str, Any] | None) -> Any:
+    if params is None:
+        return None
+    if isinstance(params, WireModel):
+        return params.wire()
+    given = {(to_camel(k) if "_" in k else k): v for k, v in params.items()}
+    known = model.model_validate(given).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return {**given, **known}
+
+
+class Methods:
+    """`client.rpc`: the protocol's methods as typed calls."""
+
+    def __init__(self, client: SemaClient):
+        self._client = client
+
+    async def initialize(
+        self,
+        params: InitializeParams | Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> InitializeResult:
+        """`initialize`: Handshake. Declares which server→client requests the client answers."""
+        result = await self._client.request(
+            "initialize",
+            _wire(InitializeParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return InitializeResult.model_validate(result)
+
+    async def shutdown(
+        self,
+        params: EmptyParams | Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> EmptyResult:
+        """`shutdown`: Stop accepting work; flush history."""
+        result = await self._client.request(
+            "shutdown",
+            _wire(EmptyParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return EmptyResult.model_validate(result)
+
+    async def exit(self, params: EmptyParams | Mapping[str, Any] | None = None) -> None:
+        """`exit`: Exit the process."""
+        await self._client.notify("exit", _wire(EmptyParams, params))
+
+    async def session_create(
+        self,
+        params: SessionCreateParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionReadyParams:
+        """`session/create`: Create a session, or resume one by id. Emits `session:ready`."""
+        result = await self._client.request(
+            "session/create",
+            _wire(SessionCreateParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionReadyParams.model_validate(result)
+
+    async def session_prompt(
+        self,
+        params: SessionPromptParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionPromptResult:
+        """`session/prompt`: Run one user input. Answers once, when that input's turn ends."""
+        result = await self._client.request(
+            "session/prompt",
+            _wire(SessionPromptParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionPromptResult.model_validate(result)
+
+    async def session_interrupt(
+        self,
+        params: SessionRef | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionInterruptResult:
+        """`session/interrupt`: Stop the running turn at the next checkpoint. Answers at once; idempotent."""
+        result = await self._client.request(
+            "session/interrupt",
+            _wire(SessionRef, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionInterruptResult.model_validate(result)
+
+    async def mode_update(
+        self,
+        params: ModeUpdateParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> ModeUpdateResult:
+        """`mode/update`: Switch between Agent and Plan mode. Emits `mode:update`."""
+        result = await self._client.request(
+            "mode/update",
+            _wire(ModeUpdateParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return ModeUpdateResult.model_validate(result)
+
+    async def permission_mode_update(
+        self,
+        params: PermissionModeUpdateParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> PermissionModeUpdateResult:
+        """`permissionMode/update`: Change who decides tool permissions; applies to the running turn's next call."""
+        result = await self._client.request(
+            "permissionMode/update",
+            _wire(PermissionModeUpdateParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return PermissionModeUpdateResult.model_validate(result)
+
+    async def session_list(
+        self,
+        params: SessionListParams | Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionListResult:
+        """`session/list`: Sessions with a history on disk, newest first; optionally of one project."""
+        result = await self._client.request(
+            "session/list",
+            _wire(SessionListParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionListResult.model_validate(result)
+
+    async def session_dispose(
+        self,
+        params: SessionRef | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionDisposeResult:
+        """`session/dispose`: Interrupt the session's turn, wait for it, and drop the session from memory."""
+        result = await self._client.request(
+            "session/dispose",
+            _wire(SessionRef, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionDisposeResult.model_validate(result)
+
+    async def session_compact(
+        self,
+        params: SessionCompactParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionCompactResult:
+        """`session/compact`: Compact the session's history now (like `/compact`). Emits `compact:exec`."""
+        result = await self._client.request(
+            "session/compact",
+            _wire(SessionCompactParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionCompactResult.model_validate(result)
+
+    async def command_list(
+        self,
+        params: CommandListParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> CommandListResult:
+        """`command/list`: The custom slash commands of a project (`.sema/commands`) and the user's."""
+        result = await self._client.request(
+            "command/list",
+            _wire(CommandListParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return CommandListResult.model_validate(result)
+
+    async def tool_list(
+        self,
+        params: ToolListParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> ToolListResult:
+        """`tool/list`: The tools of a session: built-in, skill and MCP, and which are offered now."""
+        result = await self._client.request(
+            "tool/list",
+            _wire(ToolListParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return ToolListResult.model_validate(result)

@@ -1,0 +1,71 @@
+"""What legitimately differs between a recording and its replay, taken out: event `seq`
+and timing figures, the order of events inside one concurrent tool batch, working dirs,
+and secrets the replaying server knows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sema_rpc.core.secrets import redact
+
+_VOLATILE_KEYS = {"seq", "t"}
+
+
+def _scrub(value: Any, replacements: list[tuple[str, str]]) -> Any:
+    if isinstance(value, dict):
+        return {k: _scrub(v, replacements) for k, v in value.items() if k not in _VOLATILE_KEYS}
+    if isinstance(value, list):
+        return [_scrub(v, replacements) for v in value]
+    if isinstance(value, str):
+        for old, new in replacements:
+            value = value.replace(old, new)
+        return value
+    return value
+
+
+def normalise(messages: list[dict[str, Any]], replacements: list[tuple[str, str]]) -> list[str]:
+    """One canonical line per server message, comparable across runs.
+
+    Events of one tool batch may interleave differently when calls run concurrently,
+    so each run of consecutive tool:execution:* events is sorted by call id.
+    """
+    lines: list[str] = []
+    block: list[tuple[str, str]] = []
+
+    def flush() -> None:
+        lines.extend(line for _key, line in sorted(block, key=lambda item: item[0]))
+        block.clear()
+
+    for message in messages:
+        clean = _scrub(message, replacements)
+        line = json.dumps(clean, sort_keys=True, ensure_ascii=False)
+        method = message.get("method", "")
+        if method.startswith("tool:execution:"):
+            call_id = (message.get("params") or {}).get("toolCallId", "")
+            phase = {"start": "0", "update": "1", "complete": "2", "error": "2"}[
+                method.rsplit(":", 1)[1]
+            ]
+            block.append((f"{call_id}:{phase}:{len(block):06d}", line))
+            continue
+        flush()
+        lines.append(line)
+    flush()
+    return lines
+
+
+def path_forms(path: str) -> set[str]:
+    """The ways a path appears in recorded text: as given, resolved, JSON-escaped."""
+    forms = {path, str(Path(path).expanduser().resolve())}
+    return forms | {json.dumps(f)[1:-1] for f in forms}
+
+
+def secrets_redacted(line: str, env: Mapping[str, str]) -> str:
+    """What the recorder would have written: the recording was redacted the same way."""
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        value = env.get(name)
+        if value and len(value) >= 6:
+            line = line.replace(value, "[REDACTED]")
+    return redact(line)
