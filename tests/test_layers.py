@@ -7,7 +7,7 @@ packages import each other (directly or round a ring).
     2  tools, providers, mcp          what the agent uses; they know core, never the engine
     3  engine                         the agent: sessions, turns, the loop, assembly
     4  rpc, record                    wire dialects and recording, over the engine
-    5  cli, runner, log, schema_gen, ts_gen   entry points
+    5  cli, runner, log, schema_gen, ts_gen, client_gen, spec_tables   entry points and generators
 
 Every import counts: module level, inside functions (lazy imports), and type-only imports
 under `if TYPE_CHECKING:` (a type-only edge still ties the packages together for a reader
@@ -39,6 +39,8 @@ LAYERS: dict[str, int] = {
     "log": 5,
     "schema_gen": 5,
     "ts_gen": 5,
+    "client_gen": 5,
+    "spec_tables": 5,
     "__init__": 0,
     "__main__": 5,
 }
