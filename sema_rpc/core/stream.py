@@ -66,14 +66,6 @@ class ThinkingDelta:
 
 
 @dataclass(slots=True)
-class ToolCallStarted:
-    """The model began a tool call; its arguments stream next and arrive whole in ResponseDone."""
-
-    id: str
-    name: str
-
-
-@dataclass(slots=True)
 class ResponseDone:
     message: Message
     stop_reason: StopReason
@@ -100,12 +92,15 @@ class ProviderError:
 
 @dataclass(slots=True)
 class ResponseFailed:
+    """The response failed. What had streamed before it reached the consumer as deltas;
+    nothing of it joins the history."""
+
     error: ProviderError
-    partial: Message | None = None
-    """Whatever had streamed before the failure, for display; never stored as history."""
 
 
-StreamEvent = TextDelta | ThinkingDelta | ToolCallStarted | ResponseDone | ResponseFailed
+StreamEvent = TextDelta | ThinkingDelta | ResponseDone | ResponseFailed
+"""Tool calls are not streamed as events: a call is only usable once its arguments are
+whole, and they arrive whole in `ResponseDone.message`."""
 
 
 class Provider(Protocol):

@@ -47,7 +47,6 @@ from sema_rpc.core.stream import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
-    ToolCallStarted,
 )
 from sema_rpc.providers._common import (
     SdkProvider,
@@ -59,7 +58,7 @@ from sema_rpc.providers.http import (
     ANTHROPIC_BASE_URL,
     SseReader,
     StatusError,
-    classify_transport,
+    classify_other,
     loads_obj,
 )
 
@@ -273,21 +272,6 @@ def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
     return classify_other(exc, started=started)
 
 
-def classify_other(exc: BaseException, *, started: bool) -> ProviderError:
-    """Transport failures (either transport's), malformed events, bad setup."""
-    failure = classify_transport(exc, started=started)
-    if failure is not None:
-        return failure
-    text = f"{type(exc).__name__}: {exc}"
-    low = str(exc).lower()
-    if "authentication" in low or "credentials" in low or "api_key" in low:
-        return ProviderError("authentication", str(exc))
-    log.warning("unexpected provider error", exc_info=exc)
-    if started:
-        return ProviderError("stream_error", f"malformed stream: {text}")
-    return ProviderError("invalid_request", text)
-
-
 class _HttpEvents:
     """The light path's stream: a 2xx response's SSE as events read like the SDK's
     (attribute access). As the SDK does: `ping` and data-only events are skipped, an
@@ -414,7 +398,6 @@ class AnthropicProvider(SdkProvider):
                         b.id, b.name = cb.id, cb.name
                         if cb.input:  # arguments given whole, not streamed
                             b.parts.append(json.dumps(cb.input))
-                        yield ToolCallStarted(id=cb.id, name=cb.name)
                 elif t == "message_start":
                     acc.set_usage(ev.message.usage)
                 elif t == "message_delta":
@@ -439,7 +422,7 @@ class AnthropicProvider(SdkProvider):
                 "stream_cut", "the response stream ended before the model finished (no stop_reason)"
             )
         if failure is not None:
-            yield ResponseFailed(failure, partial=acc.partial())
+            yield ResponseFailed(failure)
             return
         message, raw_inputs = acc.build()
         stop = _STOP_REASONS.get(acc.stop_reason or "", "end_turn")

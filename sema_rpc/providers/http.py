@@ -47,6 +47,7 @@ __all__ = [
     "StatusError",
     "StreamError",
     "TransportFailure",
+    "classify_other",
     "classify_transport",
     "client_timeout",
     "new_client",
@@ -412,6 +413,24 @@ def classify_transport(exc: BaseException, *, started: bool) -> ProviderError | 
     if started:
         return ProviderError("stream_cut", f"connection lost mid-stream: {text}")
     return ProviderError("connection", text)
+
+
+def classify_other(exc: BaseException, *, started: bool) -> ProviderError:
+    """Any other failure of a provider's stream → ProviderError: transport failures
+    (either transport's), malformed events, bad setup. Shared by every HTTP provider."""
+    from sema_rpc.core.stream import ProviderError
+
+    failure = classify_transport(exc, started=started)
+    if failure is not None:
+        return failure
+    text = f"{type(exc).__name__}: {exc}"
+    low = str(exc).lower()
+    if "authentication" in low or "credentials" in low or "api_key" in low:
+        return ProviderError("authentication", str(exc))
+    log.warning("unexpected provider error", exc_info=exc)
+    if started:
+        return ProviderError("stream_error", f"malformed stream: {text}")
+    return ProviderError("invalid_request", text)
 
 
 # ------------------------------------------------------------------------ SSE

@@ -51,7 +51,6 @@ from sema_rpc.core.stream import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
-    ToolCallStarted,
 )
 from sema_rpc.providers._common import (
     SdkProvider,
@@ -64,6 +63,7 @@ from sema_rpc.providers.http import (
     SseReader,
     StatusError,
     StreamError,
+    classify_other,
     classify_transport,
     transport_failure,
 )
@@ -267,8 +267,6 @@ def classify_status(status: int, body: Any, message: str, *, started: bool) -> P
 def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
     """An exception from either transport → ProviderError. The SDK is only consulted
     when the exception came from it (its module is then already imported)."""
-    from sema_rpc.providers.anthropic import classify_other
-
     if isinstance(exc, StatusError):
         return classify_status(exc.status, exc.body, exc.message, started=started)
     if isinstance(exc, StreamError):
@@ -362,7 +360,7 @@ class OpenAIChatProvider(SdkProvider):
                 "the response stream ended before the model finished (no finish_reason)",
             )
         if failure is not None:
-            yield ResponseFailed(failure, partial=acc.partial())
+            yield ResponseFailed(failure)
             return
         message, raw_inputs = acc.build()
         stop = _FINISH.get(acc.finish or "", "end_turn")
@@ -434,9 +432,7 @@ def _apply_chunk(acc: _Accumulator, chunk: dict[str, Any]) -> list[StreamEvent]:
         if tool_calls and isinstance(tool_calls, list):
             for frag in tool_calls:
                 if isinstance(frag, dict):
-                    started_call = _on_fragment(acc, frag)
-                    if started_call is not None:
-                        out.append(started_call)
+                    _on_fragment(acc, frag)
     finish = choice.get("finish_reason")
     if finish:
         acc.finish = finish
@@ -446,7 +442,7 @@ def _apply_chunk(acc: _Accumulator, chunk: dict[str, Any]) -> list[StreamEvent]:
 _NO_EVENTS: list[StreamEvent] = []
 
 
-def _on_fragment(acc: _Accumulator, frag: dict[str, Any]) -> ToolCallStarted | None:
+def _on_fragment(acc: _Accumulator, frag: dict[str, Any]) -> None:
     index = frag.get("index")
     if index is None:
         index = len(acc.calls) - 1
@@ -470,8 +466,6 @@ def _on_fragment(acc: _Accumulator, frag: dict[str, Any]) -> ToolCallStarted | N
         call.started = True
         if not call.id:
             call.id = f"call_{len(acc.calls) - 1}"
-        return ToolCallStarted(id=call.id, name=call.name)
-    return None
 
 
 def _network_errors() -> tuple[type[BaseException], ...]:

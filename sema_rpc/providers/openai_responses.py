@@ -10,7 +10,7 @@ output item:
   reasoning item's id and `encrypted_content` are kept on the ThinkingBlock (the latest
   one: `output_item.added`, `.done` and `response.completed` each carry a different
   string; the final response's is what the SDK helper returns);
-- `response.output_item.added` of a `function_call` → ToolCallStarted(call_id, name); the
+- `response.output_item.added` of a `function_call` opens a call (call_id, name); the
   arguments stream as `function_call_arguments.delta`, `.done` carries the whole string;
 - `response.completed` / `response.incomplete` end the response (usage, status,
   incomplete_details); `response.failed` and `error` events → ResponseFailed.
@@ -62,7 +62,6 @@ from sema_rpc.core.stream import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
-    ToolCallStarted,
 )
 from sema_rpc.providers._common import (
     SdkProvider,
@@ -539,7 +538,7 @@ class OpenAIResponsesProvider(SdkProvider):
                 "the response stream ended before the model finished (no response.completed)",
             )
         if failure is not None:
-            yield ResponseFailed(failure, partial=acc.partial())
+            yield ResponseFailed(failure)
             return
         message, raw_inputs = acc.build()
         yield ResponseDone(
@@ -580,7 +579,6 @@ class OpenAIResponsesProvider(SdkProvider):
                 it.started = True
                 if not it.call_id:
                     it.call_id = it.id or f"call_{len(acc.calls()) - 1}"
-                out.append(ToolCallStarted(id=it.call_id, name=it.name))
         elif type_ == "message" and done and not it.text and not it.refusal:
             for part in getattr(item, "content", None) or []:
                 if getattr(part, "type", None) == "output_text" and part.text:

@@ -17,7 +17,6 @@ from sema_rpc.core.stream import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
-    ToolCallStarted,
 )
 
 
@@ -91,10 +90,6 @@ class Collected:
     @property
     def thinking(self) -> str:
         return "".join(e.text for e in self.events if isinstance(e, ThinkingDelta))
-
-    @property
-    def started(self) -> list[tuple[str, str]]:
-        return [(e.id, e.name) for e in self.events if isinstance(e, ToolCallStarted)]
 
 
 async def collect(provider: Provider, req: ModelRequest | None = None) -> Collected:

@@ -76,7 +76,6 @@ async def test_anthropic_cassette(llm: ScriptedLLM, name: str) -> None:
     # Deltas: none lost, none repeated.
     assert got.text == done.message.text()
     assert got.thinking == done.message.thinking()
-    assert got.started == [(t.id, t.name) for t in done.message.tool_uses()]
     if name == "anthropic_max_tokens_1":
         # Decision: stop_reason arrived, so the response is complete (stop max_tokens);
         # the truncated tool JSON is partial-parsed like the SDK and its raw text kept.
@@ -116,9 +115,8 @@ async def test_chat_cassette(llm: ScriptedLLM, name: str) -> None:
         assert failed.error.kind == "stream_error"
         assert exp["error_body"]["message"] in failed.error.message
         want = _expected_chat(exp["partial_snapshot_before_error"])
-        assert failed.partial is not None
-        assert failed.partial.thinking() == want["thinking"] == got.thinking
-        assert failed.partial.text() == want["text"] == got.text
+        assert got.thinking == want["thinking"]
+        assert got.text == want["text"]
         return
     want = _expected_chat(exp)
     done = got.done
@@ -129,7 +127,6 @@ async def test_chat_cassette(llm: ScriptedLLM, name: str) -> None:
     if want["thinking"]:
         assert thinking_blocks[0].signature == want["signature"]
     assert [(t.id, t.name, t.input) for t in msg.tool_uses()] == want["tools"]
-    assert got.started == [(t.id, t.name) for t in msg.tool_uses()]
     finish_map = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
     assert done.stop_reason == finish_map[want["finish"]]
     usage = exp.get("usage")

@@ -83,7 +83,6 @@ async def test_turn_with_thinking_text_and_tools(scripted_llm: ScriptedLLM, kind
         ("Read", {"file_path": "a.py"}),
         ("Glob", {"pattern": "*.py"}),
     ]
-    assert got.started == [(t.id, t.name) for t in done.message.tool_uses()]
     assert (done.usage.prompt_tokens, done.usage.output_tokens) == (100, 20)
     if kind == "anthropic":
         assert done.message.content[0].signature == "sig-scripted"  # type: ignore[union-attr]
@@ -237,7 +236,7 @@ async def test_mid_stream_error(
     failed = got.failed
     assert failed.error.kind == expected
     assert failed.error.code == error_type
-    assert failed.partial is not None and failed.partial.text() == got.text == "Half an ans"
+    assert got.text == "Half an ans"  # what streamed before the failure, as deltas
     assert len(scripted_llm.requests) == 1
     await p.aclose()
 
@@ -250,7 +249,7 @@ async def test_cut_stream(scripted_llm: ScriptedLLM, kind: str, abrupt: bool) ->
     got = await collect(p)
     failed = got.failed
     assert failed.error.kind == "stream_cut"
-    assert failed.partial is not None and failed.partial.text() == "Partial ans"
+    assert got.text == "Partial ans"
     await p.aclose()
 
 
@@ -273,7 +272,7 @@ async def test_connection_refused(kind: str) -> None:
         )
     got = await collect(p)
     assert got.failed.error.kind == "connection"
-    assert got.failed.partial is None
+    assert got.text == ""
     await p.aclose()
 
 
