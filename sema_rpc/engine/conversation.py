@@ -33,6 +33,7 @@ from sema_rpc.core.messages import (
     Message,
     TextBlock,
     ToolResultBlock,
+    ToolUseBlock,
     Usage,
 )
 from sema_rpc.core.stream import (
@@ -145,7 +146,7 @@ class Conversation:
                 compacted = self._compacted(await self.compactor.maybe_compact(self.history))
             with self.control.cancellable():  # a disk that hangs must not hold an interrupt
                 await self.persisted()
-            streamed = await self._stream_response()
+            streamed = await self.call_model()
             if isinstance(streamed, ResponseFailed):
                 if (
                     streamed.error.kind == "context_length_exceeded"
@@ -164,8 +165,6 @@ class Conversation:
                 return self._interrupted(1)
             compacted = False
             message = streamed.message
-            self._account(streamed.usage, message)
-            self._append(message)
             tool_uses = message.tool_uses()
             self._emit(
                 MessageCompleteParams(
@@ -198,13 +197,7 @@ class Conversation:
             if not tool_uses:
                 return TurnOutcome("end_turn")
 
-            with self.control.cancellable():
-                await self.persisted()
-            results = await self.runner.run_batch(
-                tool_uses, truncated=set(streamed.raw_tool_inputs)
-            )
-            results = await self._within_budget(results)
-            self._append(Message(role="user", content=results))
+            await self.run_tools(tool_uses, truncated=set(streamed.raw_tool_inputs))
             if self.control.observe(2):
                 return self._interrupted(2)
             for rebuild in self.runner.controls:
@@ -214,6 +207,31 @@ class Conversation:
             if steered:  # after the whole batch, never between a call and its result
                 self._append(Message(role="user", content=steered))
         return TurnOutcome("max_turns")
+
+    async def call_model(self) -> ResponseDone | ResponseFailed | None:
+        """One model call over the history: deltas go out as events; a complete response
+        updates the token figures from its usage and joins the history. None when the
+        turn was interrupted before the response completed (nothing joins)."""
+        streamed = await self._stream_response()
+        if isinstance(streamed, ResponseDone):
+            self._account(streamed.usage, streamed.message)
+            self._append(streamed.message)
+        return streamed
+
+    async def run_tools(
+        self,
+        calls: list[ToolUseBlock],
+        truncated: set[str] = frozenset(),  # type: ignore[assignment]
+    ) -> list[ToolResultBlock]:
+        """Run one batch (ToolRunner: read-only batches concurrently, others serially,
+        results in the model's order, failures as error results), cut the results to
+        their share of the window and append them to the history as one user message."""
+        with self.control.cancellable():
+            await self.persisted()
+        results = await self.runner.run_batch(calls, truncated=truncated)
+        results = await self._within_budget(results)
+        self._append(Message(role="user", content=results))
+        return results
 
     async def _within_budget(self, results: list[ToolResultBlock]) -> list[ToolResultBlock]:
         """The batch's results cut to their share of the context window (budget.py)."""

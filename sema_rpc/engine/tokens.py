@@ -306,6 +306,12 @@ class TokenTracker:
             return self._mark_len, self._mark_tokens
         return None
 
+    def provider_covered(self, history: list[Message]) -> int:
+        """How many of `history`'s first messages the provider's last figure covers (0
+        when it covers none: the count is then local throughout)."""
+        start, _ = self._start(history)
+        return start
+
     def count(self, history: list[Message]) -> int:
         """Prompt tokens for `history`: the provider's last figure plus local counts for
         the messages after it (or system + tools + every message when there is none)."""

@@ -1,0 +1,300 @@
+"""The in-process engine API: one conversation, driven step by step from Python.
+
+For people who embed the agent in their own workflow engine and want to decide when the
+model is called and which tool calls run, without a server, a wire or a session store:
+
+    from sema_rpc.engine.api import ConversationManager
+    from sema_rpc.providers.scripted import ScriptedProvider, ScriptedReply
+
+    chat = ConversationManager(provider=provider, model="claude-sonnet-4-5", workspace=path)
+    chat.add_user_text("Summarise README.md")
+    response = await chat.call_model()            # ResponseDone | ResponseFailed
+    while isinstance(response, ResponseDone) and response.message.tool_uses():
+        await chat.run_tools()                    # the last response's calls; results appended
+        if (await chat.token_check()).should_compact: ...
+        response = await chat.call_model()
+
+    outcome = await chat.run_turn("Now fix the typo")   # or the whole agent loop at once
+
+It is a thin stateful wrapper over the pieces the server uses: the loop
+(`conversation.Conversation`), the tool runner (`run_tools.ToolRunner`: read-only
+batches run concurrently, any other batch serially, results in the model's order,
+every failure an error result), the token tracker (`tokens.TokenTracker`) and the
+compactor. Failures are values: a failed model call returns `ResponseFailed`, a failed
+tool an error `ToolResultBlock`, a failed turn `TurnOutcome("error")`.
+
+Consent: without a `bridge` that answers permission requests, a call that needs the
+user's consent (a write, a non-read-only Bash command) is refused with a message the
+model reads, unless `permission_mode` allows it (`acceptEdits` for file edits, `bypass`
+for everything). Paths stay confined to `workspace` either way.
+
+Events (text chunks, tool starts and results, usage) go to `bridge.notify` as the
+protocol's `*Params` models, as they would go out on the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from sema_rpc.core.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.stream import Provider, ProviderError, ResponseDone, ResponseFailed, ToolSpec
+from sema_rpc.engine.compaction import MIN_MESSAGES, CompactionState, Compactor, compact_threshold
+from sema_rpc.engine.control import TurnControl
+from sema_rpc.engine.conversation import Conversation, LoopConfig, TurnOutcome
+from sema_rpc.engine.events import ClientBridge, EventBus
+from sema_rpc.engine.history import append_curated
+from sema_rpc.engine.run_tools import ToolRunner
+from sema_rpc.engine.tokens import ESTIMATE, TokenTracker, counter_for_model
+from sema_rpc.protocol import EventParams, WireModel
+from sema_rpc.tools.base import Tool, ToolContext
+from sema_rpc.tools.registry import builtin_tools
+
+Role = Literal["user", "assistant"]
+TokenSource = Literal["provider", "tokenizer", "estimate"]
+
+
+class _NoClient:
+    """The default bridge: events are dropped and no request is answered."""
+
+    def notify(self, event: EventParams) -> None:
+        pass
+
+    async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCheck:
+    """The prompt's size before the next model call, and whether to compact."""
+
+    tokens: int
+    """System prompt + tool definitions + every message."""
+    context_length: int
+    threshold: float
+    source: TokenSource
+    """`provider`: the last response's usage, plus local counts for the messages after
+    it; `tokenizer`: counted locally with the model's encoding; `estimate`: chars/2.5
+    (no tokenizer available offline)."""
+    messages: int
+
+    @property
+    def limit(self) -> int:
+        return int(self.context_length * self.threshold)
+
+    @property
+    def should_compact(self) -> bool:
+        """The compaction signal: above contextLength × threshold with at least three
+        messages, the rule the server applies before each model call."""
+        return self.tokens > self.limit and self.messages >= MIN_MESSAGES
+
+
+class ConversationManager:
+    """One conversation with a provider and a set of tools on a workspace.
+
+    `tools`: default the built-in tools (Read, Write, Edit, Glob, Grep, Bash, TodoWrite).
+    `threshold`: the compaction threshold, default `SEMA_COMPACT_THRESHOLD` or 0.75.
+    `compacts`: whether `run_turn` compacts automatically (with `provider` summarising).
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        model: str,
+        workspace: Path,
+        tools: Sequence[Tool] | None = None,
+        system_prompt: str = "",
+        context_length: int = 200_000,
+        max_tokens: int = 8192,
+        max_turns: int = 100,
+        thinking_budget: int | None = None,
+        permission_mode: str = "default",
+        bridge: ClientBridge | None = None,
+        client_can_answer: bool | None = None,
+        threshold: float | None = None,
+        compacts: bool = True,
+        session_id: str = "embedded",
+    ) -> None:
+        self.workspace = workspace.resolve()
+        chosen = list(builtin_tools() if tools is None else tools)
+        self.tools: dict[str, Tool] = {t.name: t for t in chosen}
+        self.bus = EventBus(session_id, bridge or _NoClient())
+        self.control = TurnControl()
+        self.tokens = TokenTracker(counter_for_model(model))
+        self.threshold = compact_threshold() if threshold is None else threshold
+        self.context = ToolContext(working_dir=self.workspace, session_id=session_id)
+        can_answer = bridge is not None if client_can_answer is None else client_can_answer
+        runner = ToolRunner(
+            tools=self.tools,
+            context=self.context,
+            policy=PermissionPolicy(permission_mode, RuleStore(self.workspace), can_answer),
+            bus=self.bus,
+            control=self.control,
+        )
+        config = LoopConfig(
+            model=model,
+            system_prompt=system_prompt,
+            tool_specs=[ToolSpec(t.name, t.description, t.input_schema()) for t in chosen],
+            max_tokens=max_tokens,
+            context_length=context_length,
+            thinking_budget=thinking_budget,
+            max_turns=max_turns,
+            compacts=compacts,
+        )
+        self._compaction = CompactionState()
+        self._steering: list[ContentBlock] = []
+        self.loop = Conversation(
+            agent_id="main",
+            history=[],
+            provider=provider,
+            config=config,
+            bus=self.bus,
+            runner=runner,
+            control=self.control,
+            tokens=self.tokens,
+            take_steering=self._take_steering,
+        )
+        self.loop.compactor = self._compactor()
+
+    # ------------------------------------------------------------------ messages
+
+    def add_message(self, message: Message) -> None:
+        """Append a message. A user message after a user message is merged into it (the
+        history alternates, as every provider requires)."""
+        append_curated(self.loop.history, message)
+
+    def add_user_text(self, text: str) -> None:
+        self.add_message(Message.user_text(text))
+
+    def get_messages(self) -> list[Message]:
+        """A copy of the history: changing it changes nothing here."""
+        return [m.model_copy(deep=True) for m in self.loop.history]
+
+    def recent(self, n: int) -> list[Message]:
+        """Copies of the last `n` messages (all of them when there are fewer)."""
+        if n <= 0:
+            return []
+        return [m.model_copy(deep=True) for m in self.loop.history[-n:]]
+
+    def by_role(self, role: Role) -> list[Message]:
+        """Copies of the messages of one role, in order (tool results are `user`)."""
+        return [m.model_copy(deep=True) for m in self.loop.history if m.role == role]
+
+    def clear_messages(self) -> None:
+        """Forget the conversation: no message, no token figure, no record of which files
+        were read (an Edit needs a fresh Read again). Provider, model, tools, system
+        prompt, permission rules and settings are kept."""
+        self.loop.history.clear()
+        self.tokens.reset()
+        self.context.read_files.clear()
+        self._compaction = CompactionState()
+        self.loop.compactor = self._compactor()
+        self._steering.clear()
+
+    @property
+    def messages(self) -> int:
+        return len(self.loop.history)
+
+    # ------------------------------------------------------------------ steps
+
+    async def call_model(self) -> ResponseDone | ResponseFailed:
+        """One model call over the current history. The response streams through the
+        provider (text and thinking chunks go to the bridge as events); a complete
+        response joins the history and its usage becomes the token figure. A failure
+        returns `ResponseFailed` and changes nothing; so does `interrupt()` during the
+        stream (kind `stream_cut`, message "interrupted")."""
+        self._fresh_control()
+        self.tokens.set_overhead(self.loop.config.system_prompt, self.loop.config.tool_specs)
+        result = await self.loop.call_model()
+        if result is None:
+            return ResponseFailed(ProviderError("stream_cut", "interrupted"))
+        return result
+
+    async def run_tool(self, call: ToolUseBlock) -> ToolResultBlock:
+        """Run one tool call; its result joins the history (see `run_tools`)."""
+        (result,) = await self.run_tools([call])
+        return result
+
+    async def run_tools(self, calls: Sequence[ToolUseBlock] | None = None) -> list[ToolResultBlock]:
+        """Run a batch of tool calls: default the last assistant message's calls. A
+        batch whose every call is read-only runs concurrently, any other serially; the
+        results come back in the calls' order, one per call, every failure (unknown tool,
+        invalid input, refused permission, a tool that raises) as an error result. They
+        join the history as one user message, cut to their share of the context window."""
+        if calls is None:
+            last = self.loop.history[-1] if self.loop.history else None
+            calls = last.tool_uses() if last is not None and last.role == "assistant" else []
+        if not calls:
+            return []
+        self._fresh_control()
+        return await self.loop.run_tools(list(calls))
+
+    async def run_turn(self, prompt: str | list[ContentBlock]) -> TurnOutcome:
+        """The whole agent loop for one user input, as the server runs a prompt: model
+        call, tool batch, repeat until the model stops calling tools (`end_turn`),
+        `max_turns` is reached, `interrupt()` is called (`interrupted`) or the provider
+        fails (`error`, with the detail). Compacts automatically when `compacts`."""
+        content: list[ContentBlock] = (
+            [TextBlock(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        )
+        self._fresh_control()
+        return await self.loop.query(content)
+
+    def steer(self, text: str) -> None:
+        """Input for the running turn: it joins after the current tool batch (never
+        between a call and its result)."""
+        self._steering.append(TextBlock(text=text))
+
+    def interrupt(self) -> bool:
+        """Stop the running step at its next checkpoint (see engine/control.py). False
+        when it was already interrupted."""
+        return self.control.interrupt("user")
+
+    async def token_check(self) -> TokenCheck:
+        """The prompt's size now: the provider's last usage first, then the tokenizer
+        for the messages after it, then chars/2.5 when no tokenizer is available."""
+        config = self.loop.config
+        self.tokens.set_overhead(config.system_prompt, config.tool_specs)
+        history = self.loop.history
+        tokens = await self.tokens.count_async(history)
+        source: TokenSource
+        if self.tokens.provider_covered(history) > 0:
+            source = "provider"
+        elif self.tokens.counter.name != ESTIMATE:
+            source = "tokenizer"
+        else:
+            source = "estimate"
+        return TokenCheck(tokens, config.context_length, self.threshold, source, len(history))
+
+    # ------------------------------------------------------------------ internals
+
+    def _fresh_control(self) -> None:
+        """Each step gets its own TurnControl: an interrupt ends that step only."""
+        control = TurnControl()
+        self.control = control
+        self.loop.control = control
+        self.loop.runner.control = control
+        if self.loop.compactor is not None:
+            self.loop.compactor.control = control
+
+    def _compactor(self) -> Compactor:
+        config = self.loop.config
+        return Compactor(
+            provider=self.loop.provider,
+            model=config.model,
+            max_tokens=config.max_tokens,
+            context_length=config.context_length,
+            tracker=self.tokens,
+            bus=self.bus,
+            control=self.control,
+            state=self._compaction,
+            threshold=self.threshold,
+        )
+
+    async def _take_steering(self) -> list[ContentBlock]:
+        taken, self._steering = self._steering, []
+        return taken
