@@ -34,11 +34,13 @@ protocol's `*Params` models, as they would go out on the wire.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from sema_rpc.core.errors import DomainError
 from sema_rpc.core.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.core.stream import Provider, ProviderError, ResponseDone, ResponseFailed, ToolSpec
@@ -55,6 +57,11 @@ from sema_rpc.tools.registry import builtin_tools
 
 Role = Literal["user", "assistant"]
 TokenSource = Literal["provider", "tokenizer", "estimate"]
+
+
+class StepInProgress(DomainError):
+    """A step was started while another one of the same conversation runs (steps are
+    sequential: they share one history)."""
 
 
 class _NoClient:
@@ -147,6 +154,7 @@ class ConversationManager:
         )
         self._compaction = CompactionState()
         self._steering: list[ContentBlock] = []
+        self._running = False
         self.loop = Conversation(
             agent_id="main",
             history=[],
@@ -207,9 +215,9 @@ class ConversationManager:
         response joins the history and its usage becomes the token figure. A failure
         returns `ResponseFailed` and changes nothing; so does `interrupt()` during the
         stream (kind `stream_cut`, message "interrupted")."""
-        self._fresh_control()
         self.tokens.set_overhead(self.loop.config.system_prompt, self.loop.config.tool_specs)
-        result = await self.loop.call_model()
+        with self._step():
+            result = await self.loop.call_model()
         if result is None:
             return ResponseFailed(ProviderError("stream_cut", "interrupted"))
         return result
@@ -230,8 +238,8 @@ class ConversationManager:
             calls = last.tool_uses() if last is not None and last.role == "assistant" else []
         if not calls:
             return []
-        self._fresh_control()
-        return await self.loop.run_tools(list(calls))
+        with self._step():
+            return await self.loop.run_tools(list(calls))
 
     async def run_turn(self, prompt: str | list[ContentBlock]) -> TurnOutcome:
         """The whole agent loop for one user input, as the server runs a prompt: model
@@ -241,8 +249,8 @@ class ConversationManager:
         content: list[ContentBlock] = (
             [TextBlock(text=prompt)] if isinstance(prompt, str) else list(prompt)
         )
-        self._fresh_control()
-        return await self.loop.query(content)
+        with self._step():
+            return await self.loop.query(content)
 
     def steer(self, text: str) -> None:
         """Input for the running turn: it joins after the current tool batch (never
@@ -250,8 +258,11 @@ class ConversationManager:
         self._steering.append(TextBlock(text=text))
 
     def interrupt(self) -> bool:
-        """Stop the running step at its next checkpoint (see engine/control.py). False
-        when it was already interrupted."""
+        """Stop the running step (model call, tool batch or turn) at its next checkpoint
+        (see engine/control.py). False when no step is running or it was already
+        interrupted: an interrupt never carries over to the next step."""
+        if not self._running:
+            return False
         return self.control.interrupt("user")
 
     async def token_check(self) -> TokenCheck:
@@ -272,8 +283,20 @@ class ConversationManager:
 
     # ------------------------------------------------------------------ internals
 
+    @contextmanager
+    def _step(self) -> Iterator[None]:
+        """One step at a time; each gets its own TurnControl (an interrupt ends that
+        step only)."""
+        if self._running:
+            raise StepInProgress("a step of this conversation is already running")
+        self._fresh_control()
+        self._running = True
+        try:
+            yield
+        finally:
+            self._running = False
+
     def _fresh_control(self) -> None:
-        """Each step gets its own TurnControl: an interrupt ends that step only."""
         control = TurnControl()
         self.control = control
         self.loop.control = control
