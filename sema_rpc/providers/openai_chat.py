@@ -36,9 +36,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import re
-import sys
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
@@ -54,16 +51,18 @@ from sema_rpc.core.stream import (
 )
 from sema_rpc.providers._common import (
     SdkProvider,
-    looks_like_context_overflow,
     parse_tool_input,
 )
+from sema_rpc.providers._openai import (
+    classify_error,
+    error_fields,
+    network_errors,
+    openai_request_parts,
+    uses_max_completion_tokens,
+)
 from sema_rpc.providers.http import (
-    OPENAI_BASE_URL,
     OPENAI_MAX_RETRY_AFTER,
     SseReader,
-    StatusError,
-    StreamError,
-    classify_other,
     classify_transport,
     transport_failure,
 )
@@ -80,12 +79,6 @@ _FINISH: dict[str, StopReason] = {
     "length": "max_tokens",
     "content_filter": "refusal",
 }
-# Models that take `max_completion_tokens` (and reject `max_tokens` / temperature).
-_REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
-
-
-def uses_max_completion_tokens(model: str) -> bool:
-    return bool(_REASONING_MODEL.match(model.rsplit("/", 1)[-1].lower()))
 
 
 def to_api_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
@@ -226,65 +219,6 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _error_fields(body: object) -> tuple[str | None, str | None]:
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict):
-            code = err.get("code") or err.get("type")
-            msg = err.get("message")
-            return (str(code) if code is not None else None), (
-                msg if isinstance(msg, str) else None
-            )
-    if isinstance(body, str) and body:
-        return None, body
-    return None, None
-
-
-def classify_status(status: int, body: Any, message: str, *, started: bool) -> ProviderError:
-    """An error status → ProviderError, the same for both transports (`body` parsed,
-    `message` the fallback `Error code: N - <body>`)."""
-    code, emsg = _error_fields(body)
-    msg = emsg or message
-    if started:
-        return ProviderError("stream_error", msg, status=status, code=code)
-    if status == 429:
-        kind = "rate_limit"
-    elif status == 529 or code == "overloaded_error":
-        kind = "overloaded"
-    elif status in (401, 403):
-        kind = "authentication"
-    elif status == 404:
-        kind = "not_found"
-    elif status >= 500:
-        kind = "server_error"
-    elif code == "context_length_exceeded" or looks_like_context_overflow(msg):
-        kind = "context_length_exceeded"
-    else:
-        kind = "invalid_request"
-    return ProviderError(kind, msg, status=status, code=code)  # type: ignore[arg-type]
-
-
-def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
-    """An exception from either transport → ProviderError. The SDK is only consulted
-    when the exception came from it (its module is then already imported)."""
-    if isinstance(exc, StatusError):
-        return classify_status(exc.status, exc.body, exc.message, started=started)
-    if isinstance(exc, StreamError):
-        code, emsg = _error_fields(exc.body)
-        return ProviderError("stream_error", emsg or exc.message, code=code)
-    sdk = sys.modules.get("openai")
-    if sdk is not None:
-        if isinstance(exc, sdk.APIStatusError):
-            return classify_status(exc.status_code, exc.body, str(exc), started=started)
-        if isinstance(exc, sdk.APIError) and not isinstance(exc, sdk.APIConnectionError):
-            # an error chunk / `event: error` inside the stream
-            code, emsg = _error_fields(exc.body)
-            return ProviderError("stream_error", emsg or exc.message or str(exc), code=code)
-        if isinstance(exc, sdk.OpenAIError) and "credentials" in str(exc).lower():
-            return ProviderError("authentication", str(exc))
-    return classify_other(exc, started=started)
-
-
 class OpenAIChatProvider(SdkProvider):
     """A configured connection to an OpenAI Chat Completions endpoint."""
 
@@ -343,7 +277,7 @@ class OpenAIChatProvider(SdkProvider):
                             break
                     if done and http.http_version == "HTTP/1.1":
                         await _drain(chunks)
-                except _network_errors() as exc:
+                except network_errors() as exc:
                     # As the SDK raises it: APIConnectionError / APITimeoutError.
                     failure = classify_transport(transport_failure(exc), started=True)
                 finally:
@@ -387,7 +321,7 @@ def _parse_chunk(event: bytes | None, payload: bytes) -> tuple[Any, ProviderErro
         err = obj.get("error")
         if err or event == b"error":
             # What the SDK raises as APIError(body=obj["error"]), classified the same way.
-            code, emsg = _error_fields(err if err else obj)
+            code, emsg = error_fields(err if err else obj)
             return None, ProviderError(
                 "stream_error", emsg or "An error occurred during streaming", code=code
             )
@@ -466,46 +400,6 @@ def _on_fragment(acc: _Accumulator, frag: dict[str, Any]) -> None:
         call.started = True
         if not call.id:
             call.id = f"call_{len(acc.calls) - 1}"
-
-
-def _network_errors() -> tuple[type[BaseException], ...]:
-    """What the SDK maps to APITimeoutError / APIConnectionError while reading a body."""
-    import ssl
-
-    import anyio
-    import httpx2
-
-    return (httpx2.TimeoutException, httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
-
-
-def openai_request_parts(
-    provider: SdkProvider, path: str, params: dict[str, Any]
-) -> tuple[str, dict[str, str], bytes]:
-    """(url, headers, body) as the OpenAI SDK builds them: the key as a bearer token
-    (OPENAI_API_KEY without one), OPENAI_ORG_ID / OPENAI_PROJECT_ID as headers, base URL
-    from the profile, else OPENAI_BASE_URL, else the API's."""
-    base = provider.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-    key = provider._api_key or os.environ.get("OPENAI_API_KEY")
-    if key is None and provider.base_url:
-        key = "sema-no-key"  # local and proxy servers often need none
-    if key is None:
-        raise ValueError(
-            "The api_key client option must be set either by passing api_key to the client "
-            "or by setting the OPENAI_API_KEY environment variable"
-        )
-    headers = {
-        "accept": "application/json",
-        "content-type": "application/json",
-        "authorization": f"Bearer {key}",
-    }
-    org, project = os.environ.get("OPENAI_ORG_ID"), os.environ.get("OPENAI_PROJECT_ID")
-    if org:
-        headers["openai-organization"] = org
-    if project:
-        headers["openai-project"] = project
-    params = {**params, "stream": True}
-    body = json.dumps(params, separators=(",", ":")).encode()
-    return base.rstrip("/") + path, headers, body
 
 
 async def _drain(chunks: AsyncIterator[bytes]) -> None:

@@ -68,6 +68,7 @@ from sema_rpc.providers._common import (
     looks_like_context_overflow,
     parse_tool_input,
 )
+from sema_rpc.providers._openai import openai_request_parts, uses_max_completion_tokens
 from sema_rpc.providers.http import (
     OPENAI_MAX_RETRY_AFTER,
     SseReader,
@@ -75,7 +76,6 @@ from sema_rpc.providers.http import (
     loads_obj,
     transport_failure,
 )
-from sema_rpc.providers.openai_chat import openai_request_parts, uses_max_completion_tokens
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator
@@ -377,7 +377,7 @@ def _failure(code: object, message: object, status: int | None = None) -> Provid
 
 
 def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
-    from sema_rpc.providers.openai_chat import classify_error as classify_chat
+    from sema_rpc.providers._openai import classify_error as classify_chat
 
     err = classify_chat(exc, started=started)
     if err.kind == "stream_error" and started:
@@ -419,12 +419,12 @@ class _HttpEvents:
 
 async def _body(response: Any) -> AsyncIterator[bytes]:
     """The body's bytes; a network error while reading raised as the SDK raises it."""
-    from sema_rpc.providers.openai_chat import _network_errors
+    from sema_rpc.providers._openai import network_errors
 
     try:
         async for data in response.aiter_bytes():
             yield data
-    except _network_errors() as exc:
+    except network_errors() as exc:
         raise transport_failure(exc) from exc
 
 
