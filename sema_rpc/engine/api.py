@@ -204,7 +204,7 @@ class ConversationManager:
         self._steering.clear()
 
     @property
-    def messages(self) -> int:
+    def message_count(self) -> int:
         return len(self.loop.history)
 
     # ------------------------------------------------------------------ steps

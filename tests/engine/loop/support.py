@@ -4,15 +4,30 @@ end, so a test can see concurrency, order and interrupts."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from sema_rpc.core.messages import ToolUseBlock
 from sema_rpc.engine.api import ConversationManager
+from sema_rpc.protocol import EventParams
 from sema_rpc.providers.scripted import ScriptedProvider, ScriptedReply
 from sema_rpc.tools.base import Tool, ToolContext, ToolInput, ToolOutput
 from sema_rpc.tools.registry import builtin_tools
 from tests.engine._bridge import RecordingBridge
+
+
+class HookBridge(RecordingBridge):
+    """Keeps every event and calls `hook` with each (a client reacting as it reads)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hook: Callable[[EventParams], None] | None = None
+
+    def notify(self, event: EventParams) -> None:
+        super().notify(event)
+        if self.hook is not None:
+            self.hook(event)
 
 
 class ProbeInput(ToolInput):
@@ -57,12 +72,12 @@ def call(id_: str, name: str, **input: Any) -> ToolUseBlock:
 
 def manager(
     ws: Path, replies: list[ScriptedReply], **kwargs: Any
-) -> tuple[ConversationManager, ScriptedProvider, RecordingBridge, list[str]]:
+) -> tuple[ConversationManager, ScriptedProvider, HookBridge, list[str]]:
     """A manager over the built-in tools plus two probes (`Look`, read-only; `Poke`, not)."""
     log: list[str] = []
     look, poke = Probe("Look", True, log), Probe("Poke", False, log)
     provider = ScriptedProvider(replies)
-    bridge = RecordingBridge()
+    bridge = HookBridge()
     kwargs.setdefault("permission_mode", "bypass")
     chat = ConversationManager(
         provider=provider,

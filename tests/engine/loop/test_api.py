@@ -29,7 +29,7 @@ async def test_messages_add_get_recent_by_role_clear(ws: Path) -> None:
     ]
     got[0].content.clear()
     got.pop()
-    assert chat.messages == 3 and chat.get_messages()[0].text() == "onetwo"  # a copy
+    assert chat.message_count == 3 and chat.get_messages()[0].text() == "onetwo"  # a copy
     assert [m.text() for m in chat.recent(2)] == ["three", "four"]
     assert chat.recent(0) == [] and len(chat.recent(10)) == 3
     assert [m.text() for m in chat.by_role("assistant")] == ["three"]

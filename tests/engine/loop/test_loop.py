@@ -10,6 +10,7 @@ from sema_rpc.core.messages import Message, TextBlock, ToolResultBlock, Usage
 from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE
 from sema_rpc.protocol import (
     CompactExecParams,
+    MessageCompleteParams,
     SessionErrorParams,
     SessionInterruptedParams,
     TextChunkParams,
@@ -124,21 +125,21 @@ async def test_interrupt_while_streaming_is_checkpoint_1(ws: Path) -> None:
 
 
 async def test_interrupt_after_the_response_answers_its_calls(ws: Path) -> None:
-    """Checkpoint 1 with calls: each call gets a cancel result so the history stays valid."""
-    hold = asyncio.Event()
+    """Checkpoint 1 with calls: the response is complete when the interrupt lands (the
+    client interrupts as it reads message:complete); its calls never run and each gets
+    a cancel result, so the history stays valid for the next turn."""
     reply = ScriptedReply.tool_calls(call("a", "Poke", label="a"), text="Poking")
-    reply.hold = hold
-    chat, _, bridge, log = manager(ws, [reply])
-    turn = asyncio.create_task(chat.run_turn("go"))
-    while not any(isinstance(e, TextChunkParams) for e in bridge.events):
-        await asyncio.sleep(0)
-    # The response completes and the interrupt lands before the loop looks at it.
-    hold.set()
-    chat.interrupt()
-    outcome = await turn
+    chat, _, bridge, log = manager(ws, [reply, ScriptedReply(text="next")])
+    bridge.hook = lambda e: isinstance(e, MessageCompleteParams) and chat.interrupt()
+    outcome = await chat.run_turn("go")
     assert outcome.stop_reason == "interrupted" and log == []
     (event,) = [e for e in bridge.events if isinstance(e, SessionInterruptedParams)]
     assert event.checkpoint == 1
+    roles = [m.role for m in chat.get_messages()]
+    assert roles == ["user", "assistant", "user"]
+    (result,) = _results(chat.get_messages()[-1])
+    assert (result.tool_use_id, result.content, result.is_error) == ("a", CANCEL_MESSAGE, True)
+    assert chat.get_messages()[-1].content[-1] == TextBlock(text=INTERRUPT_MESSAGE)
 
 
 async def test_interrupt_as_the_batch_ends_is_checkpoint_2(ws: Path) -> None:
