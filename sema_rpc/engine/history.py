@@ -301,12 +301,6 @@ class HistoryStore:
 
     # ---- file
 
-    @property
-    def healthy(self) -> bool:
-        """Whether everything appended is on disk (waits for the queued writes)."""
-        self.flush()
-        return not self._pending
-
     def flush(self, timeout: float | None = None) -> bool:
         """Block until this store's queued entries are written (or failed). Not on the loop."""
         return _writer.wait(self._ticket, timeout)

@@ -12,7 +12,7 @@ Blank lines and lines starting with `#` are ignored. `recording.py` writes this 
 (plus informational keys such as `path`, `incomplete`, `error`, ignored here).
 
 A bare `.sse` file is a cassette too: ONE exchange whose body is the file's bytes
-(the layout of the recorded real provider streams in ../shared/cassettes: `<name>.sse`,
+(the layout of recorded real provider streams kept as test data: `<name>.sse`,
 plus `<name>.request.json` next to it, kept as the exchange's `request`). Its provider
 is told from the stream: `event: message_start` → anthropic, `response.created` →
 openai-responses, `chat.completion.chunk` data lines → openai-chat. So a JSONL line's
