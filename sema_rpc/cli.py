@@ -184,6 +184,7 @@ def run_main(argv: list[str]) -> int:
                 record_dir=os.path.abspath(args.record) if args.record else None,
                 spawn=args.spawn,
                 stdout=out,
+                after_first_answer=startup_done,
             )
         )
     except (KeyboardInterrupt, asyncio.CancelledError):

@@ -41,9 +41,9 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.cli import startup_done
 from sema_rpc.protocol import ErrorCode
 
 if TYPE_CHECKING:
@@ -165,12 +165,14 @@ async def run_once(
     record_dir: str | None = None,
     spawn: bool = False,
     stdout: Any = None,
+    after_first_answer: Callable[[], None] | None = None,
 ) -> int:
     """Run one prompt through a server in this process (a spawned one with `spawn`);
     returns the process exit code.
 
     `record_dir`: the wire transcript + cassette go there (the server's `--record`).
-    `stdout`: the text stream the output goes to (default `sys.stdout`)."""
+    `stdout`: the text stream the output goes to (default `sys.stdout`).
+    `after_first_answer`: called once the prompt's answer is out (cli: start-up ends)."""
     from sema_client import SemaClient, SemaConnectionError, SemaRpcError
 
     out = _Output(output_format, stdout)
@@ -237,7 +239,8 @@ async def run_once(
                 out.raw_line(responses[prompt_id])
         out.end_line()
         code = EXIT_CODES.get(result.stop_reason, 1)
-        startup_done()  # the collector comes back once the first answer is out
+        if after_first_answer is not None:
+            after_first_answer()
     except SemaRpcError as exc:
         out.note(
             f"sema-rpc: {_no_model() if exc.code == ErrorCode.NO_MODEL_CONFIGURED else exc.message}"
