@@ -221,12 +221,23 @@ class NullBridge:
 
 
 async def engine_turns(workspace: Path, sid: str, turns: int) -> dict[str, Any]:
+    from sema_rpc.engine import assembly
     from sema_rpc.engine.engine import SemaEngine
-    from sema_rpc.protocol import SessionCreateParams, SessionPromptParams
 
     engine = SemaEngine(NullBridge())
     model = InstantModel()
-    engine._provider = lambda _session: model  # type: ignore[method-assign]
+    # The engine's turns get this model instead of an HTTP provider (restored below).
+    real_provider = assembly.provider
+    assembly.provider = lambda _session, _record_dir: model  # type: ignore[assignment,return-value]
+    try:
+        return await _engine_turns(engine, workspace, sid, turns)
+    finally:
+        assembly.provider = real_provider
+
+
+async def _engine_turns(engine: Any, workspace: Path, sid: str, turns: int) -> dict[str, Any]:
+    from sema_rpc.protocol import SessionCreateParams, SessionPromptParams
+
     ready = await engine.create_session(
         SessionCreateParams(working_dir=str(workspace), session_id=sid, model=MODEL)
     )

@@ -1,6 +1,14 @@
 """Command line: `sema-rpc` (serve on stdio), `sema-rpc --jsonl`, `sema-rpc run "prompt"`.
 
 Kept free of heavy imports: the server's first answer must not wait for SDKs.
+
+Start-up runs with the garbage collector off (it allocates hundreds of thousands of
+long-lived objects, nothing cyclic worth collecting); once the first prompt is answered
+(`run`) or the first session is created (server), they are frozen out of the collector's
+way and it is turned back on. After an orderly end (turns answered, history synced, HTTP
+clients closed, answers written, recording closed, logging shut down, both std streams
+flushed) the process leaves with `os._exit`, sparing the interpreter's teardown of every
+module; any other way out goes through the normal `sys.exit`.
 """
 
 from __future__ import annotations
@@ -8,8 +16,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import io
 import os
 import sys
+
+
+def startup_done() -> None:
+    """End of start-up: freeze what start-up allocated, turn the collector back on."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def _protect_stdout() -> object:
@@ -59,17 +75,42 @@ def serve_main(argv: list[str]) -> int:
     protocol_out = _protect_stdout()
     from sema_rpc.rpc.server import serve
 
-    try:
-        code = asyncio.run(
-            serve(sys.stdin.buffer, protocol_out, jsonl=args.jsonl, record_dir=args.record)  # type: ignore[arg-type]
+    async def serving() -> int:
+        # A server that never creates a session still gets its collector back.
+        asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
+        return await serve(
+            sys.stdin.buffer,
+            protocol_out,  # type: ignore[arg-type]
+            jsonl=args.jsonl,
+            record_dir=args.record,
+            after_first_session=startup_done,
         )
+
+    try:
+        code = asyncio.run(serving())
     except KeyboardInterrupt:
         return 130
-    # Every answer is written and every file closed: spare the process the collector's
-    # pass over the SDKs' object graph at exit (seconds on a loaded machine), so it
-    # exits as soon as its work is done.
-    gc.freeze()
-    return code
+    _fast_exit(code, protocol_out)
+    return code  # not reached
+
+
+_GC_FALLBACK_S = 10.0
+"""How long a server may run without a session before its collector comes back anyway."""
+
+
+def _fast_exit(code: int, *streams: object) -> None:
+    """Leave now: the orderly end is done (see the module docstring)."""
+    import logging
+
+    logging.shutdown()
+    for stream in (*streams, sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        flush = getattr(stream, "flush", None)
+        if flush is not None:
+            try:
+                flush()
+            except (OSError, ValueError):
+                pass
+    os._exit(code)
 
 
 def run_main(argv: list[str]) -> int:
@@ -108,6 +149,13 @@ def run_main(argv: list[str]) -> int:
         help="record the wire transcript and the model cassette under DIR/<run>/ "
         "(replay with `sema-rpc replay DIR/<run>`)",
     )
+    parser.add_argument(
+        "--spawn",
+        action="store_true",
+        default=os.environ.get("SEMA_RUN_SPAWN") == "1",
+        help="run the server as a child process (`sema-rpc --jsonl`) instead of in this "
+        "process; for debugging the subprocess path (env SEMA_RUN_SPAWN=1)",
+    )
     parser.add_argument("--log-level", default=None)
     args = parser.parse_args(argv)
 
@@ -115,6 +163,7 @@ def run_main(argv: list[str]) -> int:
 
     setup_logging(args.log_level)
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    out = _user_stdout()
     from sema_rpc.core.config import recording_workspace
     from sema_rpc.runner import run_once
 
@@ -123,7 +172,7 @@ def run_main(argv: list[str]) -> int:
         cwd = recording_workspace(args.model) or "."
 
     try:
-        return asyncio.run(
+        code = asyncio.run(
             run_once(
                 prompt,
                 model=args.model,
@@ -133,14 +182,29 @@ def run_main(argv: list[str]) -> int:
                 yes=args.yes,
                 log_level=args.log_level,
                 record_dir=os.path.abspath(args.record) if args.record else None,
+                spawn=args.spawn,
+                stdout=out,
+                after_first_answer=startup_done,
             )
         )
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         return 130
+    _fast_exit(code, out)
+    return code  # not reached
+
+
+def _user_stdout() -> io.TextIOWrapper:
+    """`run`'s output stream. fd 1 is kept for it alone; everything else that writes to
+    stdout (a stray print() on the server's side, a child inheriting fd 1) goes to stderr."""
+    encoding, errors = sys.stdout.encoding, sys.stdout.errors
+    binary = _protect_stdout()
+    return io.TextIOWrapper(binary, encoding=encoding, errors=errors, write_through=True)  # type: ignore[arg-type]
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != "replay":
+        gc.disable()  # until start-up is done (startup_done)
     if argv and argv[0] == "run":
         code = run_main(argv[1:])
     elif argv and argv[0] == "replay":

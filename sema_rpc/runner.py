@@ -1,7 +1,14 @@
 """`sema-rpc run`: one prompt through a real server, driven by the Python client.
 
-`run` spawns `python -m sema_rpc --jsonl` with `sema_client.SemaClient`, so it exercises
-exactly what an editor sees. `--format jsonl` prints every notification as received on
+`run` hosts the server in its own process, on its own event loop, and talks to it with
+`sema_client.SemaClient` over two OS pipes in JSONL framing: the framing, the dispatch and
+the wire transcript are the ones an editor gets from a spawned server, without a second
+interpreter's start-up. `--spawn` (or `SEMA_RUN_SPAWN=1`) spawns `python -m sema_rpc
+--jsonl` instead, for debugging the subprocess path; the output is the same either way.
+
+Stdout carries only the output below: before anything else runs, fd 1 is kept for it and
+everything else (a stray `print()` from a library, a child process inheriting fd 1, the
+server's logging) goes to stderr. `--format jsonl` prints every notification as received on
 the wire (one JSON object per line), then the prompt's response message
 (`{"jsonrpc":"2.0","id":…,"result":{…}}`). `--format text` streams the answer text to
 stdout and one line per tool call to stderr (`→ title` on start, `✗ title: error` on
@@ -20,7 +27,7 @@ refused and the model gets a tool error saying why. `--yes` sets the permission 
 `bypass`; paths outside the workspace stay refused even then (bypass never extends past
 the workspace, and nobody is there to ask).
 
-`--record DIR` passes `--record DIR` to the spawned server: `DIR/<run>/wire.jsonl` and the
+`--record DIR` records as the server's `--record DIR` does: `DIR/<run>/wire.jsonl` and the
 session's cassette, replayable with `sema-rpc replay DIR/<run>`.
 
 Ctrl-C sends `session/interrupt` and waits for the prompt's answer (exit 130); a second
@@ -34,6 +41,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.protocol import ErrorCode
@@ -68,9 +76,9 @@ def _no_model() -> str:
 class _Output:
     """Writes the event stream in the chosen format."""
 
-    def __init__(self, output_format: str):
+    def __init__(self, output_format: str, stdout: Any = None):
         self.format = output_format
-        self.stdout = sys.stdout
+        self.stdout = stdout if stdout is not None else sys.stdout
         self.at_line_start = True
         self.broken = False
 
@@ -155,13 +163,19 @@ async def run_once(
     yes: bool = False,
     log_level: str | None = None,
     record_dir: str | None = None,
+    spawn: bool = False,
+    stdout: Any = None,
+    after_first_answer: Callable[[], None] | None = None,
 ) -> int:
-    """Run one prompt through a spawned server; returns the process exit code.
+    """Run one prompt through a server in this process (a spawned one with `spawn`);
+    returns the process exit code.
 
-    `record_dir`: the server runs with `--record record_dir` (wire transcript + cassette)."""
+    `record_dir`: the wire transcript + cassette go there (the server's `--record`).
+    `stdout`: the text stream the output goes to (default `sys.stdout`).
+    `after_first_answer`: called once the prompt's answer is out (cli: start-up ends)."""
     from sema_client import SemaClient, SemaConnectionError, SemaRpcError
 
-    out = _Output(output_format)
+    out = _Output(output_format, stdout)
     argv = [sys.executable, "-m", "sema_rpc", "--jsonl"]
     if log_level:
         argv += ["--log-level", log_level]
@@ -203,8 +217,12 @@ async def run_once(
             out.on_message(message, raw)
 
     code = 1
+    server_task: asyncio.Task[int] | None = None
     try:
-        client = await SemaClient.spawn(argv, jsonl=True, stderr_callback=_forward_stderr)
+        if spawn:
+            client = await SemaClient.spawn(argv, jsonl=True, stderr_callback=_forward_stderr)
+        else:
+            client, server_task = await _in_process_server(record_dir)
         client.on_message(tap)
         if output_format != "jsonl":
             client.on_notification(out.on_event)
@@ -221,6 +239,8 @@ async def run_once(
                 out.raw_line(responses[prompt_id])
         out.end_line()
         code = EXIT_CODES.get(result.stop_reason, 1)
+        if after_first_answer is not None:
+            after_first_answer()
     except SemaRpcError as exc:
         out.note(
             f"sema-rpc: {_no_model() if exc.code == ErrorCode.NO_MODEL_CONFIGURED else exc.message}"
@@ -242,7 +262,50 @@ async def run_once(
                 loop.remove_signal_handler(signal.SIGINT)
         if client is not None:
             await client.close()
+        if server_task is not None:
+            # Closing the client closed the server's input: it interrupts what still runs,
+            # answers, flushes and returns. A second Ctrl-C that cancelled us does not
+            # cancel this wait: the history and the recording are written either way.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(asyncio.wait_for(server_task, 15))
+            if not server_task.done():
+                server_task.cancel()
     return code
+
+
+async def _in_process_server(record_dir: str | None) -> tuple[SemaClient, asyncio.Task[int]]:
+    """A server task on this loop, connected to a client by two OS pipes (JSONL)."""
+    from sema_client import SemaClient
+    from sema_client.framing import STREAM_LIMIT
+
+    from sema_rpc.rpc.server import serve
+
+    loop = asyncio.get_running_loop()
+    c2s_r, c2s_w = os.pipe()
+    s2c_r, s2c_w = os.pipe()
+    server_in = os.fdopen(c2s_r, "rb", buffering=0)
+    server_out = os.fdopen(s2c_w, "wb", buffering=0)
+
+    async def run_server() -> int:
+        try:
+            return await serve(server_in, server_out, jsonl=True, record_dir=record_dir)
+        finally:
+            server_out.close()  # the client sees the end of the stream
+            server_in.close()
+
+    server_task = loop.create_task(run_server(), name="sema-rpc-server")
+    reader = asyncio.StreamReader(limit=STREAM_LIMIT, loop=loop)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(s2c_r, "rb", 0)
+    )
+    transport, protocol = await loop.connect_write_pipe(
+        lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader(loop=loop), loop=loop),
+        os.fdopen(c2s_w, "wb", 0),
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    client = SemaClient(reader, writer, jsonl=True)
+    client.start()
+    return client, server_task
 
 
 async def _interrupt(client: SemaClient, session_id: str) -> None:

@@ -29,9 +29,11 @@ if TYPE_CHECKING:
 def record_to(session: Session, server_record_dir: Path | str | None) -> list[Path]:
     """The cassettes the session's model exchanges go to: its `recordDir`'s and the
     server's `--record` run folder's (none when nothing records)."""
+    dirs = [d for d in (session.record_dir, server_record_dir) if d is not None]
+    if not dirs:
+        return []  # the recording module stays unimported
     from sema_rpc.providers.recording import cassette_path
 
-    dirs = [d for d in (session.record_dir, server_record_dir) if d is not None]
     return [cassette_path(d, session.id) for d in dirs]
 
 

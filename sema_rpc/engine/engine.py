@@ -109,6 +109,7 @@ class SemaEngine(SessionRegistry):
     async def shutdown(self, grace_s: float = 5.0) -> None:
         """Interrupt every running turn and wait (briefly) for them to settle. Nothing
         new starts: queued prompts and waiting steers answer `interrupted` without running.
+        Then every session's MCP servers are stopped.
 
         Every completed message is already on disk (each is synced as it completes)."""
         self.closing = True
@@ -128,6 +129,10 @@ class SemaEngine(SessionRegistry):
             except TimeoutError:
                 log.warning("session %s did not settle before shutdown", session.id)
         await synced_all()
+        # MCP servers are children of this process: stop them and wait for them to go.
+        closing = [self.close_mcp(s) for s in self.sessions.values() if s.mcp is not None]
+        if closing:
+            await asyncio.gather(*closing, return_exceptions=True)
 
     # ------------------------------------------------------------------ processUserInput
 

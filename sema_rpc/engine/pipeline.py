@@ -13,6 +13,8 @@ before the loop sees it.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +39,8 @@ from sema_rpc.tools.base import Tool
 if TYPE_CHECKING:
     from sema_rpc.engine.session import Session
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class TurnSetup:
@@ -56,7 +60,46 @@ class InputPipeline:
     mcp_tools: list[Tool] = field(default_factory=list)
     git_status: str | None = None
     _git_checked: bool = False
+    _git_task: asyncio.Future[str | None] | None = None
+    _warming: asyncio.Task[None] | None = None
     plan_reminded: bool = False
+
+    def warm_up(self) -> None:
+        """Once the session has its model (after `session/create`): do the first turn's
+        one-time work in a background task on the loop, so the first prompt costs what a
+        later one does — the git snapshot, the tools' modules and schemas, the skills
+        and rules scan. Nothing here is sent anywhere; a failure only means the first
+        prompt does the work itself (and reports what goes wrong there)."""
+        if self._warming is None:
+            self._warming = asyncio.get_running_loop().create_task(self._warm())
+
+    async def _warm(self) -> None:
+        await asyncio.sleep(0)  # session/create's answer goes out first
+        try:
+            await self._git_snapshot()
+            await asyncio.sleep(0)  # a prompt that came meanwhile is read
+            import sema_rpc.engine.compaction
+            import sema_rpc.engine.conversation
+            import sema_rpc.engine.run_tools  # noqa: F401
+
+            self.turn_setup()  # imports the tools, builds their schemas (cached per class)
+            await asyncio.sleep(0)
+            load_rules(self.session.working_dir)
+            for model in _turn_models():
+                await asyncio.sleep(0)  # one at a time: the loop keeps serving
+                model.model_rebuild()
+        except Exception:
+            log.debug("first-turn warm-up failed", exc_info=True)
+
+    async def _git_snapshot(self) -> None:
+        """Once per session (shared by the warm-up and the first prompt): a system prompt
+        that changed every turn would defeat the provider's prompt cache."""
+        if self._git_task is None:
+            self._git_task = asyncio.ensure_future(
+                anyio.to_thread.run_sync(git_status_summary, self.session.working_dir)
+            )
+        self.git_status = await asyncio.shield(self._git_task)
+        self._git_checked = True
 
     def turn_setup(self) -> TurnSetup:
         from sema_rpc.tools.registry import agent_tools, builtin_tools
@@ -85,10 +128,7 @@ class InputPipeline:
     async def prepare(self, text: str) -> tuple[list[ContentBlock], TurnSetup]:
         s = self.session
         if not self._git_checked:
-            # Once per session: a system prompt that changed every turn would defeat
-            # the provider's prompt cache.
-            self.git_status = await anyio.to_thread.run_sync(git_status_summary, s.working_dir)
-            self._git_checked = True
+            await self._git_snapshot()
         setup = self.turn_setup()
         blocks = await self.input_blocks(text)
         if not s.history:
@@ -169,3 +209,21 @@ def subagent_setup(
     if "Task" in accepted:
         by_name.setdefault("Task", accepted["Task"])
     return TurnSetup(tools, by_name, specs, system_prompt)
+
+
+def _turn_models() -> list[Any]:
+    """The pydantic models a turn validates or emits, built on first use otherwise
+    (`defer_build`): the prompt's params and result, every notification, the messages."""
+    from pydantic import BaseModel
+
+    from sema_rpc.core import messages
+    from sema_rpc.protocol import METHODS, NOTIFICATIONS
+
+    prompt = METHODS["session/prompt"]
+    found: list[Any] = [prompt.params, prompt.result, *NOTIFICATIONS.values()]
+    found += [
+        m
+        for m in vars(messages).values()
+        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == messages.__name__
+    ]
+    return [m for m in found if m is not None and not m.__pydantic_complete__]

@@ -173,6 +173,7 @@ class SessionRegistry:
 
             warm_up(profile)
             session.tokens.counter.warm_up()
+            session.pipeline.warm_up()
         if loaded is not None:
             await self._restore(session, loaded)
         else:

@@ -26,6 +26,7 @@ import inspect
 import itertools
 import json
 import logging
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -152,6 +153,8 @@ class SemaServer:
         self.shutting_down = False
         self.exit_requested = asyncio.Event()
         self.exit_code = 0
+        self.after_first_session: Callable[[], None] | None = None
+        """Called once, after the first `session/create` succeeded (cli: start-up ends)."""
         self._request_ids = itertools.count(1)
         self._prompts: dict[Any, tuple[PromptCancel, asyncio.Future[Any]]] = {}
         """Open `session/prompt` requests by id, from the moment they are read, so a
@@ -162,7 +165,7 @@ class SemaServer:
             "initialize": self._initialize,
             "shutdown": self._shutdown,
             "exit": self._exit,
-            "session/create": self._on_engine("create_session", is_async=True),
+            "session/create": self._after_create(self._on_engine("create_session", is_async=True)),
             "session/prompt": self._prompt,
             "session/interrupt": self._interrupt,
             "mode/update": self._on_engine("update_mode", is_async=False),
@@ -215,6 +218,16 @@ class SemaServer:
             return getattr(self.engine, name)(params)
 
         return call
+
+    def _after_create(self, create: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        async def create_session(params: Any) -> Any:
+            result = await create(params)
+            hook, self.after_first_session = self.after_first_session, None
+            if hook is not None:
+                hook()
+            return result
+
+        return create_session
 
     # ------------------------------------------------------------------ dispatch
 
@@ -648,9 +661,19 @@ def _snake(name: str) -> str:
 
 
 async def serve(
-    stdin: BinaryIO, stdout: BinaryIO, *, jsonl: bool, record_dir: str | None = None
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    *,
+    jsonl: bool,
+    record_dir: str | None = None,
+    after_first_session: Callable[[], None] | None = None,
 ) -> int:
-    """Serve one client until `exit` or end of input. Returns the process exit code."""
+    """Serve one client until `exit` or end of input. Returns the process exit code.
+
+    `after_first_session`: called once, after the first `session/create` succeeded.
+
+    Returns after an orderly end: running turns interrupted and answered, history
+    synced, providers' HTTP clients closed, every answer written, the recording closed."""
     loop = asyncio.get_running_loop()
     writer = FrameWriter(stdout, jsonl=jsonl)
     await writer.start(loop)
@@ -660,6 +683,7 @@ async def serve(
     recorder = TranscriptRecorder(Path(record_dir) if record_dir is not None else None)
     server = SemaServer(writer, recorder)
     server.record_dir = recorder.run_dir
+    server.after_first_session = after_first_session
     decoder_cls = JsonlDecoder if jsonl else ContentLengthDecoder
     decoder = decoder_cls(server.on_body, server.on_frame_error)
     reading = asyncio.ensure_future(read_stream(stdin, decoder.feed, loop))
@@ -672,6 +696,9 @@ async def serve(
     reading.cancel()
     server.shutting_down = True
     await server.stop_turns()
+    registry = sys.modules.get("sema_rpc.providers.registry")
+    if registry is not None:  # not imported: no provider was ever made
+        await registry.aclose_all()
     await writer.drain()
     recorder.close()
     return server.exit_code

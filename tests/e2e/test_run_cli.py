@@ -1,4 +1,5 @@
-"""`sema-rpc run` as a user runs it: a subprocess that spawns the server through sema_client."""
+"""`sema-rpc run` as a user runs it: a subprocess hosting the server in-process (the
+default) or spawning it (`SEMA_RUN_SPAWN=1`); every test runs both ways."""
 
 from __future__ import annotations
 
@@ -19,6 +20,16 @@ from tests.support.scripted_llm import Reply, ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "anthropic/claude-test"
+
+
+@pytest.fixture(autouse=True, params=["in-process", "spawn"])
+def run_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How `run` hosts its server; the subprocess inherits the choice from os.environ."""
+    if request.param == "spawn":
+        monkeypatch.setenv("SEMA_RUN_SPAWN", "1")
+    else:
+        monkeypatch.delenv("SEMA_RUN_SPAWN", raising=False)
+    return str(request.param)
 
 
 def run(
@@ -335,3 +346,84 @@ def test_run_record_writes_a_replayable_transcript_and_cassette(
         replay(run_dir, env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}, timeout_s=15)
     )
     assert result.ok, result.diff + result.stderr[-2000:]
+
+
+def _start_gated_turn(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path
+) -> tuple[subprocess.Popen[str], threading.Event, list[dict[str, Any]]]:
+    """A `run` whose answer has started streaming and then waits (the model's gate)."""
+    gate = threading.Event()
+    reply = Reply.text("This answer never finishes.", chunks=6, gate=gate)
+    scripted_llm.script(reply)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sema_rpc", "run", "--model", MODEL, "--cwd", str(workspace), "go"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **server_env},
+        cwd=REPO,
+    )
+    assert proc.stdout is not None
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else ""
+        seen.append(json.loads(line))
+        if seen[-1].get("method") == "message:text:chunk":
+            break
+    assert reply.at_gate.wait(10)
+    return proc, gate, seen
+
+
+def test_a_second_ctrl_c_quits_without_waiting_for_the_answer(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    proc, gate, seen = _start_gated_turn(server_env, scripted_llm, workspace)
+    try:
+        # Both signals before the loop can run the interrupt: the second one is a "quit".
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)
+        rest, stderr = proc.communicate(timeout=30)
+    finally:
+        gate.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    # Whether the turn's answer made it out before the quit is a race; either way stdout
+    # holds whole messages only, and the turn was asked to stop.
+    for message in seen + jsonl(rest):
+        assert message["jsonrpc"] == "2.0"
+    assert "interrupting" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_stdout_carries_only_the_output_stray_prints_and_logs_go_to_stderr(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+):
+    """A library on the server's side that prints, and the server's own debug logging,
+    never reach the user's stdout: it stays one JSON message per line."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    # A stray print() the first time the engine is imported (on the server's side, at
+    # session/create), from an import hook: nothing of ours is patched.
+    (hook / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Stray:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'sema_rpc.engine.engine':\n"
+        "            print('STRAY PRINT from a library')\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, _Stray())\n"
+    )
+    scripted_llm.script(Reply.text("Quiet answer.", chunks=3))
+    env = {**server_env, "PYTHONPATH": os.pathsep.join([str(hook), str(REPO)])}
+    proc = run(
+        "--model", MODEL, "--cwd", str(workspace), "--log-level", "DEBUG", "hi", env=env
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    messages = jsonl(proc.stdout)  # every line parses
+    assert messages[-1]["result"]["stopReason"] == "end_turn"
+    assert "STRAY PRINT" not in proc.stdout and "STRAY PRINT from a library" in proc.stderr
+    assert "DEBUG" in proc.stderr or "debug" in proc.stderr.lower()
