@@ -13,6 +13,7 @@ from sema_rpc.providers.http import LoopBoundClient, is_idle_timeout
 __all__ = ["LoopBoundClient", "SdkProvider", "is_idle_timeout"]
 
 if TYPE_CHECKING:
+    from sema_rpc.core.stream import ErrorKind
     from sema_rpc.core.stream import ProviderError as ProviderErrorT
 
 log = logging.getLogger("sema_rpc.providers")
@@ -37,6 +38,24 @@ IDLE_TIMEOUT_HINT = "SEMA_STREAM_IDLE_TIMEOUT or the profile's streamIdleTimeout
 def looks_like_context_overflow(message: str) -> bool:
     m = message.lower()
     return any(p in m for p in _CONTEXT_PHRASES)
+
+
+def kind_for_status(status: int, code: str | None, message: str) -> ErrorKind:
+    """What an error status means, the same for every provider: `code` is the error
+    body's type or code, `message` its text."""
+    if status == 429:
+        return "rate_limit"
+    if status == 529 or code == "overloaded_error":
+        return "overloaded"
+    if status in (401, 403):
+        return "authentication"
+    if status == 404:
+        return "not_found"
+    if status >= 500:
+        return "server_error"
+    if code == "context_length_exceeded" or looks_like_context_overflow(message):
+        return "context_length_exceeded"
+    return "invalid_request"
 
 
 def parse_tool_input(raw: str) -> tuple[dict[str, Any], bool]:

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from sema_rpc.core.stream import ProviderError
-from sema_rpc.providers._common import SdkProvider, looks_like_context_overflow
+from sema_rpc.providers._common import SdkProvider, kind_for_status
 from sema_rpc.providers.http import OPENAI_BASE_URL, StatusError, StreamError, classify_other
 
 # Models that take `max_completion_tokens` (and reject `max_tokens` / temperature).
@@ -43,20 +43,7 @@ def classify_status(status: int, body: Any, message: str, *, started: bool) -> P
     msg = emsg or message
     if started:
         return ProviderError("stream_error", msg, status=status, code=code)
-    if status == 429:
-        kind = "rate_limit"
-    elif status == 529 or code == "overloaded_error":
-        kind = "overloaded"
-    elif status in (401, 403):
-        kind = "authentication"
-    elif status == 404:
-        kind = "not_found"
-    elif status >= 500:
-        kind = "server_error"
-    elif code == "context_length_exceeded" or looks_like_context_overflow(msg):
-        kind = "context_length_exceeded"
-    else:
-        kind = "invalid_request"
+    kind = kind_for_status(status, code, msg)
     return ProviderError(kind, msg, status=status, code=code)  # type: ignore[arg-type]
 
 

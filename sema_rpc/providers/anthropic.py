@@ -50,7 +50,7 @@ from sema_rpc.core.stream import (
 )
 from sema_rpc.providers._common import (
     SdkProvider,
-    looks_like_context_overflow,
+    kind_for_status,
     parse_tool_input,
 )
 from sema_rpc.providers.http import (
@@ -234,20 +234,7 @@ def classify_status(status: int, body: Any, message: str, *, started: bool) -> P
     if status == 200 or started:  # `event: error` inside a 200 stream
         kind: ErrorKind = "overloaded" if etype == "overloaded_error" else "stream_error"
         return ProviderError(kind, msg, status=status, code=etype)
-    if status == 429:
-        kind = "rate_limit"
-    elif status == 529 or etype == "overloaded_error":
-        kind = "overloaded"
-    elif status in (401, 403):
-        kind = "authentication"
-    elif status == 404:
-        kind = "not_found"
-    elif status >= 500:
-        kind = "server_error"
-    elif looks_like_context_overflow(msg):
-        kind = "context_length_exceeded"
-    else:
-        kind = "invalid_request"
+    kind = kind_for_status(status, etype, msg)
     return ProviderError(kind, msg, status=status, code=etype)
 
 
