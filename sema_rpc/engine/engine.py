@@ -136,6 +136,10 @@ class SemaEngine(SessionRegistry):
             running.provider = assembly.provider(session, self.record_dir)
             running.config = replace(running.config, **loop_settings(profile))
             running.compactor = assembly.compactor(session, session.control, self.record_dir)
+        else:  # the next prompt's first request starts warm, as after session/create
+            from sema_rpc.providers.registry import warm_up
+
+            warm_up(profile)
         session.bus.emit(
             ModelUpdateParams(
                 model=profile.name,

@@ -346,3 +346,25 @@ async def test_subagent_and_compaction_calls_count_in_the_totals(
         last = await prompt(client, sid, "Is that all?")
         assert last["turn"] == totals(after)
         assert last["session"] == totals(main1, sub1, sub2, main2, thanks, summary, after)
+
+
+async def test_a_recorded_model_that_is_gone_resumes_on_the_default(
+    two_models, scripted_llm: ScriptedLLM, workspace
+):
+    sid = "model-removed"
+    scripted_llm.script(Reply.text("Back on Claude."))
+    client = await start(two_models)
+    await client.create_session(workspace, sessionId=sid)
+    await client.call("session/setModel", {"sessionId": sid, "model": "gpt"})
+    await client.close()
+
+    models_json = Path(two_models["SEMA_ROOT"]) / "models.json"
+    models = json.loads(models_json.read_text())
+    del models["profiles"]["gpt"]
+    models_json.write_text(json.dumps(models))
+    client = await start(two_models)
+    ready = await client.create_session(workspace, sessionId=sid)
+    assert ready["model"] == "anthropic/claude-sonnet-4-5"
+    assert (await prompt(client, sid, "Still there?"))["stopReason"] == "end_turn"
+    assert len(scripted_llm.requests) == 1
+    await client.close()
