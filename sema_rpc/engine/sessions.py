@@ -124,6 +124,8 @@ class SessionRegistry:
         existing = self.sessions.get(session_id)
         if existing is not None and not existing.disposed:
             existing.record_dir = existing.record_dir or record_dir
+            if "check_continuation" in params.model_fields_set:
+                existing.check_continuation = params.check_continuation
             return self._ready(existing)
 
         loaded: LoadedHistory | None = None
@@ -160,6 +162,7 @@ class SessionRegistry:
             ),
             inputs=InputHistory(resolved_dir),
             record_dir=record_dir,
+            check_continuation=params.check_continuation,
         )
         session.rules = RuleStore(session.working_dir)
         session.pipeline = InputPipeline(session)

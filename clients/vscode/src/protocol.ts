@@ -125,6 +125,20 @@ export interface FileReferenceParams {
   references: FileReference[];
 }
 
+/**
+ * An image: its bytes (`data`, base64, with `mediaType`) or a file in the workspace
+ * (`path`, absolute or relative to the workspace).
+ */
+export interface ImageInputBlock {
+  type: "image";
+  /** The image's bytes, base64-encoded. */
+  data?: string | null;
+  /** image/png, image/jpeg, image/gif or image/webp (with `data`). */
+  mediaType?: string | null;
+  /** A PNG, JPEG, GIF or WebP file in the workspace. */
+  path?: string | null;
+}
+
 export interface InitializeParams {
   protocolVersion?: number;
   clientInfo?: ClientInfo | null;
@@ -243,6 +257,17 @@ export interface PlanExitResult {
   feedback?: string | null;
 }
 
+/**
+ * A file's content for the model: `text` as given, else the server reads the
+ * `file://` uri (inside the workspace, text only).
+ */
+export interface ResourceInputBlock {
+  type: "resource";
+  uri: string;
+  text?: string | null;
+  mimeType?: string | null;
+}
+
 export interface ServerCapabilities {
   methods: string[];
   notifications: string[];
@@ -296,6 +321,8 @@ export interface SessionCreateParams {
   mcpServers?: McpServerParams[] | null;
   /** Record this session (like `sema-rpc --record`, for this session only): an absolute path; its wire transcript and model cassette go to `<recordDir>/<timestamp>-<pid>-<sessionId>/`, replayable with `sema-rpc replay`. */
   recordDir?: string | null;
+  /** When a reply without a tool call announces an action it did not take ("Now I'll run the tests."), continue the turn once (`turn:continued`). */
+  checkContinuation?: boolean;
 }
 
 export interface SessionDisposeResult {
@@ -360,7 +387,8 @@ export interface SessionListResult {
 
 export interface SessionPromptParams {
   sessionId: string;
-  input: string;
+  /** What the user typed, or a list of content blocks (text, image, resource). */
+  input: string | (TextInputBlock | ImageInputBlock | ResourceInputBlock)[];
   delivery?: "followUp" | "steer";
 }
 
@@ -445,6 +473,11 @@ export interface TextChunkParams {
   seq?: number;
   /** New answer text only, never the accumulated text. */
   delta: string;
+}
+
+export interface TextInputBlock {
+  type: "text";
+  text: string;
 }
 
 export interface ThinkingChunkParams {
@@ -554,6 +587,23 @@ export interface ToolListResult {
   tools: ToolListItem[];
 }
 
+/**
+ * The continuation check (session/create `checkContinuation`) found that the reply
+ * announced an action without taking it: the turn goes on with `nudge` as a user
+ * message. At most once per prompt.
+ */
+export interface TurnContinuedParams {
+  sessionId?: string;
+  /** `main`, or the id of the subagent that emitted it */
+  agentId?: string;
+  /** Per-session sequence number, increasing by one per event. */
+  seq?: number;
+  /** The reply's sentence that announced the action. */
+  sentence: string;
+  /** The user message the turn continues with. */
+  nudge: string;
+}
+
 /** Client → server methods: params and result of each. */
 export interface Methods {
   /** Handshake. Declares which server→client requests the client answers. */
@@ -601,6 +651,7 @@ export interface Notifications {
   "session:error": SessionErrorParams;
   "config:no_models": ConfigNoModelsParams;
   "mode:update": ModeUpdateEventParams;
+  "turn:continued": TurnContinuedParams;
   "session:cleared": SessionClearedParams;
   "compact:exec": CompactExecParams;
   "file:reference": FileReferenceParams;
@@ -638,6 +689,7 @@ export const NOTIFICATION_NAMES: readonly NotificationName[] = [
   "session:error",
   "config:no_models",
   "mode:update",
+  "turn:continued",
   "session:cleared",
   "compact:exec",
   "file:reference",
