@@ -16,13 +16,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
+from collections.abc import Sequence
 
 from sema_rpc.core.errors import (
+    InvalidArgument,
     NoModelConfigured,
     SessionNotFound,
 )
 from sema_rpc.core.errors import working_dir as checked_working_dir
-from sema_rpc.core.messages import TextBlock
+from sema_rpc.core.messages import ContentBlock, TextBlock
 from sema_rpc.core.policy.permissions import PermissionPolicy
 from sema_rpc.engine import assembly
 from sema_rpc.engine.compaction import (
@@ -35,6 +37,7 @@ from sema_rpc.engine.history import (
     synced_all,
 )
 from sema_rpc.engine.models import available_models, loop_settings, profile_for
+from sema_rpc.engine.inputs import PromptContent, to_content
 from sema_rpc.engine.session import Session, SteerInput
 from sema_rpc.engine.sessions import (
     NO_MODEL_SUGGESTION,
@@ -59,6 +62,7 @@ from sema_rpc.protocol import (
     ModeUpdateResult,
     PermissionModeUpdateParams,
     PermissionModeUpdateResult,
+    PromptInputBlock,
     SessionClearedParams,
     SessionCompactParams,
     SessionCompactResult,
@@ -85,6 +89,12 @@ def system_command(text: str) -> tuple[str, str] | None:
     if name in ("/clear", "/compact"):
         return name[1:], arg.strip()
     return None
+
+
+def _untitled(content: PromptContent) -> str:
+    """A title for an input without typed text: what it attached."""
+    names = [b.path or "image" for b in content.images]
+    return "[" + ", ".join(names or ["resource"]) + "]"
 
 
 class SemaEngine(SessionRegistry):
@@ -202,18 +212,49 @@ class SemaEngine(SessionRegistry):
     ) -> SessionPromptResult:
         """Run one input when its turn comes; answers once, also when `cancel` comes at
         any stage (before it starts, while it waits, while it runs)."""
-        session = self.session(params.session_id)
+        return await self.prompt_input(
+            params.session_id, params.input, delivery=params.delivery, cancel=cancel
+        )
+
+    async def prompt_input(
+        self,
+        session_id: str,
+        user_input: str | Sequence[PromptInputBlock | ContentBlock],
+        *,
+        delivery: str = "followUp",
+        cancel: PromptCancel | None = None,
+    ) -> SessionPromptResult:
+        """`prompt` for in-process callers: the input is a string, or content blocks —
+        the wire's (`TextInputBlock`, `ImageInputBlock`, `ResourceInputBlock`) or the
+        engine's own (`TextBlock`, `ImageBlock`), see inputs.py."""
+        session = self.session(session_id)
         cancel = cancel if cancel is not None else PromptCancel()
         if cancel.cancelled or self.closing:  # cancelled before it started: nothing runs
             return session.prompt_result("interrupted", ran=False)
-        if session.inputs is not None:
-            session.inputs.add(params.input)
-        command = system_command(params.input)
-        if session.profile is None and (command is None or command[0] != "clear"):
+        # Every refusal (a block that cannot be used, images for a model without them)
+        # comes before anything is recorded: nothing of a refused input is kept.
+        content = to_content(user_input, session.working_dir)
+        text = content.text
+        turn_input: str | list[ContentBlock] = text if content.text_only else content.blocks
+        command = system_command(text)
+        if command is not None and not content.text_only:
+            raise InvalidArgument(
+                f"/{command[0]} takes no images or resources: send it as text on its own"
+            )
+        profile = session.profile
+        if content.images and profile is not None and not profile.images:
+            raise InvalidArgument(
+                f"the model {profile.name!r} does not take images; send text only, or use"
+                ' a model that does (a models.json profile with "images": true)',
+                {"model": profile.name},
+            )
+        if session.inputs is not None and text:
+            session.inputs.add(text)
+        if profile is None and (command is None or command[0] != "clear"):
             # config:no_models went out once, with session:ready; the error says it again.
             raise NoModelConfigured("no model configured: " + NO_MODEL_SUGGESTION)
-        if params.delivery == "steer" and command is None and session.control is not None:
-            steer = SteerInput(params.input)
+        if delivery == "steer" and command is None and session.control is not None:
+            steer = SteerInput(turn_input)
             session.steering.append(steer)
             cancel.on_cancel(lambda: drop_steer(session, steer))
             try:
@@ -233,8 +274,9 @@ class SemaEngine(SessionRegistry):
                 if not session.history and session.store is not None:
                     # What the user typed names the session in session/list (the first
                     # message may be a custom command's expansion).
-                    session.store.append_event("title", title=params.input[:500])
-                outcome = await self._run_turn(session, params.input, control)
+                    title = text.strip() or _untitled(content)
+                    session.store.append_event("title", title=title[:500])
+                outcome = await self._run_turn(session, turn_input, control)
             elif command[0] == "clear":
                 outcome = self._clear(session)
             else:
@@ -321,10 +363,12 @@ class SemaEngine(SessionRegistry):
         compactor = assembly.compactor(session, control, self.record_dir)
         return await compactor.compact(session.history, "manual", instructions)
 
-    async def _run_turn(self, session: Session, text: str, control: TurnControl) -> TurnOutcome:
+    async def _run_turn(
+        self, session: Session, user_input: str | list[ContentBlock], control: TurnControl
+    ) -> TurnOutcome:
         profile = session.profile
         assert profile is not None and session.pipeline is not None
-        user_content, setup = await session.pipeline.prepare(text)
+        user_content, setup = await session.pipeline.prepare(user_input)
         runner = assembly.tool_runner(
             session, setup, control, client_answers=self.client_answers_permissions
         )
@@ -352,6 +396,7 @@ class SemaEngine(SessionRegistry):
                 session, session.pipeline.input_blocks if session.pipeline else None
             ),
             totals=session.totals,
+            continuation=assembly.continuation_check(session, self.record_dir),
         )
         session.conversation = conversation
         try:
