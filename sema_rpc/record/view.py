@@ -81,6 +81,8 @@ class Prompt(Item):
     stop: str | None = None
     error: str | None = None
     message_id: str | None = None
+    cost: float | None = None
+    """The turn's cost in USD, when the server reported it."""
     context: list[str] = field(default_factory=list)
     """What the engine added to the input for the model (system reminders), folded."""
 
@@ -426,6 +428,9 @@ class _Recording:
                 item.error = str(result["error"].get("message"))
             if isinstance(result.get("session"), dict):
                 session.totals = result["session"]
+            cost = _dict(result, "turn").get("costUsd")
+            if isinstance(cost, int | float):
+                item.cost = float(cost)
             return
         if not isinstance(item, Note):
             return
@@ -1058,6 +1063,8 @@ class _Page:
             meta.append(f"turn {_fmt_duration(p.end - p.t)}")
         if p.stop:
             meta.append(f"stop: {p.stop}")
+        if p.cost is not None:
+            meta.append(f"cost ${p.cost:.4f}")
         if p.message_id:
             meta.append(f"id {p.message_id}")
         self.w(

@@ -153,8 +153,8 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
         out(0.7, "turn:diff", messageId="m_0", files=[
             {"path": "a.py", "status": "modified", "additions": 2, "deletions": 1,
              "diff": "--- a/a.py\n+++ b/a.py\n-x\n+y\n+<b>z</b>"}], diff="--- a/a.py"),
-        {"t": 0.8, "dir": "out", "msg": {"jsonrpc": "2.0", "id": 2,
-                                         "result": {"stopReason": "end_turn", "messageId": "m_0"}}},
+        {"t": 0.8, "dir": "out", "msg": {"jsonrpc": "2.0", "id": 2, "result": {
+            "stopReason": "end_turn", "messageId": "m_0", "turn": {**totals, "costUsd": 0.0125}}}},
         out(0.9, "model:update", model="gpt-b", thinking=True),
         {"t": 1.0, "dir": "in", "msg": {"jsonrpc": "2.0", "id": 3, "method": "session/rewind",
                                         "params": {"sessionId": sid, "messageId": "m_0",
@@ -176,6 +176,7 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
     page = target.read_text()
     text = _strip_tags(page)
     assert "Hello!" in text and "id m_1" in text
+    assert "stop: end_turn · cost $0.0125 · id m_0" in text
     assert "claude-a → gpt-b" in text and "Model switch→ gpt-b (thinking on)" in text
     assert "a.py (modified, +2 −1)" in text and "&lt;b&gt;z&lt;/b&gt;" in page
     assert "Rewindto before message m_0 (restore: both) — rewound, 1 file(s) restored" in text
