@@ -794,7 +794,6 @@ def _read_history(view: View, path: Path) -> None:
         elif kind == "message":
             _history_message(session, t, entry, calls)
         elif kind == "mode":
-            session.mode = session.mode or str(entry.get("mode"))
             session.items.append(
                 Note(t, "note", label="Mode", text=f"→ {entry.get('mode')}", css="note mode")
             )
@@ -1004,15 +1003,18 @@ def _fmt_time(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _block(text: str, summary: str | None = None, css: str = "", pre: bool = True) -> str:
-    """A text block, folded when long (or always, when `summary` names it)."""
+def _block(
+    text: str, summary: str | None = None, css: str = "", pre: bool = True, fold: bool = True
+) -> str:
+    """A text block, folded when long (or always, when `summary` names it; never without
+    `fold`: the conversation itself stays open)."""
     shown = text[:BLOCK_CAP]
     more = len(text) - len(shown)
     body = f"<pre>{_e(shown)}</pre>" if pre else f'<div class="text">{_e(shown)}</div>'
     if more:
         body += f'<div class="meta">… {more:,} more characters not shown</div>'
-    lines = text.count("\n") + 1
-    if summary is None and len(text) <= FOLD_CHARS and lines <= FOLD_LINES:
+    lines = text.count("\n") + (not text.endswith("\n"))
+    if not fold or (summary is None and len(text) <= FOLD_CHARS and lines <= FOLD_LINES):
         return body
     if summary is None:
         first = text.strip().split("\n", 1)[0][:120]
@@ -1071,7 +1073,7 @@ class _Page:
             f'<span class="label">{_e(label)}</span><span class="meta">{_e(" · ".join(meta))}</span>'
         )
         if p.text:
-            self.w(_block(p.text, pre=False))
+            self.w(_block(p.text, pre=False, fold=False))
         for extra in p.context:
             self.w(_block(extra, "added for the model (system reminder)"))
         if p.error:
@@ -1094,7 +1096,7 @@ class _Page:
         if a.redacted_thinking:
             self.w(f'<div class="meta">{a.redacted_thinking} redacted thinking block(s)</div>')
         if a.text:
-            self.w(_block("".join(a.text), pre=False))
+            self.w(_block("".join(a.text), pre=False, fold=False))
 
     def tool(self, c: ToolCall) -> None:
         meta = []
@@ -1231,15 +1233,21 @@ class _Page:
                 ("duration", _fmt_duration((session.last or session.first) - session.first))
             )
         if session.mode or session.permission_mode:
-            rows.append(
-                ("mode", f"{session.mode or '?'} · permissions {session.permission_mode or '?'}")
-            )
+            bits = [session.mode or "?"]
+            if session.permission_mode:
+                bits.append(f"permissions {session.permission_mode}")
+            rows.append(("mode at start", " · ".join(bits)))
         rows.append(
             (
                 "totals",
                 f"{prompts} prompt(s), {answers} model response(s), {len(calls)} tool call(s)"
-                f" ({errors} failed), {len(asked)} permission request(s) ({allowed} allowed),"
-                f" {compactions} compaction(s)",
+                f" ({errors} failed), "
+                + (
+                    f"{len(asked)} permission request(s) ({allowed} allowed), "
+                    if self.view.kind == "recording"
+                    else "permission decisions not in a history, "
+                )
+                + f"{compactions} compaction(s)",
             )
         )
         if session.usage:

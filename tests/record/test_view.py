@@ -165,6 +165,11 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
         out(1.2, "conversation:usage", usage={"useTokens": 400, "maxTokens": 200000},
             session={**totals, "costUsd": 0.025}),
         out(1.3, "galaxy:brain", level=9000, note="<i>new</i>"),
+        out(1.35, "task:agent:start", taskId="task-1", subagentType="Explore",
+            description="look around", prompt="Where?"),
+        {"t": 1.36, "dir": "out", "msg": {"jsonrpc": "2.0", "method": "message:text:chunk",
+                                          "params": {"sessionId": sid, "agentId": "task-1",
+                                                     "seq": 2, "delta": "Sub answer"}}},
         {"t": 1.4, "dir": "in", "raw": "not json"},
     ]  # fmt: skip
     wire = tmp_path / "run" / "wire.jsonl"
@@ -182,6 +187,10 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
     assert "Rewindto before message m_0 (restore: both) — rewound, 1 file(s) restored" in text
     assert "cost $0.0250" in text and '<polyline class="cost"' in page
     assert "galaxy:brain" in text and '"level": 9000' in text and "<i>new</i>" not in page
+    assert "Subagenttask-1 (Explore): look around" in text
+    [sub] = [i for i in page.split("<li ") if "Sub answer" in i]
+    assert sub.startswith('class="item answer sub"') and "agent task-1" in sub
+    assert "1 unreadable line(s) skipped" not in text, "a raw wire line is not a broken file"
 
     history = _history(
         tmp_path / "h.jsonl",
@@ -192,6 +201,14 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
             {"t": "rewind", "n": 1, "at": 102.0, "messageId": "m_a", "restore": "conversation"},
             {"t": "model", "n": 1, "at": 103.0, "model": "gpt-b"},
             {"t": "hologram", "n": 1, "at": 104.0, "shape": "cube"},
+            {"t": "message", "n": 2, "at": 104.5, "role": "assistant", "content": [
+                {"type": "text", "text": "Reading."},
+                {"type": "tool_use", "id": "tu1", "name": "Read", "input": {"file_path": "big"}},
+                {"type": "tool_use", "id": "tu2", "name": "Read", "input": {"file_path": "huge"}}]},
+            {"t": "message", "n": 3, "at": 104.75, "role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "tu1",
+                 "content": "".join(f"line {i}\n" for i in range(5000))},
+                {"type": "tool_result", "tool_use_id": "tu2", "content": "y" * 300_000}]},
             {"t": "compact", "n": 1, "at": 105.0, "strategy": "summary", "trigger": "manual",
              "tokenBefore": 5000, "tokenCompact": 800,
              "messages": [{"role": "user", "content": [{"type": "text", "text": "Summary: x"}]}]},
@@ -199,7 +216,12 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
     )  # fmt: skip
     code, err = await run_view(str(history), "-o", str(target))
     assert code == 0, err
-    text = _strip_tags(target.read_text())
+    page = target.read_text()
+    text = _strip_tags(page)
     assert "Rewindto before message m_a (restore: conversation)" in text
+    # long results are folded (the conversation's own text is not); huge ones are cut
+    assert "<summary>line 0 … (5,000 lines, 48,890 chars)</summary>" in page
+    assert "… 100,000 more characters not shown" in text and "y" * 200_001 not in page
+    assert '<span class="duration">≈ 250 ms</span>' in page
     assert "Model switch→ gpt-b" in text and "hologram" in text and '"shape": "cube"' in text
     assert "manual: summary, 5,000 → 800 tokens" in text and "Summary: x" in text

@@ -29,6 +29,8 @@ def _browser() -> tuple[str, str]:
     chromium = os.environ.get("SEMA_CHROMIUM") or (
         "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else shutil.which("chromium")
     )
+    if chromium and not os.access(chromium, os.X_OK):
+        chromium = None
     node = shutil.which("node")
     playwright = REPO / "clients" / "vscode" / "node_modules" / "playwright-core"
     missing = [
