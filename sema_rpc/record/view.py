@@ -52,6 +52,7 @@ _QUIET_REQUESTS = {
     "session/messages",
     "model/list",
     "session/compact",  # compact:exec says what happened
+    "session/setModel",  # model:update
     "session/create",  # session:ready says what happened
     "session/prompt",  # its own item
     "mode/update",  # mode:update
@@ -833,20 +834,36 @@ def _read_history(view: View, path: Path) -> None:
             continue
         elif kind == "rewind":
             fields = {k: v for k, v in entry.items() if k not in ("t", "n", "at")}
-            if fields.get("redo"):
-                text = "redo the last rewind"
-            else:
-                text = f"to before message {fields.get('messageId')} (restore: {fields.get('restore', 'both')})"
+            text = f"to before message {fields.get('messageId')} (restore: {fields.get('restore', 'both')})"
+            files = _list(entry, "files")
+            if files:
+                text += f", {len(files)} file(s) written"
             session.items.append(
                 Note(
                     t, "note", label="Rewind", text=text, details=_pretty(fields), css="note rewind"
                 )
             )
+        elif kind == "redo":
+            session.items.append(
+                Note(t, "note", label="Redo", text="the last rewind undone", css="note rewind")
+            )
+        elif kind == "usage":
+            session.totals = {k: v for k, v in entry.items() if k not in ("t", "n", "at")}
+            cost = entry.get("costUsd")
+            tokens = session.usage[-1][1] if session.usage else 0
+            if isinstance(cost, int | float):
+                session.usage.append((t, tokens, None, float(cost)))
         elif kind == "model":
             model = entry.get("model", entry.get("name"))
+            if not session.models:
+                session.models.append("?")  # a history records the model only when it changes
             session.add_model(model)
+            thinking = entry.get("thinking")
+            extra = (
+                f" (thinking {'on' if thinking else 'off'})" if isinstance(thinking, bool) else ""
+            )
             session.items.append(
-                Note(t, "note", label="Model switch", text=f"→ {model}", css="note model")
+                Note(t, "note", label="Model switch", text=f"→ {model}{extra}", css="note model")
             )
         else:
             fields = {k: v for k, v in entry.items() if k not in ("t", "n", "at")}

@@ -198,8 +198,14 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
             {"t": "meta", "v": 1, "n": 0, "at": 100.0, "sessionId": "h", "workingDir": "/w"},
             {"t": "message", "n": 1, "at": 101.0, "role": "user", "id": "m_a",
              "content": [{"type": "text", "text": "first"}]},
-            {"t": "rewind", "n": 1, "at": 102.0, "messageId": "m_a", "restore": "conversation"},
-            {"t": "model", "n": 1, "at": 103.0, "model": "gpt-b"},
+            {"t": "usage", "n": 1, "at": 101.5, "inputTokens": 10, "outputTokens": 5,
+             "cacheReadTokens": 0, "cacheWriteTokens": 0, "costUsd": 0.5},
+            {"t": "rewind", "n": 1, "at": 102.0, "messageId": "m_a", "restore": "both",
+             "files": [{"path": "a.py", "found": "abc", "wrote": None}]},
+            {"t": "redo", "n": 1, "at": 102.5},
+            {"t": "model", "n": 1, "at": 103.0, "model": "gpt-b", "thinking": False},
+            {"t": "usage", "n": 1, "at": 103.5, "inputTokens": 20, "outputTokens": 9,
+             "cacheReadTokens": 0, "cacheWriteTokens": 0, "costUsd": 0.75},
             {"t": "hologram", "n": 1, "at": 104.0, "shape": "cube"},
             {"t": "message", "n": 2, "at": 104.5, "role": "assistant", "content": [
                 {"type": "text", "text": "Reading."},
@@ -218,10 +224,14 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
     assert code == 0, err
     page = target.read_text()
     text = _strip_tags(page)
-    assert "Rewindto before message m_a (restore: conversation)" in text
+    assert "Rewindto before message m_a (restore: both), 1 file(s) written" in text
+    assert "Redothe last rewind undone" in text and "? → gpt-b" in text
+    assert "Model switch→ gpt-b (thinking off)" in text
+    assert "20 input, 9 output, 0 cache read, 0 cache write; cost $0.7500" in text
+    assert '<polyline class="cost"' in page
     # long results are folded (the conversation's own text is not); huge ones are cut
     assert "<summary>line 0 … (5,000 lines, 48,890 chars)</summary>" in page
     assert "… 100,000 more characters not shown" in text and "y" * 200_001 not in page
     assert '<span class="duration">≈ 250 ms</span>' in page
-    assert "Model switch→ gpt-b" in text and "hologram" in text and '"shape": "cube"' in text
+    assert "hologram" in text and '"shape": "cube"' in text
     assert "manual: summary, 5,000 → 800 tokens" in text and "Summary: x" in text
