@@ -27,7 +27,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -148,6 +148,8 @@ class Session:
     usage: list[tuple[float, int, int | None, float | None]] = field(default_factory=list)
     """(t, context tokens, window, session cost in USD)."""
     totals: dict[str, Any] | None = None
+    earlier: View | None = None
+    """A resumed session's conversation before the recording (its saved history)."""
     first: float | None = None
     last: float | None = None
 
@@ -202,6 +204,18 @@ def resolve_input(arg: str) -> Path:
     raise ViewError(f"{arg}: no such file or session")
 
 
+def _parse(raw_lines: Iterable[bytes]) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    for number, raw in enumerate(raw_lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError):
+            yield number, None
+            continue
+        yield number, obj if isinstance(obj, dict) else None
+
+
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
     try:
         f = open(path, "rb")  # closed below (with f:); errors become ViewError
@@ -209,15 +223,7 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
         raise ViewError(f"{path}: cannot read: {exc.strerror or exc}") from None
     with f:
         try:
-            for number, raw in enumerate(f, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    obj = json.loads(raw)
-                except (ValueError, RecursionError):
-                    yield number, None
-                    continue
-                yield number, obj if isinstance(obj, dict) else None
+            yield from _parse(f)
         except OSError as exc:
             raise ViewError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
@@ -244,7 +250,7 @@ def load(path: Path) -> View:
             last = max((s.last or 0.0) for s in view.sessions.values()) if view.sessions else 0
             view.epoch = path.stat().st_mtime - last
     else:
-        _read_history(view, path)
+        _read_history(view, str(path), _lines(path))
     return view
 
 
@@ -319,6 +325,8 @@ class _Recording:
             t = entry.get("t")
             t = float(t) if isinstance(t, int | float) else 0.0
             msg = entry.get("msg")
+            if entry.get("dir") == "meta" and isinstance(entry.get("meta"), dict):
+                self._meta(entry["meta"])
             if not isinstance(msg, dict):
                 continue  # meta lines and unparsable wire lines
             if entry.get("dir") == "in":
@@ -327,6 +335,22 @@ class _Recording:
                 self._outgoing(t, msg)
         for answer in self.answers.values():  # cut off before their message:complete
             answer.stop = answer.stop or "(unfinished)"
+
+    def _meta(self, meta: dict[str, Any]) -> None:
+        """A resumed session's saved history, as it was when the recording resumed it."""
+        saved = _dict(meta, "sessionHistory")
+        sid, text = saved.get("sessionId"), saved.get("text")
+        if not isinstance(sid, str) or not isinstance(text, str):
+            return
+        if not str(saved.get("file", "")).endswith(".jsonl"):
+            return
+        session = self.view.session(sid)
+        if session.earlier is not None:
+            return
+        earlier = View(source=f"saved history of {sid}", kind="history")
+        with contextlib.suppress(ViewError):
+            _read_history(earlier, sid, _parse(text.encode().splitlines()))
+            session.earlier = earlier
 
     def _note(self, sid: str, t: float, agent: str, label: str, text: str, **kw: Any) -> Note:
         note = Note(t, "note", agent, label=label, text=text, **kw)
@@ -768,11 +792,13 @@ _OUT: dict[str, _OutHandler] = {
 # --------------------------------------------------------------------------- histories
 
 
-def _read_history(view: View, path: Path) -> None:
-    sid = path.stem
+def _read_history(
+    view: View, where: str, entries: Iterable[tuple[int, dict[str, Any] | None]]
+) -> None:
+    sid = Path(where).stem
     session: Session | None = None
     calls: dict[str, ToolCall] = {}
-    for _, entry in _lines(path):
+    for _, entry in entries:
         if entry is None:
             view.skipped += 1
             continue
@@ -873,7 +899,7 @@ def _read_history(view: View, path: Path) -> None:
                 )
             )
     if session is None:
-        raise ViewError(f"{path}: an empty history")
+        raise ViewError(f"{where}: an empty history")
 
 
 def _blocks_text(content: Any) -> str:
@@ -938,7 +964,13 @@ def _history_message(
             texts.append("[image]")
         elif kind is not None:
             texts.append(f"[{kind} block]")
-    if texts or context:
+    kind = entry.get("kind")
+    if kind in ("notice", "summary") and texts:
+        label = "Notice" if kind == "notice" else "Summary"
+        note = Note(t, "note", label=label, text="added by the engine", css="note compact")
+        note.details = "\n".join(texts)
+        session.items.append(note)
+    elif texts or context:
         session.items.append(
             Prompt(t, "prompt", text="\n".join(texts), message_id=message_id, context=context)
         )
@@ -1290,6 +1322,18 @@ class _Page:
             self.w(f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>")
         self.w("</dl></header>")
 
+    def earlier(self, view: View) -> None:
+        page = _Page(self.out, view)
+        for saved in view.sessions.values():
+            self.w(
+                f'<details class="earlier"><summary>Resumed: the conversation before this'
+                f" recording ({len(saved.items)} item(s), from the saved history)</summary>"
+                '<ol class="timeline">\n'
+            )
+            for item in saved.items:
+                page.item(saved, item)
+            self.w("</ol></details>")
+
     def render(self) -> None:
         script_hash = base64.b64encode(hashlib.sha256(_JS.encode()).digest()).decode()
         policy = (
@@ -1317,7 +1361,10 @@ class _Page:
             self.header(session)
             self.w("<h2>Usage over time</h2>")
             self.chart(session)
-            self.w('<h2>Timeline</h2><ol class="timeline">\n')
+            self.w("<h2>Timeline</h2>")
+            if session.earlier is not None:
+                self.earlier(session.earlier)
+            self.w('<ol class="timeline">\n')
             for item in session.items:
                 self.item(session, item)
             self.w("</ol></section>\n")

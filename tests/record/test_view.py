@@ -207,11 +207,13 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
             {"t": "usage", "n": 1, "at": 103.5, "inputTokens": 20, "outputTokens": 9,
              "cacheReadTokens": 0, "cacheWriteTokens": 0, "costUsd": 0.75},
             {"t": "hologram", "n": 1, "at": 104.0, "shape": "cube"},
-            {"t": "message", "n": 2, "at": 104.5, "role": "assistant", "content": [
+            {"t": "message", "n": 2, "at": 104.2, "role": "user", "kind": "notice",
+             "content": [{"type": "text", "text": "[Request interrupted by user]"}]},
+            {"t": "message", "n": 3, "at": 104.5, "role": "assistant", "content": [
                 {"type": "text", "text": "Reading."},
                 {"type": "tool_use", "id": "tu1", "name": "Read", "input": {"file_path": "big"}},
                 {"type": "tool_use", "id": "tu2", "name": "Read", "input": {"file_path": "huge"}}]},
-            {"t": "message", "n": 3, "at": 104.75, "role": "user", "content": [
+            {"t": "message", "n": 4, "at": 104.75, "role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "tu1",
                  "content": "".join(f"line {i}\n" for i in range(5000))},
                 {"type": "tool_result", "tool_use_id": "tu2", "content": "y" * 300_000}]},
@@ -233,5 +235,34 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
     assert "<summary>line 0 … (5,000 lines, 48,890 chars)</summary>" in page
     assert "… 100,000 more characters not shown" in text and "y" * 200_001 not in page
     assert '<span class="duration">≈ 250 ms</span>' in page
+    assert "Noticeadded by the engine" in text and "[Request interrupted by user]" in text
     assert "hologram" in text and '"shape": "cube"' in text
     assert "manual: summary, 5,000 → 800 tokens" in text and "Summary: x" in text
+
+
+async def test_a_resumed_session_shows_its_earlier_conversation_folded(
+    server_env, scripted_llm, workspace, tmp_path: Path
+):
+    from tests.support.scripted_llm import Reply
+    from tests.support.wire_client import WireClient
+
+    _, history = await record_session(server_env, scripted_llm, workspace, tmp_path)
+    scripted_llm.script(Reply.text("Still here.", chunks=2))
+    record_root = tmp_path / "records-2"
+    async with WireClient(env=server_env, extra_args=["--record", str(record_root)]) as client:
+        await client.initialize()
+        ready = await client.create_session(
+            workspace, sessionId=history.stem, model="anthropic/claude-test"
+        )
+        assert ready["historyLoaded"]
+        await client.call("session/prompt", {"sessionId": history.stem, "input": "Again?"})
+    [run_dir] = list(record_root.iterdir())
+    target = tmp_path / "resumed.html"
+    code, err = await run_view(str(run_dir), "-o", str(target))
+    assert code == 0, err
+    page = target.read_text()
+    earlier, _, now = page.partition("</ol></details>")
+    assert "Resumed: the conversation before this recording" in earlier
+    assert "What is this?" in earlier and ANSWER in earlier and INJECTED not in page
+    assert "Again?" in now and "Still here." in now and "What is this?" not in now
+    assert "1 prompt(s)" in _strip_tags(page), "the header counts this recording's turns"
