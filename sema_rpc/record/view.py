@@ -1370,9 +1370,16 @@ class _Page:
             self.w("</ol></section>\n")
         if not sessions:
             self.w("<p>No session in this file.</p>")
+        consent = (
+            " A tool call without a permission line needed no consent (read-only), or a stored"
+            " rule or the permission mode allowed it."
+            if self.view.kind == "recording"
+            else " A history does not record permission decisions; tool durations are"
+            " approximate (a batch's results are saved together)."
+        )
         self.w(
             "</main><footer>Rendered by sema-rpc view. Times are offsets from the session's start;"
-            " hover one for the clock time.</footer>"
+            f" hover one for the clock time.{consent}</footer>"
             f"<script>{_JS}</script></body></html>\n"
         )
 
