@@ -403,10 +403,6 @@ class _Recording:
                 "Permission mode",
                 f"→ {params.get('permissionMode')} (by the client)",
             )
-        elif method == "session/setModel":
-            item = self._note(
-                sid, t, "main", "Model switch", f"→ {params.get('model')}", css="note model"
-            )
         elif method == "session/rewind":
             if params.get("redo"):
                 text = "redo the last rewind"
@@ -462,9 +458,7 @@ class _Recording:
         if isinstance(error, dict):
             item.text += f" — refused: {error.get('message')}"
             return
-        if method == "session/setModel":
-            session.add_model(result.get("model"))
-        elif method == "session/rewind":
+        if method == "session/rewind":
             bits = ["rewound" if result.get("rewound") else "not rewound"]
             if result.get("restoredFiles"):
                 bits.append(f"{len(result['restoredFiles'])} file(s) restored")
