@@ -44,6 +44,9 @@ async def test_a_recording_and_the_history_of_the_same_session_render(
     assert sid in text and "anthropic/claude-test" in text and str(workspace) in text
     assert "2 prompt(s)" in text and "2 tool call(s)" in text and "1 permission request(s)" in text
     assert '<svg xmlns="http://www.w3.org/2000/svg"' in page and "<polyline" in page
+    # self-contained: nothing to load, and a policy that would refuse it anyway
+    assert not re.search(r"\s(?:src|href|srcset)\s*=|@import|url\(", page)
+    assert "default-src 'none'" in page and "script-src 'sha256-" in page
     # what came from the session is text, never markup
     assert INJECTED not in page and html.escape(INJECTED) in page
     assert "sk-ant-test-key" not in page
