@@ -64,6 +64,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_history_stall.py
 	$(BIN)/python bench/bench_pipeline.py
 	$(BIN)/python bench/bench_recorder.py
+	$(BIN)/python bench/bench_view.py
 	$(BIN)/python bench/bench_neovim.py
 
 # The VS Code extension (clients/vscode): npm packages pinned by its package-lock.json.
@@ -75,8 +76,14 @@ vsix: $(VSCODE_STAMP)
 	cd $(VSCODE) && npm run package
 
 # End to end in a real VS Code (code-server + headless Chromium); installs them on first use.
+# Then `sema-rpc view`'s page in the same Chromium, required here (never skipped) unless the
+# set-up script says Chromium cannot be installed on this machine (exit 3).
 test-vscode: $(STAMP) vsix
 	node $(VSCODE)/test/e2e/run.mjs
+	@rc=0; bash $(VSCODE)/scripts/setup-e2e.sh >/dev/null || rc=$$?; \
+	if [ $$rc = 3 ]; then echo "*** view browser test SKIPPED: chromium cannot be installed here ***"; \
+	elif [ $$rc != 0 ]; then exit $$rc; \
+	else SEMA_VIEW_BROWSER=required $(BIN)/python -m pytest -q -p no:randomly tests/record/test_view_browser.py; fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -45,7 +45,8 @@ def serve_main(argv: list[str]) -> int:
         prog="sema-rpc",
         description="Agent backend over stdio JSON-RPC 2.0 (LSP framing; --jsonl for one message per line).",
         epilog="Subcommands: `sema-rpc run PROMPT` runs one prompt and prints the event stream; "
-        "`sema-rpc replay DIR` replays a recorded transcript and prints the difference.",
+        "`sema-rpc replay DIR` replays a recorded transcript and prints the difference; "
+        "`sema-rpc view RECORDING_OR_HISTORY -o session.html` renders a session as one HTML page.",
     )
     parser.add_argument(
         "--jsonl",
@@ -203,7 +204,7 @@ def _user_stdout() -> io.TextIOWrapper:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] != "replay":
+    if not argv or argv[0] not in ("replay", "view"):
         gc.disable()  # until start-up is done (startup_done)
     if argv and argv[0] == "run":
         code = run_main(argv[1:])
@@ -211,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
         from sema_rpc.record.replay import replay_main
 
         code = replay_main(argv[1:])
+    elif argv and argv[0] == "view":
+        from sema_rpc.record.view import view_main
+
+        code = view_main(argv[1:])
     else:
         code = serve_main(argv)
     sys.exit(code)

@@ -7,6 +7,7 @@
   and written back into a fresh SEMA_ROOT when replaying.
 - `replay`: `sema-rpc replay`, driving a fresh server through `sema_client`;
   `normalise`, `diff` and `paths` (working-dir mapping) serve it.
+- `view`: `sema-rpc view`, a recording or a session history as one HTML page.
 
-Nothing here imports the replay half from the recording half.
+Nothing here imports the replay half (or `view`) from the recording half.
 """

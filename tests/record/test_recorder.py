@@ -42,7 +42,8 @@ def test_outgoing_messages_go_where_the_server_tagged_them(tmp_path: Path) -> No
 
 
 def test_loading_the_recorder_leaves_replay_and_the_engine_unloaded() -> None:
-    """The server loads the recorder at startup (a session may ask to be recorded)."""
+    """The server loads the recorder at startup (a session may ask to be recorded);
+    replay and view are loaded by their own subcommands only."""
     code = (
         "import sys; import sema_rpc.rpc.server, sema_rpc.record.recorder; "
         "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('sema_rpc'))))"
@@ -55,6 +56,6 @@ def test_loading_the_recorder_leaves_replay_and_the_engine_unloaded() -> None:
         m
         for m in loaded
         if m.startswith(("sema_rpc.engine", "sema_rpc.providers", "sema_rpc.tools"))
-        or m in {f"sema_rpc.record.{n}" for n in ("replay", "diff", "normalise", "paths")}
+        or m in {f"sema_rpc.record.{n}" for n in ("replay", "diff", "normalise", "paths", "view")}
     ]
     assert heavy == []
