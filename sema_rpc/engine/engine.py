@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 
 from sema_rpc.core.errors import (
     InvalidArgument,
@@ -36,8 +36,8 @@ from sema_rpc.engine.events import ClientBridge
 from sema_rpc.engine.history import (
     synced_all,
 )
-from sema_rpc.engine.models import available_models, loop_settings, profile_for
 from sema_rpc.engine.inputs import PromptContent, to_content
+from sema_rpc.engine.models import available_models, loop_settings, profile_for
 from sema_rpc.engine.session import Session, SteerInput
 from sema_rpc.engine.sessions import (
     NO_MODEL_SUGGESTION,
