@@ -331,6 +331,7 @@ async def test_interrupt_notes_and_compaction_summaries_are_listed_with_their_ki
         sid = await create(client, workspace)
         running = asyncio.ensure_future(prompt(client, sid, "First question"))
         assert await asyncio.get_running_loop().run_in_executor(None, streaming.at_gate.wait, 20)
+        await client.wait_for("message:text:chunk", lambda p: p["sessionId"] == sid)
         await client.call("session/interrupt", {"sessionId": sid})
         gate.set()
         interrupted = await running
