@@ -153,8 +153,11 @@ async def test_pages_and_a_restart_give_the_same_messages(
     client = await start(server_env)
     try:
         assert await messages(client, sid, limit=5) == listed
+        fork = await client.call("session/fork", {"sessionId": sid, "messageId": prompt_ids[2]})
+        assert fork["input"] == "Question 2" and fork["workingDir"] == str(workspace.resolve())
+        assert await messages(client, fork["sessionId"]) == listed[:4]
         err = await error_of(client, "session/prompt", {"sessionId": sid, "input": "hi"})
-        assert err["code"] == -32010, "reading it did not resume it"
+        assert err["code"] == -32010, "reading it (and forking it) did not resume it"
         ready = await client.create_session(workspace, sessionId=sid, model=MODEL)
         assert ready["historyLoaded"] is True
         assert await messages(client, sid) == listed
