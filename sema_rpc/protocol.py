@@ -308,6 +308,11 @@ class SessionPromptResult(_CarriesTotals):
     session: UsageTotals | None = Field(
         None, description="the session's tokens and cost so far (across restarts)"
     )
+    message_id: str | None = Field(
+        None,
+        description="The id of the user message this prompt added to the conversation "
+        "(absent when it added none: a command such as /clear, or cancelled before it ran).",
+    )
 
 
 class SessionRef(WireModel):
@@ -399,14 +404,19 @@ class StateUpdateParams(EventParams):
     state: Literal["idle", "processing"]
 
 
+_STREAMED_ID = "The id of the assistant message being streamed (as session/messages lists it)."
+
+
 class ThinkingChunkParams(EventParams):
     event: ClassVar[str] = "message:thinking:chunk"
     delta: str = Field(description="New thinking text only, never the accumulated text.")
+    message_id: str | None = Field(None, description=_STREAMED_ID)
 
 
 class TextChunkParams(EventParams):
     event: ClassVar[str] = "message:text:chunk"
     delta: str = Field(description="New answer text only, never the accumulated text.")
+    message_id: str | None = Field(None, description=_STREAMED_ID)
 
 
 class ToolCallSummary(WireModel):
@@ -422,6 +432,10 @@ class MessageCompleteParams(EventParams):
     has_tool_calls: bool = False
     tool_calls: list[ToolCallSummary] = Field(default_factory=list)
     stop_reason: str | None = None
+    message_id: str | None = Field(None, description=_STREAMED_ID)
+
+
+_CALLER_ID = "The id of the assistant message that called the tool."
 
 
 class ToolExecutionStartParams(EventParams):
@@ -430,6 +444,7 @@ class ToolExecutionStartParams(EventParams):
     tool_name: str
     title: str
     input: dict[str, Any] = Field(default_factory=dict)
+    message_id: str | None = Field(None, description=_CALLER_ID)
 
 
 class ToolExecutionUpdateParams(EventParams):
@@ -437,6 +452,7 @@ class ToolExecutionUpdateParams(EventParams):
     tool_call_id: str
     tool_name: str
     delta: str = Field(description="New output only (e.g. Bash stdout/stderr), in order.")
+    message_id: str | None = Field(None, description=_CALLER_ID)
 
 
 class ToolExecutionCompleteParams(EventParams):
@@ -446,6 +462,7 @@ class ToolExecutionCompleteParams(EventParams):
     title: str
     summary: str = ""
     content: str = ""
+    message_id: str | None = Field(None, description=_CALLER_ID)
 
 
 class ToolExecutionErrorParams(EventParams):
@@ -454,6 +471,7 @@ class ToolExecutionErrorParams(EventParams):
     tool_name: str
     title: str
     content: str
+    message_id: str | None = Field(None, description=_CALLER_ID)
 
 
 class ConversationUsageParams(_CarriesTotals, EventParams):
@@ -557,6 +575,69 @@ SessionDisposeParams = SessionRef
 class SessionDisposeResult(WireModel):
     disposed: bool = True
     interrupted: bool = Field(False, description="A turn was running and was interrupted.")
+
+
+class SessionMessagesParams(WireModel):
+    session_id: str
+    cursor: str | None = Field(
+        None, description="`nextCursor` of the previous page; omitted: the first page."
+    )
+    limit: int = Field(100, ge=1, le=1000, description="Messages per page (1-1000).")
+
+
+class TranscriptContent(WireModel):
+    """A text block, or an image (its media type and workspace path, never its bytes)."""
+
+    type: Literal["text", "image"] = "text"
+    text: str | None = None
+    media_type: str | None = Field(None, description="images: e.g. `image/png`")
+    path: str | None = Field(None, description="images read from a workspace file")
+
+
+class TranscriptToolCall(WireModel):
+    id: str
+    name: str
+    title: str = Field(description="A short human title, e.g. `Read src/app.py`.")
+    input: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["completed", "error", "interrupted", "running"] = Field(
+        description="`running`: its result has not come yet (the session's turn runs)."
+    )
+    result: str | None = Field(
+        None, description="The tool's result as the model got it (cut past 10,000 characters)."
+    )
+
+
+class TranscriptMessage(WireModel):
+    id: str
+    role: Literal["user", "assistant"]
+    content: list[TranscriptContent] = Field(default_factory=list)
+    thinking: str | None = None
+    tool_calls: list[TranscriptToolCall] | None = None
+    kind: Literal["prompt", "summary", "notice"] | None = Field(
+        None,
+        description="User messages: `prompt` (what the user sent), `summary` (what a "
+        "compaction put in place of the older conversation), `notice` (an interrupt note).",
+    )
+
+
+class SessionMessagesResult(WireModel):
+    messages: list[TranscriptMessage] = Field(description="Oldest first.")
+    next_cursor: str | None = Field(None, description="Present when more messages follow.")
+
+
+class SessionForkParams(WireModel):
+    session_id: str
+    message_id: str | None = Field(
+        None,
+        description="A user prompt message id: the fork holds the conversation just before "
+        "it. Omitted: the whole conversation.",
+    )
+
+
+class SessionForkResult(SessionReadyParams):
+    input: str | None = Field(
+        None, description="The text of the message forked before (to prefill the input)."
+    )
 
 
 class SessionCompactParams(WireModel):
@@ -811,6 +892,18 @@ METHODS: dict[str, MethodSpec] = {
             SessionCompactParams,
             SessionCompactResult,
             "Compact the session's history now (like `/compact`). Emits `compact:exec`.",
+        ),
+        MethodSpec(
+            "session/messages",
+            SessionMessagesParams,
+            SessionMessagesResult,
+            "The conversation for display, paged; a live session or one on disk (read-only).",
+        ),
+        MethodSpec(
+            "session/fork",
+            SessionForkParams,
+            SessionForkResult,
+            "A new session holding the conversation before a prompt. Emits `session:ready`.",
         ),
         MethodSpec(
             "command/list",

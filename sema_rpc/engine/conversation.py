@@ -36,6 +36,7 @@ from sema_rpc.core.messages import (
     ToolResultBlock,
     ToolUseBlock,
     Usage,
+    new_message_id,
 )
 from sema_rpc.core.stream import (
     ModelRequest,
@@ -73,7 +74,7 @@ if TYPE_CHECKING:
     from sema_rpc.engine.continuation import Continuation
 
 
-async def _no_steering() -> list[ContentBlock]:
+async def _no_steering() -> list[Message]:
     return []
 
 
@@ -137,18 +138,26 @@ class Conversation:
     totals: Callable[[], tuple[UsageTotals, UsageTotals]] | None = None
     """The turn's and the session's running token and cost totals, for
     `conversation:usage` (None: the event carries only the context snapshot)."""
-    take_steering: Callable[[], Awaitable[list[ContentBlock]]] = _no_steering
-    """Inputs sent with `delivery: steer` while this turn runs (prepared as user content);
-    they join it after a batch. Contract: does not raise (an exception would escape the
+    take_steering: Callable[[], Awaitable[list[Message]]] = _no_steering
+    """Inputs sent with `delivery: steer` while this turn runs (prepared as user messages,
+    kind `prompt`, each with its id); they join it after a batch. Contract: does not raise (an exception would escape the
     turn as a bug, not end it as a value)."""
     continuation: Callable[[Message, TurnControl], Awaitable[Continuation | None]] | None = None
     """The continuation check (continuation.py), when the session has it on: asked about
     a reply without a tool call; a Continuation continues the turn once with its nudge.
     Contract: does not raise."""
 
-    async def query(self, user_content: list[ContentBlock]) -> TurnOutcome:
+    async def query(
+        self, user_content: list[ContentBlock], message_id: str | None = None
+    ) -> TurnOutcome:
+        """Run one turn for a prompt's input; it joins the history as a `prompt` message
+        with id `message_id` (a fresh one when None)."""
         self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
-        self._append(Message(role="user", content=user_content))
+        self._append(
+            Message(
+                role="user", content=user_content, id=message_id or new_message_id(), kind="prompt"
+            )
+        )
         # No two compactions without a model response in between: a compaction keeps the
         # batch the model waits for, so a response after it is progress; without one, a
         # second compaction could only shrink the same thing again (a loop).
@@ -189,6 +198,7 @@ class Conversation:
                         ToolCallSummary(id=t.id, name=t.name, args=t.input) for t in tool_uses
                     ],
                     stop_reason=streamed.stop_reason,
+                    message_id=message.id,
                 )
             )
             if self.config.emits_usage:
@@ -227,9 +237,9 @@ class Conversation:
             for rebuild in self.runner.controls:
                 if self.on_rebuild is not None:
                     self._rebuild(self.on_rebuild(rebuild))
-            steered = await self.take_steering()
-            if steered:  # after the whole batch, never between a call and its result
-                self._append(Message(role="user", content=steered))
+            # After the whole batch, never between a call and its result.
+            for steered in await self.take_steering():
+                self._append(steered)
         return TurnOutcome("max_turns")
 
     async def call_model(self) -> ResponseDone | ResponseFailed | None:
@@ -252,7 +262,9 @@ class Conversation:
         their share of the window and append them to the history as one user message."""
         with self.control.cancellable():
             await self.persisted()
-        results = await self.runner.run_batch(calls, truncated=truncated)
+        last = self.history[-1] if self.history else None  # the message that made the calls
+        caller = last.id if last is not None and last.role == "assistant" else None
+        results = await self.runner.run_batch(calls, truncated=truncated, message_id=caller)
         results = await self._within_budget(results)
         self._append(Message(role="user", content=results))
         return results
@@ -300,7 +312,7 @@ class Conversation:
         self.runner.plan_mode = rebuilt.plan_mode
         if rebuilt.restart_with is not None:
             self.history.clear()
-            self._append(Message(role="user", content=rebuilt.restart_with))
+            self._append(Message(role="user", content=rebuilt.restart_with, kind="prompt"))
         self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
 
     async def _stream_response(self) -> ResponseDone | ResponseFailed | None:
@@ -313,15 +325,19 @@ class Conversation:
             thinking_budget=self.config.thinking_budget,
         )
         outcome: ResponseDone | ResponseFailed | None = None
+        # The response's id is known before its first chunk: every chunk carries it.
+        message_id = new_message_id()
         with self.control.cancellable():
             async with aclosing(self.provider.stream(request)) as events:
                 async for event in events:
                     if isinstance(event, TextDelta):
-                        self._emit(TextChunkParams(delta=event.text))
+                        self._emit(TextChunkParams(delta=event.text, message_id=message_id))
                     elif isinstance(event, ThinkingDelta):
-                        self._emit(ThinkingChunkParams(delta=event.text))
+                        self._emit(ThinkingChunkParams(delta=event.text, message_id=message_id))
                     elif isinstance(event, ResponseDone | ResponseFailed):
                         outcome = event
+        if isinstance(outcome, ResponseDone):
+            outcome.message.id = message_id
         if self.control.interrupted and not isinstance(outcome, ResponseDone):
             return None
         if outcome is None:
@@ -345,15 +361,20 @@ class Conversation:
 
     def _append(self, message: Message) -> None:
         # Consecutive user messages (a prompt after an error, an interrupt note) are merged
-        # so the history always alternates, as every provider requires. Persistence gets
-        # the message as it completed; the loader merges the same way.
+        # so the history always alternates, as every provider requires (each keeps its id:
+        # `parts`). Persistence gets the message as it completed, with its id; the loader
+        # merges the same way.
+        if message.id is None:
+            message.id = new_message_id()
         append_curated(self.history, message)
         self.on_message(message)
 
     def _interrupted(self, checkpoint: int) -> TurnOutcome:
         self.control.observe(checkpoint)
         if self.control.reason != "refuse":
-            self._append(Message(role="user", content=[TextBlock(text=INTERRUPT_MESSAGE)]))
+            self._append(
+                Message(role="user", content=[TextBlock(text=INTERRUPT_MESSAGE)], kind="notice")
+            )
         self._emit(
             SessionInterruptedParams(
                 content=INTERRUPT_MESSAGE

@@ -24,7 +24,7 @@ from sema_rpc.core.errors import (
     SessionNotFound,
 )
 from sema_rpc.core.errors import working_dir as checked_working_dir
-from sema_rpc.core.messages import ContentBlock, TextBlock
+from sema_rpc.core.messages import ContentBlock, TextBlock, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy
 from sema_rpc.engine import assembly
 from sema_rpc.engine.compaction import (
@@ -270,20 +270,26 @@ class SemaEngine(SessionRegistry):
             # The turn ended before a tool batch could take it: it runs as its own turn.
 
         async def turn(control: TurnControl) -> SessionPromptResult:
+            message_id = None
             if command is None:
                 if not session.history and session.store is not None:
                     # What the user typed names the session in session/list (the first
                     # message may be a custom command's expansion).
                     title = text.strip() or _untitled(content)
                     session.store.append_event("title", title=title[:500])
-                outcome = await self._run_turn(session, turn_input, control)
+                message_id = new_message_id()
+                outcome = await self._run_turn(session, turn_input, control, message_id)
             elif command[0] == "clear":
                 outcome = self._clear(session)
             else:
                 await self._compact(session, control, command[1] or None)
                 outcome = TurnOutcome("interrupted" if control.interrupted else "command")
             await session.synced()  # answered once the turn is on disk
-            return session.prompt_result(outcome.stop_reason, outcome.error)  # type: ignore[arg-type]
+            return session.prompt_result(
+                outcome.stop_reason,  # type: ignore[arg-type]
+                outcome.error,
+                message_id=message_id,
+            )
 
         result = await exclusive_turn(
             session,
@@ -364,7 +370,11 @@ class SemaEngine(SessionRegistry):
         return await compactor.compact(session.history, "manual", instructions)
 
     async def _run_turn(
-        self, session: Session, user_input: str | list[ContentBlock], control: TurnControl
+        self,
+        session: Session,
+        user_input: str | list[ContentBlock],
+        control: TurnControl,
+        message_id: str,
     ) -> TurnOutcome:
         profile = session.profile
         assert profile is not None and session.pipeline is not None
@@ -400,7 +410,7 @@ class SemaEngine(SessionRegistry):
         )
         session.conversation = conversation
         try:
-            outcome = await conversation.query(user_content)
+            outcome = await conversation.query(user_content, message_id)
         finally:
             session.services.run_subagent = None
             session.conversation = None

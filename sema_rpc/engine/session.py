@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sema_rpc.core.config import ModelProfile
-from sema_rpc.core.messages import ContentBlock, Message
+from sema_rpc.core.messages import ContentBlock, Message, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.compaction import CompactionState
 from sema_rpc.engine.control import TurnControl
@@ -34,6 +34,8 @@ from sema_rpc.tools.base import FileSnapshot, ToolServices
 class SteerInput:
     input: str | list[ContentBlock]
     """Typed text, or content (inputs.to_content) when the input had blocks."""
+    message_id: str = field(default_factory=new_message_id)
+    """The id of the user message it becomes when it joins the running turn."""
     joined: bool = False
     result: SessionPromptResult | None = None
     failed: BaseException | None = None
@@ -95,10 +97,15 @@ class Session:
         )
 
     def prompt_result(
-        self, stop_reason: StopReasonWire, error: Any = None, *, ran: bool = True
+        self,
+        stop_reason: StopReasonWire,
+        error: Any = None,
+        *,
+        ran: bool = True,
+        message_id: str | None = None,
     ) -> SessionPromptResult:
         """A `session/prompt` answer; `ran` False: the input never ran (its turn's
-        totals are zero)."""
+        totals are zero); `message_id`: the user message the prompt added."""
         turn, total = self.totals()
         return SessionPromptResult(
             stop_reason=stop_reason,
@@ -106,6 +113,7 @@ class Session:
             error=error,
             turn=turn if ran else UsageTotals(),
             session=total,
+            message_id=message_id,
         )
 
     check_continuation: bool = False

@@ -17,7 +17,7 @@ import enum
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from sema_rpc.core.messages import ContentBlock, TextBlock
+from sema_rpc.core.messages import ContentBlock, Message, TextBlock
 from sema_rpc.engine.control import PromptCancel, TurnControl
 from sema_rpc.protocol import SessionPromptResult, StateUpdateParams
 
@@ -85,21 +85,23 @@ async def exclusive_turn(
 async def take_steering(
     session: Session,
     expand: Callable[[str | list[ContentBlock]], Awaitable[list[ContentBlock]]] | None,
-) -> list[ContentBlock]:
+) -> list[Message]:
     """The loop's hook after each tool batch: steer inputs join the running turn, each
-    expanded by `expand` (custom commands, @references) as a prompt's input is."""
+    expanded by `expand` (custom commands, @references) as a prompt's input is, each a
+    `prompt` message of its own with the id its prompt's result gives."""
     taken = [s for s in session.steering if not s.joined]
     for steer in taken:
         steer.joined = True
-    blocks: list[ContentBlock] = []
+    messages: list[Message] = []
     for steer in taken:
         if expand is not None:
-            blocks += await expand(steer.input)
+            blocks = await expand(steer.input)
         elif isinstance(steer.input, str):
-            blocks.append(TextBlock(text=steer.input))
+            blocks = [TextBlock(text=steer.input)]
         else:
-            blocks += steer.input
-    return blocks
+            blocks = list(steer.input)
+        messages.append(Message(role="user", content=blocks, id=steer.message_id, kind="prompt"))
+    return messages
 
 
 def settle_steering(
@@ -115,6 +117,8 @@ def settle_steering(
     for steer in waiting:
         if steer.joined:
             steer.result, steer.failed = result, failure if result is None else None
+            if result is not None:  # answered with the turn's result, but its own message
+                steer.result = result.model_copy(update={"message_id": steer.message_id})
         steer.settled.set()
 
 

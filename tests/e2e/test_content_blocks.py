@@ -370,3 +370,25 @@ async def test_an_empty_list_and_too_many_images_are_refused(
             assert failure.value.code == -32602
             assert message in failure.value.error["message"]
     assert not scripted_llm.requests
+
+
+async def test_session_messages_shows_an_image_by_type_and_path_never_its_bytes(
+    env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    (workspace / "shot.png").write_bytes(PNG)
+    scripted_llm.script(Reply.text("A grey button."))
+    async with WireClient(env=env) as client:
+        sid = await session(client, workspace, "claude-vision")
+        answer = await prompt(
+            client,
+            sid,
+            [{"type": "text", "text": "What is this?"}, {"type": "image", "path": "shot.png"}],
+        )
+        page = await client.call("session/messages", {"sessionId": sid})
+
+    user = next(m for m in page["messages"] if m["id"] == answer["messageId"])
+    assert user["content"] == [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image", "mediaType": "image/png", "path": "shot.png"},
+    ]
+    assert PNG_B64 not in json.dumps(page)

@@ -187,6 +187,8 @@ export interface MessageCompleteParams {
   hasToolCalls?: boolean;
   toolCalls?: ToolCallSummary[];
   stopReason?: string | null;
+  /** The id of the assistant message being streamed (as session/messages lists it). */
+  messageId?: string | null;
 }
 
 export interface ModeUpdateEventParams {
@@ -404,6 +406,26 @@ export interface SessionErrorParams {
   error: SessionErrorDetail;
 }
 
+export interface SessionForkParams {
+  sessionId: string;
+  /** A user prompt message id: the fork holds the conversation just before it. Omitted: the whole conversation. */
+  messageId?: string | null;
+}
+
+export interface SessionForkResult {
+  sessionId: string;
+  workingDir: string;
+  historyLoaded?: boolean;
+  usage?: TokenUsage;
+  projectInputHistory?: string[];
+  mode?: "Agent" | "Plan";
+  permissionMode?: "default" | "acceptEdits" | "bypass";
+  model?: string | null;
+  mcpServers?: McpServerStatus[];
+  /** The text of the message forked before (to prefill the input). */
+  input?: string | null;
+}
+
 export interface SessionInterruptResult {
   /** True when a turn was running and is now stopping. */
   interrupted: boolean;
@@ -442,6 +464,21 @@ export interface SessionListResult {
   sessions: SessionListItem[];
 }
 
+export interface SessionMessagesParams {
+  sessionId: string;
+  /** `nextCursor` of the previous page; omitted: the first page. */
+  cursor?: string | null;
+  /** Messages per page (1-1000). */
+  limit?: number;
+}
+
+export interface SessionMessagesResult {
+  /** Oldest first. */
+  messages: TranscriptMessage[];
+  /** Present when more messages follow. */
+  nextCursor?: string | null;
+}
+
 export interface SessionPromptParams {
   sessionId: string;
   /** What the user typed, or a list of content blocks (text, image, resource). */
@@ -457,6 +494,8 @@ export interface SessionPromptResult {
   turn?: UsageTotals | null;
   /** the session's tokens and cost so far (across restarts) */
   session?: UsageTotals | null;
+  /** The id of the user message this prompt added to the conversation (absent when it added none: a command such as /clear, or cancelled before it ran). */
+  messageId?: string | null;
 }
 
 export interface SessionReadyEventParams {
@@ -547,6 +586,8 @@ export interface TextChunkParams {
   seq?: number;
   /** New answer text only, never the accumulated text. */
   delta: string;
+  /** The id of the assistant message being streamed (as session/messages lists it). */
+  messageId?: string | null;
 }
 
 export interface TextInputBlock {
@@ -562,6 +603,8 @@ export interface ThinkingChunkParams {
   seq?: number;
   /** New thinking text only, never the accumulated text. */
   delta: string;
+  /** The id of the assistant message being streamed (as session/messages lists it). */
+  messageId?: string | null;
 }
 
 export interface TodoItem {
@@ -606,6 +649,8 @@ export interface ToolExecutionCompleteParams {
   title: string;
   summary?: string;
   content?: string;
+  /** The id of the assistant message that called the tool. */
+  messageId?: string | null;
 }
 
 export interface ToolExecutionErrorParams {
@@ -618,6 +663,8 @@ export interface ToolExecutionErrorParams {
   toolName: string;
   title: string;
   content: string;
+  /** The id of the assistant message that called the tool. */
+  messageId?: string | null;
 }
 
 export interface ToolExecutionStartParams {
@@ -630,6 +677,8 @@ export interface ToolExecutionStartParams {
   toolName: string;
   title: string;
   input?: Record<string, unknown>;
+  /** The id of the assistant message that called the tool. */
+  messageId?: string | null;
 }
 
 export interface ToolExecutionUpdateParams {
@@ -642,6 +691,8 @@ export interface ToolExecutionUpdateParams {
   toolName: string;
   /** New output only (e.g. Bash stdout/stderr), in order. */
   delta: string;
+  /** The id of the assistant message that called the tool. */
+  messageId?: string | null;
 }
 
 export interface ToolListItem {
@@ -659,6 +710,38 @@ export interface ToolListParams {
 
 export interface ToolListResult {
   tools: ToolListItem[];
+}
+
+/** A text block, or an image (its media type and workspace path, never its bytes). */
+export interface TranscriptContent {
+  type?: "text" | "image";
+  text?: string | null;
+  /** images: e.g. `image/png` */
+  mediaType?: string | null;
+  /** images read from a workspace file */
+  path?: string | null;
+}
+
+export interface TranscriptMessage {
+  id: string;
+  role: "user" | "assistant";
+  content?: TranscriptContent[];
+  thinking?: string | null;
+  toolCalls?: TranscriptToolCall[] | null;
+  /** User messages: `prompt` (what the user sent), `summary` (what a compaction put in place of the older conversation), `notice` (an interrupt note). */
+  kind?: "prompt" | "summary" | "notice" | null;
+}
+
+export interface TranscriptToolCall {
+  id: string;
+  name: string;
+  /** A short human title, e.g. `Read src/app.py`. */
+  title: string;
+  input?: Record<string, unknown>;
+  /** `running`: its result has not come yet (the session's turn runs). */
+  status: "completed" | "error" | "interrupted" | "running";
+  /** The tool's result as the model got it (cut past 10,000 characters). */
+  result?: string | null;
 }
 
 /**
@@ -716,6 +799,10 @@ export interface Methods {
   "session/dispose": { params: SessionRef; result: SessionDisposeResult };
   /** Compact the session's history now (like `/compact`). Emits `compact:exec`. */
   "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
+  /** The conversation for display, paged; a live session or one on disk (read-only). */
+  "session/messages": { params: SessionMessagesParams; result: SessionMessagesResult };
+  /** A new session holding the conversation before a prompt. Emits `session:ready`. */
+  "session/fork": { params: SessionForkParams; result: SessionForkResult };
   /** The custom slash commands of a project (`.sema/commands`) and the user's. */
   "command/list": { params: CommandListParams; result: CommandListResult };
   /** The tools of a session: built-in, skill and MCP, and which are offered now. */
