@@ -522,8 +522,10 @@ class CheckpointStore:
         for path, (before, after) in sorted(self.turn_changes(turn_id).items()):
             shown = display_path(Path(path), self.working_dir)
             status: Literal["added", "modified", "deleted"] = (
-                "added" if before.sha is None and not before.lost
-                else "deleted" if after.sha is None and not after.lost
+                "added"
+                if before.sha is None and not before.lost
+                else "deleted"
+                if after.sha is None and not after.lost
                 else "modified"
             )
             text = self._diff_text(shown, before, after)
