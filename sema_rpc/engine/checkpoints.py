@@ -202,6 +202,8 @@ class CheckpointStore:
         self._turn_written = False
         self._loaded = False
         self._lock = threading.RLock()
+        self._last: dict[str, Content] = {}
+        """path → what the last event left in it."""
         self._cache: dict[str, tuple[Stamp, str]] = {}
         """path → (stamp, sha) of the last content kept: an unchanged file is not re-read."""
 
@@ -226,16 +228,16 @@ class CheckpointStore:
                     if kind == "turn":
                         self.turn_pos.setdefault(str(obj["turn"]), len(self.events))
                     elif kind in ("change", "restore"):
-                        self.events.append(
-                            Change(
-                                kind=kind,
-                                path=str(obj["path"]),
-                                before=LOST if obj.get("lost") else Content(obj.get("before")),
-                                after=LOST if obj.get("afterLost") else Content(obj.get("after")),
-                                turn=obj.get("turn"),
-                                tool=str(obj.get("tool", "")),
-                            )
+                        event = Change(
+                            kind=kind,
+                            path=str(obj["path"]),
+                            before=LOST if obj.get("lost") else Content(obj.get("before")),
+                            after=LOST if obj.get("afterLost") else Content(obj.get("after")),
+                            turn=obj.get("turn"),
+                            tool=str(obj.get("tool", "")),
                         )
+                        self.events.append(event)
+                        self._last[event.path] = event.after
                 except (ValueError, KeyError, TypeError):
                     log.warning("%s: skipping an unreadable checkpoint entry", self.index)
 
@@ -343,6 +345,7 @@ class CheckpointStore:
                     entry["tool"] = change.tool
                 entries.append(entry)
                 self.events.append(change)
+                self._last[change.path] = change.after
             self._append(entries)
 
     def turn_changes(self, turn_id: str | None) -> dict[str, tuple[Content, Content]]:
@@ -439,10 +442,7 @@ class CheckpointStore:
 
     def known(self, path: str) -> Content | None:
         """What the last recorded event left in `path` (None: never recorded)."""
-        for event in reversed(self.events):
-            if event.path == path:
-                return event.after
-        return None
+        return self._last.get(path)
 
     def plan_rewind(self, start: int) -> RestorePlan:
         """Put back every file the events from `start` on changed, as it was before the
@@ -500,7 +500,7 @@ class CheckpointStore:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(path)
                 else:
-                    atomic_write(Path(path), self.get(target.sha))
+                    atomic_write(Path(path), self.get(target.sha), sync=False)
             except OSError as exc:
                 log.error("rewind: cannot restore %s: %s", path, exc)
                 continue
