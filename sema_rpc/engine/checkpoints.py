@@ -201,6 +201,7 @@ class CheckpointStore:
         self.turn: str | None = None
         self._turn_written = False
         self._loaded = False
+        self._warned_cap = False
         self._lock = threading.RLock()
         self._last: dict[str, Content] = {}
         """path → what the last event left in it."""
@@ -363,22 +364,29 @@ class CheckpointStore:
     # ------------------------------------------------------------------ tool calls
 
     def before_write(self, paths: Iterable[Path]) -> dict[str, Content]:
-        return {str(p): self.keep(str(p)) for p in paths}
+        with self._lock:
+            return {str(p): self.keep(str(p)) for p in paths}
 
     def after_write(self, kept: dict[str, Content], tool: str) -> None:
-        changes = []
-        for path, before in kept.items():
-            after = self.keep(path)
-            if after != before:
-                changes.append(Change("change", path, before, after, tool=tool))
-        self.record(changes)
+        with self._lock:
+            changes = []
+            for path, before in kept.items():
+                after = self.keep(path)
+                if after != before:
+                    changes.append(Change("change", path, before, after, tool=tool))
+            self.record(changes)
 
     def before_command(self, command: str, read: Iterable[str]) -> BashWatch:
+        with self._lock:
+            return self._before_command(command, read)
+
+    def _before_command(self, command: str, read: Iterable[str]) -> BashWatch:
         stamps, capped = scan_stamps(self.working_dir)
-        if capped:
+        if capped and not self._warned_cap:
+            self._warned_cap = True
             log.warning(
-                "checkpoints: the workspace has more than %d files; a command's changes "
-                "beyond them are not seen (SEMA_CHECKPOINT_SCAN_LIMIT)",
+                "checkpoints: the workspace has more than %d files; the scan stops there, so "
+                "a command's changes beyond them are not seen (SEMA_CHECKPOINT_SCAN_LIMIT)",
                 len(stamps),
             )
         kept: dict[str, Content] = {}
@@ -394,6 +402,10 @@ class CheckpointStore:
         return BashWatch(before=stamps, kept=kept)
 
     def after_command(self, watch: BashWatch) -> None:
+        with self._lock:
+            self._after_command(watch)
+
+    def _after_command(self, watch: BashWatch) -> None:
         after, _capped = scan_stamps(self.working_dir)
         changes = []
         for path in set(watch.before) | set(after):
@@ -610,10 +622,3 @@ class Checkpoints:
                 await asyncio.to_thread(self.store.after_write, watch, tool)
         except Exception:
             log.exception("checkpoints: cannot record what %s changed", tool)
-
-
-def remove_checkpoints(session_id: str) -> None:
-    """Delete a session's checkpoint folder (the session is deleted). Blocking."""
-    import shutil
-
-    shutil.rmtree(checkpoints_dir(session_id), ignore_errors=True)
