@@ -35,6 +35,7 @@ from sema_rpc.protocol import (
 if TYPE_CHECKING:
     from sema_rpc.engine.session import Session
 
+
 def transcript_count(history: list[Message]) -> int:
     """Messages as `session/messages` lists them (tool results folded into their calls)."""
     return len(transcript(history))

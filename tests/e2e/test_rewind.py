@@ -230,6 +230,11 @@ async def test_rewind_then_resume_after_a_restart_shows_the_rewound_conversation
 
     client = await start(server_env, workspace, sid)
     try:
+        listed = (await client.call("session/messages", {"sessionId": sid}))["messages"]
+        assert [m["content"][0]["text"] for m in listed if m["role"] == "user"] == [
+            "Create notes"
+        ], "resumed: the rewound conversation"
+        assert len(listed) == 3
         scripted_llm.script(Reply.text("Back."))
         await prompt(client, sid, "Where were we?")
         sent = sent_texts(scripted_llm)
