@@ -183,6 +183,9 @@ class FileDiff:
 class BashWatch:
     before: dict[str, Stamp]
     kept: dict[str, Content]
+    capped: bool = False
+    """The scan before the command stopped at the limit: a file it did not list may have
+    existed (its earlier content is then unknown, never "absent")."""
 
 
 class CheckpointStore:
@@ -276,8 +279,8 @@ class CheckpointStore:
     def keep(self, path: str, max_bytes: int = KEEP_MAX_BYTES) -> Content:
         """The file's current content, kept in the store (ABSENT when there is none)."""
         stamp = _stamp(path)
-        if stamp is None:
-            return LOST if os.path.lexists(path) and not os.path.isfile(path) else ABSENT
+        if stamp is None:  # nothing there, or not a regular file (not kept)
+            return LOST if os.path.lexists(path) else ABSENT
         cached = self._cache.get(path)
         if cached is not None and cached[0] == stamp:
             return Content(cached[1])
@@ -393,26 +396,34 @@ class CheckpointStore:
         total = 0
         for path in self._named(command, read):
             stamp = stamps.get(path)
+            if stamp is None and capped:  # beyond the scan's limit, but named: seen
+                stamp = _stamp(path)
+                if stamp is not None:
+                    stamps[path] = stamp
             if stamp is None or len(kept) >= NAMED_MAX_FILES:
                 continue
             if total + stamp[1] > NAMED_MAX_BYTES:
                 continue
             kept[path] = self.keep(path)
             total += stamp[1]
-        return BashWatch(before=stamps, kept=kept)
+        return BashWatch(before=stamps, kept=kept, capped=capped)
 
     def after_command(self, watch: BashWatch) -> None:
         with self._lock:
             self._after_command(watch)
 
     def _after_command(self, watch: BashWatch) -> None:
-        after, _capped = scan_stamps(self.working_dir)
+        after, capped = scan_stamps(self.working_dir)
         changes = []
         for path in set(watch.before) | set(after):
-            old, new = watch.before.get(path), after.get(path)
+            old = watch.before.get(path)
+            new = after[path] if path in after or not capped else _stamp(path)
             if old == new:
                 continue
-            before = ABSENT if old is None else watch.kept.get(path, LOST)
+            if old is None:
+                before = LOST if watch.capped else ABSENT
+            else:
+                before = watch.kept.get(path, LOST)
             now = ABSENT if new is None else self.keep(path)
             if before != now or before.lost:
                 changes.append(Change("change", path, before, now, tool="Bash"))
