@@ -131,6 +131,13 @@ async def test_rewind_code_conversation_and_both_after_write_edit_and_sed_then_r
         with pytest.raises(RpcFailure) as failure:
             await rewind(client, sid, redo=True)
         assert failure.value.code == -32602 and "nothing to redo" in failure.value.error["message"]
+
+        # Back to before the Write: the file it created goes (its later changes, the
+        # redone ones included, are all undone at once).
+        r = await rewind(client, sid, messageId=m1)
+        assert r["rewound"] is True and r["restoredFiles"] == ["notes.txt"]
+        assert r["messageCount"] == 0 and r["input"] == "Create notes"
+        assert not notes.exists()
     finally:
         await client.close()
 
