@@ -38,6 +38,7 @@ import contextlib
 import difflib
 import glob as globmod
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -50,7 +51,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sema_rpc.core.config import sema_root
-from sema_rpc.core.policy.paths import SKIP_DIRS, display_path, has_glob_magic, is_inside
+from sema_rpc.core.policy.paths import (
+    SKIP_DIRS,
+    display_path,
+    has_glob_magic,
+    is_inside,
+    split_glob,
+)
 from sema_rpc.tools.base import FileEffect, ToolContext
 
 log = logging.getLogger(__name__)
@@ -446,10 +453,15 @@ class CheckpointStore:
                 word = word.split("=", 1)[1]  # --in-place=x, VAR=path
             if not word or word.startswith("-"):
                 continue
-            candidates: list[str]
+            candidates: Iterable[str]
             pattern = word if os.path.isabs(word) else os.path.join(root, word)
             if has_glob_magic(word):
-                candidates = globmod.glob(pattern, recursive=True)[:NAMED_MAX_FILES]
+                literal, _rest = split_glob(pattern)
+                if not is_inside(Path(os.path.realpath(literal or "/")), self.working_dir):
+                    continue  # never walk outside the workspace
+                candidates = itertools.islice(
+                    globmod.iglob(pattern, recursive=True), NAMED_MAX_FILES
+                )
             else:
                 candidates = [pattern]
             for c in candidates:
