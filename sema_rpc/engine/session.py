@@ -10,10 +10,11 @@ from typing import Any
 from sema_rpc.core.config import ModelProfile
 from sema_rpc.core.messages import ContentBlock, Message, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
+from sema_rpc.engine.checkpoints import CheckpointStore
 from sema_rpc.engine.compaction import CompactionState
 from sema_rpc.engine.control import TurnControl
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.history import HistoryStore, InputHistory
+from sema_rpc.engine.history import HistoryStore, InputHistory, Redo
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import TokenTracker
@@ -84,6 +85,13 @@ class Session:
     conversation: Any = None
     """The running turn's main-agent loop (a `Conversation`): a model switch reaches its
     next model call."""
+    checkpoints: CheckpointStore | None = None
+    """What the tools did to files (turn:diff, session/rewind)."""
+    redo: Redo | None = None
+    """The last rewind while nothing happened since: what `redo` puts back."""
+    check_continuation: bool = False
+    """session/create `checkContinuation`: a reply that announces an action without
+    taking it continues the turn once (conversation.py)."""
 
     def usage_event(self) -> ConversationUsageParams:
         """`conversation:usage` now: the context snapshot and the running totals."""
@@ -115,10 +123,6 @@ class Session:
             session=total,
             message_id=message_id,
         )
-
-    check_continuation: bool = False
-    """session/create `checkContinuation`: a reply that announces an action without
-    taking it continues the turn once (conversation.py)."""
 
     def ready_params(self) -> SessionReadyParams:
         return SessionReadyParams(

@@ -15,7 +15,7 @@ from pydantic import Field, PrivateAttr
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
 from sema_rpc.core.policy.permissions import EDIT_RULE
 
-from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from .base import FileEffect, FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 
 BOM = "\ufeff"
 
@@ -148,8 +148,9 @@ def _current_umask() -> int:
     return mask
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` via a temp file in the same directory (mode kept)."""
+def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Replace `path` with `data` via a temp file in the same directory (mode kept);
+    with `sync`, the data is on disk before the rename."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -160,7 +161,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -260,6 +262,9 @@ class WriteTool(Tool):
 
     def target_path(self, args: WriteInput, ctx: ToolContext) -> Path:
         return resolve_path(args.file_path, ctx.working_dir)
+
+    def changes_files(self, args: WriteInput, ctx: ToolContext) -> FileEffect:
+        return FileEffect(paths=(self.target_path(args, ctx),))
 
     def plan(self, args: WriteInput, ctx: ToolContext) -> FileChange:
         if args._change is None:

@@ -327,6 +327,12 @@ export interface ResourceInputBlock {
   mimeType?: string | null;
 }
 
+export interface RewindConflict {
+  path: string;
+  /** `modified`: changed since the agent (or a rewind) last wrote it; `notCaptured`: its earlier content was not kept (a command changed a file it did not name), so it cannot be restored. */
+  reason: "modified" | "notCaptured";
+}
+
 export interface ServerCapabilities {
   methods: string[];
   notifications: string[];
@@ -529,6 +535,31 @@ export interface SessionReadyParams {
 
 export interface SessionRef {
   sessionId: string;
+}
+
+export interface SessionRewindParams {
+  sessionId: string;
+  /** A user prompt's message id: back to the state just before it was sent. Required unless `redo`. */
+  messageId?: string | null;
+  /** `code` (files), `conversation` (messages) or `both`. With `redo`: ignored (the undone rewind's own). */
+  restore?: "code" | "conversation" | "both";
+  /** Undo the last rewind (nothing may have run since). */
+  redo?: boolean;
+  /** Restore files the user changed since the agent wrote them too. */
+  force?: boolean;
+}
+
+export interface SessionRewindResult {
+  /** False when conflicts stopped it (without `force`): nothing changed. */
+  rewound: boolean;
+  restore: "code" | "conversation" | "both";
+  /** Files written or deleted (workspace-relative). */
+  restoredFiles?: string[];
+  conflicts?: RewindConflict[];
+  /** The text of the message rewound to (to prefill the input). */
+  input?: string | null;
+  /** Messages in the conversation afterwards (tool results folded into their calls, as `session/messages` lists them). */
+  messageCount: number;
 }
 
 export interface SessionSetModelParams {
@@ -761,6 +792,30 @@ export interface TurnContinuedParams {
   nudge: string;
 }
 
+export interface TurnDiffFile {
+  path: string;
+  status: "added" | "modified" | "deleted";
+  additions: number;
+  deletions: number;
+  /** Unified diff of this file over the whole turn. */
+  diff: string;
+}
+
+export interface TurnDiffParams {
+  sessionId?: string;
+  /** `main`, or the id of the subagent that emitted it */
+  agentId?: string;
+  /** Per-session sequence number, increasing by one per event. */
+  seq?: number;
+  /** The turn's user message. */
+  messageId?: string | null;
+  files: TurnDiffFile[];
+  /** Every file's diff, concatenated. */
+  diff: string;
+  /** Some diffs were cut (64 KiB per file, 256 KiB in all). */
+  truncated?: boolean;
+}
+
 /** Running token and cost totals (of a turn, or of a session over its whole life). */
 export interface UsageTotals {
   /** input tokens not read from or written to the cache */
@@ -799,6 +854,8 @@ export interface Methods {
   "session/dispose": { params: SessionRef; result: SessionDisposeResult };
   /** Compact the session's history now (like `/compact`). Emits `compact:exec`. */
   "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
+  /** Undo turns: files (`code`), messages (`conversation`) or both, back to just before a prompt; or `redo` the last rewind. Refused while a turn runs. */
+  "session/rewind": { params: SessionRewindParams; result: SessionRewindResult };
   /** The conversation for display, paged; a live session or one on disk (read-only). */
   "session/messages": { params: SessionMessagesParams; result: SessionMessagesResult };
   /** A new session holding the conversation before a prompt. Emits `session:ready`. */
@@ -834,6 +891,7 @@ export interface Notifications {
   "turn:continued": TurnContinuedParams;
   "session:cleared": SessionClearedParams;
   "compact:exec": CompactExecParams;
+  "turn:diff": TurnDiffParams;
   "file:reference": FileReferenceParams;
   "task:agent:start": TaskAgentStartParams;
   "task:agent:end": TaskAgentEndParams;
@@ -873,6 +931,7 @@ export const NOTIFICATION_NAMES: readonly NotificationName[] = [
   "turn:continued",
   "session:cleared",
   "compact:exec",
+  "turn:diff",
   "file:reference",
   "task:agent:start",
   "task:agent:end",
@@ -889,4 +948,5 @@ export const ErrorCode = {
   NO_MODEL_CONFIGURED: -32012,
   CONFIG_ERROR: -32014,
   HISTORY_UNREADABLE: -32015,
+  SESSION_BUSY: -32016,
 } as const;
