@@ -56,6 +56,7 @@ class ErrorCode:
     NO_MODEL_CONFIGURED = -32012
     CONFIG_ERROR = -32014
     HISTORY_UNREADABLE = -32015
+    SESSION_BUSY = -32016
 
 
 class RpcError(Exception):
@@ -396,6 +397,15 @@ class SessionDisposeResult(WireModel):
     interrupted: bool = Field(False, description="A turn was running and was interrupted.")
 
 
+SessionDeleteParams = SessionRef
+
+
+class SessionDeleteResult(WireModel):
+    deleted: bool = Field(
+        description="False when the session had nothing on disk (nothing to delete)."
+    )
+
+
 class SessionCompactParams(WireModel):
     session_id: str
     instructions: str | None = Field(
@@ -642,6 +652,13 @@ METHODS: dict[str, MethodSpec] = {
             SessionDisposeParams,
             SessionDisposeResult,
             "Interrupt the session's turn, wait for it, and drop the session from memory.",
+        ),
+        MethodSpec(
+            "session/delete",
+            SessionDeleteParams,
+            SessionDeleteResult,
+            "Delete a session for good: its history, seed and checkpoints. Refused while a "
+            "turn runs.",
         ),
         MethodSpec(
             "session/compact",

@@ -298,6 +298,11 @@ export interface SessionCreateParams {
   recordDir?: string | null;
 }
 
+export interface SessionDeleteResult {
+  /** False when the session had nothing on disk (nothing to delete). */
+  deleted: boolean;
+}
+
 export interface SessionDisposeResult {
   disposed?: boolean;
   /** A turn was running and was interrupted. */
@@ -576,6 +581,8 @@ export interface Methods {
   "session/list": { params: SessionListParams; result: SessionListResult };
   /** Interrupt the session's turn, wait for it, and drop the session from memory. */
   "session/dispose": { params: SessionRef; result: SessionDisposeResult };
+  /** Delete a session for good: its history, seed and checkpoints. Refused while a turn runs. */
+  "session/delete": { params: SessionRef; result: SessionDeleteResult };
   /** Compact the session's history now (like `/compact`). Emits `compact:exec`. */
   "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
   /** The custom slash commands of a project (`.sema/commands`) and the user's. */
@@ -656,4 +663,5 @@ export const ErrorCode = {
   NO_MODEL_CONFIGURED: -32012,
   CONFIG_ERROR: -32014,
   HISTORY_UNREADABLE: -32015,
+  SESSION_BUSY: -32016,
 } as const;
