@@ -602,6 +602,12 @@ def import_message(item: Any) -> Message | None:
         return None
 
 
+def has_history(session_id: str) -> bool:
+    """Whether the session has anything on disk (a history, or a seed). Blocking."""
+    flush_all()
+    return history_path(session_id).is_file() or seed_json_path(session_id).is_file()
+
+
 def delete_history(session_id: str) -> bool:
     """Remove everything kept on disk for a session: its history, its seed (the older
     JSON format) and its checkpoints (`<sema root>/checkpoints/<id>/`). True when there

@@ -1,0 +1,297 @@
+"""`sema-rpc --acp` driven by the official ACP Python SDK over real pipes, against the
+scripted model server; every message both ways validated against the ACP v1 schema
+(tests/support/acp_client.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp.schema import (
+    ClientCapabilities,
+    FileSystemCapabilities,
+    ResourceContentBlock,
+    TextContentBlock,
+)
+
+from tests.support.acp_client import REPO, AcpSession, Editor, acp_agent
+from tests.support.scripted_llm import Reply, ScriptedLLM
+
+pytestmark = pytest.mark.asyncio
+
+
+def text(value: str) -> TextContentBlock:
+    return TextContentBlock(type="text", text=value)
+
+
+async def start(agent: AcpSession, workspace: Path, **caps: Any) -> str:
+    init = await agent.conn.initialize(
+        protocol_version=1,
+        client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(**caps)),
+    )
+    assert init.protocol_version == 1
+    new = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+    return new.session_id
+
+
+def joined(agent: AcpSession, sid: str, kind: str) -> str:
+    return "".join(u["content"]["text"] for u in agent.updates(sid) if u["sessionUpdate"] == kind)
+
+
+def wire_answers(agent: AcpSession, method: str) -> list[dict[str, Any]]:
+    """The agent's answers to the client's `method` requests, in order."""
+    ids = {m["id"] for d, m in agent.messages if d == "out" and m.get("method") == method}
+    return [m for d, m in agent.messages if d == "in" and "method" not in m and m.get("id") in ids]
+
+
+async def test_initialize_new_prompt_streams_chunks_and_usage(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    scripted_llm.script(
+        Reply.thinking("Let me think.", then=Reply.text("Hello from sema.", chunks=4))
+    )
+    async with acp_agent(server_env) as agent:
+        init = await agent.conn.initialize(protocol_version=1)
+        caps = init.agent_capabilities
+        assert caps.load_session is True
+        assert caps.prompt_capabilities.embedded_context is True
+        assert caps.session_capabilities.list is not None
+        assert caps.session_capabilities.delete is not None
+        assert init.agent_info.name == "sema-rpc"
+        assert [m.id for m in init.auth_methods] == ["environment"]
+        assert await agent.conn.authenticate(method_id="environment") is not None
+
+        new = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        sid = new.session_id
+        assert new.modes.current_mode_id == "default"
+        assert {m.id for m in new.modes.available_modes} == {
+            "default",
+            "acceptEdits",
+            "bypass",
+            "plan",
+        }
+        assert {o.id for o in new.config_options} == {"mode", "model", "thought_level"}
+
+        result = await agent.conn.prompt(session_id=sid, prompt=[text("Say hello")])
+
+        assert result.stop_reason == "end_turn"
+        assert joined(agent, sid, "agent_message_chunk") == "Hello from sema."
+        assert joined(agent, sid, "agent_thought_chunk") == "Let me think."
+        kinds = agent.kinds(sid)
+        assert kinds.count("agent_message_chunk") == 4
+        assert "usage_update" in kinds
+        usage = [u for u in agent.updates(sid) if u["sessionUpdate"] == "usage_update"][-1]
+        assert usage["used"] > 0 and usage["size"] > 0
+        info = [u for u in agent.updates(sid) if u["sessionUpdate"] == "session_info_update"]
+        assert info and info[0]["title"] == "Say hello"
+        commands = [
+            u for u in agent.updates(sid) if u["sessionUpdate"] == "available_commands_update"
+        ]
+        assert {"clear", "compact"} <= {c["name"] for c in commands[0]["availableCommands"]}
+        body = scripted_llm.requests[-1].body
+        assert body["messages"][0]["content"][0]["text"] == "Say hello"
+
+
+async def test_write_asks_permission_allow_runs_reject_never_runs(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    target = workspace / "notes.txt"
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": str(target), "content": "first\n"}, "call_w1")]),
+        Reply.text("Written."),
+        Reply.tools([("Write", {"file_path": str(target), "content": "second\n"}, "call_w2")]),
+        Reply.text("unused"),
+    )
+    editor = Editor(permission_answers=["allow_once", "reject_once"])
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace)
+        first = await agent.conn.prompt(session_id=sid, prompt=[text("write it")])
+        assert first.stop_reason == "end_turn"
+        assert target.read_text() == "first\n"
+
+        second = await agent.conn.prompt(session_id=sid, prompt=[text("write again")])
+        assert second.stop_reason == "end_turn"
+        assert target.read_text() == "first\n", "a rejected Write never runs"
+
+        asked = editor.permission_requests
+        assert [o["kind"] for o in asked[0]["options"]] == [
+            "allow_once",
+            "allow_always",
+            "reject_once",
+            "reject_always",
+        ]
+        assert asked[0]["toolCall"]["toolCallId"] == "call_w1"
+        assert asked[0]["toolCall"]["content"][0]["type"] == "diff"
+        assert asked[0]["toolCall"]["content"][0]["newText"] == "first\n"
+        updates = agent.updates(sid)
+        calls = [u for u in updates if u.get("toolCallId") == "call_w1"]
+        assert calls[0]["sessionUpdate"] == "tool_call", "tool_call precedes its updates"
+        assert calls[0]["kind"] == "edit"
+        assert calls[0]["locations"] == [{"path": str(target), "line": 1}]
+        assert calls[0]["content"] == [
+            {"type": "diff", "path": str(target), "newText": "first\n"}
+        ], "a new file has no old text"
+        assert calls[-1]["status"] == "completed"
+        second_calls = [u for u in updates if u.get("toolCallId") == "call_w2"]
+        assert second_calls[0]["content"][0]["oldText"] == "first\n"
+        assert second_calls[-1]["status"] == "failed"
+        # the permission request went out after the tool_call, before its final update
+        order = [
+            (m.get("method"), (m.get("params") or {}).get("update", {}).get("sessionUpdate"))
+            for d, m in agent.messages
+            if d == "in" and m.get("method")
+        ]
+        first_call = order.index(("session/update", "tool_call"))
+        assert order.index(("session/request_permission", None)) > first_call
+
+
+async def test_cancel_mid_stream_answers_cancelled(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    gate = threading.Event()
+    reply = Reply.text("a long answer that never ends", chunks=5, gate=gate)
+    scripted_llm.script(reply, Reply.text("after"))
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        running = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[text("go")]))
+        await agent.wait_for(lambda: "agent_message_chunk" in agent.kinds(sid))
+        await asyncio.to_thread(reply.at_gate.wait, 10)
+        await agent.conn.cancel(session_id=sid)
+        result = await asyncio.wait_for(running, 15)
+        gate.set()
+        assert result.stop_reason == "cancelled"
+        again = await agent.conn.prompt(session_id=sid, prompt=[text("still there?")])
+        assert again.stop_reason == "end_turn"
+        answers = wire_answers(agent, "session/prompt")
+        assert len(answers) == 2 and all("result" in a for a in answers), "answered once each"
+
+
+async def test_cancel_mid_permission_client_answers_cancelled_and_nothing_runs(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    target = workspace / "never.txt"
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": str(target), "content": "x"}, "call_c1")]),
+        Reply.text("unused"),
+    )
+    editor = Editor(permission_gate=asyncio.Event())
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace)
+        running = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[text("write")]))
+        await asyncio.wait_for(editor.permission_asked.wait(), 15)
+        await agent.conn.cancel(session_id=sid)
+        editor.cancel_pending.set()  # the editor answers its open request `cancelled`
+        result = await asyncio.wait_for(running, 15)
+        assert result.stop_reason == "cancelled"
+        assert not target.exists()
+        final = [u for u in agent.updates(sid) if u.get("toolCallId") == "call_c1"][-1]
+        assert final["status"] == "failed"
+
+
+async def test_bad_input_gets_json_rpc_errors_and_the_agent_keeps_serving(server_env, workspace):
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sema_rpc",
+        "--acp",
+        cwd=str(REPO),
+        env={**os.environ, **server_env},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = [
+        b"not json",
+        b"[1,2]",
+        b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":5}}',
+        b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"nope","prompt":[{"type":"text","text":"hi"}]}}',
+        b'{"jsonrpc":"2.0","id":3,"method":"no/such"}',
+        b'{"jsonrpc":"2.0","method":"session/cancel","params":{}}',
+        b'{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":1}}',
+    ]
+    proc.stdin.write(b"\n".join(lines) + b"\n")
+    await proc.stdin.drain()
+    answers: dict[Any, dict[str, Any]] = {}
+    nulls = []
+    while len(answers) < 4 or len(nulls) < 2:
+        line = await asyncio.wait_for(proc.stdout.readline(), 15)
+        message = json.loads(line)
+        if message.get("id") is None:
+            nulls.append(message)
+        else:
+            answers[message["id"]] = message
+    assert [n["error"]["code"] for n in nulls] == [-32700, -32600]
+    assert answers[1]["error"]["code"] == -32602
+    assert answers[2]["error"]["code"] == -32002
+    assert answers[3]["error"]["code"] == -32601
+    assert answers[4]["result"]["protocolVersion"] == 1
+    proc.stdin.close()
+    assert await asyncio.wait_for(proc.wait(), 15) == 0
+
+
+async def test_resource_link_and_embedded_resource_reach_the_model(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    scripted_llm.script(Reply.text("Seen."))
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        blocks = [
+            text("Compare"),
+            ResourceContentBlock(
+                type="resource_link", name="README.md", uri=(workspace / "README.md").as_uri()
+            ),
+            {
+                "type": "resource",
+                "resource": {"uri": "file:///buffer/unsaved.py", "text": "UNSAVED = 1\n"},
+            },
+        ]
+        result = await agent.conn.prompt(session_id=sid, prompt=blocks)
+        assert result.stop_reason == "end_turn"
+        sent = json.dumps(scripted_llm.requests[-1].body["messages"][0])
+        assert "A tiny project." in sent, "the linked workspace file was read"
+        assert "UNSAVED = 1" in sent, "the embedded buffer text was passed"
+
+
+async def test_the_schema_check_rejects_what_clients_reject():
+    """The checker's own check: it must catch a null result, an unknown update kind and an
+    update for a tool call without its title (otherwise the tests above prove nothing)."""
+    from tests.support.acp_client import SchemaCheck
+
+    check = SchemaCheck()
+    check.message(
+        "out",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "session/set_mode",
+            "params": {"sessionId": "s", "modeId": "plan"},
+        },
+    )
+    check.message("in", {"jsonrpc": "2.0", "id": 1, "result": None})
+    check.message(
+        "in",
+        {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": "s", "update": {"sessionUpdate": "nope"}},
+        },
+    )
+    check.message(
+        "in",
+        {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {
+                "sessionId": "s",
+                "update": {"sessionUpdate": "tool_call", "toolCallId": "t"},
+            },
+        },
+    )
+    assert len(check.errors) >= 3
+    assert any("null result" in e for e in check.errors)
