@@ -295,3 +295,114 @@ async def test_the_schema_check_rejects_what_clients_reject():
     )
     assert len(check.errors) >= 3
     assert any("null result" in e for e in check.errors)
+
+
+async def test_load_after_a_restart_replays_the_whole_conversation_then_answers(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    scripted_llm.script(
+        Reply.turn(
+            thinking="Reading first.",
+            text="Let me look.",
+            tools=[("Read", {"file_path": str(workspace / "README.md")}, "call_r1")],
+        ),
+        Reply.tools([("Read", {"file_path": str(workspace / "missing.md")}, "call_r2")]),
+        Reply.text("It is a tiny project."),
+    )
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        await agent.conn.prompt(session_id=sid, prompt=[text("What is this?")])
+        live = agent.updates(sid)
+
+    async with acp_agent(server_env) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        listed = await agent.conn.list_sessions(cwd=str(workspace))
+        assert [s.session_id for s in listed.sessions] == [sid]
+        assert listed.sessions[0].title == "What is this?"
+        loaded = await agent.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        assert loaded.modes.current_mode_id == "default"
+        replay = agent.updates(sid)
+        # the answer came after the whole replay
+        answer_at = next(
+            i
+            for i, (d, m) in enumerate(agent.messages)
+            if d == "in" and "result" in m and "modes" in m["result"]
+        )
+        updates_at = [
+            i
+            for i, (d, m) in enumerate(agent.messages)
+            if d == "in"
+            and m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] != "available_commands_update"
+        ]
+        assert updates_at and max(updates_at) < answer_at
+        assert replay[0] == {
+            "sessionUpdate": "user_message_chunk",
+            "content": {"type": "text", "text": "What is this?"},
+        }
+        assert joined(agent, sid, "agent_thought_chunk") == "Reading first."
+        assert joined(agent, sid, "agent_message_chunk") == joined_live(live, "agent_message_chunk")
+        calls = {u["toolCallId"]: u for u in replay if u["sessionUpdate"] == "tool_call"}
+        assert calls["call_r1"]["status"] == "completed"
+        assert calls["call_r1"]["kind"] == "read"
+        assert "A tiny project." in calls["call_r1"]["content"][0]["content"]["text"]
+        assert calls["call_r2"]["status"] == "failed"
+
+        scripted_llm.script(Reply.text("Still here."))
+        again = await agent.conn.prompt(session_id=sid, prompt=[text("And now?")])
+        assert again.stop_reason == "end_turn"
+        sent = scripted_llm.requests[-1].body["messages"]
+        assert sent[0]["content"][0]["text"] == "What is this?", "the model sees the history"
+
+        with pytest.raises(Exception) as err:
+            await agent.conn.load_session(
+                cwd=str(workspace), session_id="never-was", mcp_servers=[]
+            )
+        assert getattr(err.value, "code", None) == -32002
+
+
+def joined_live(updates: list[dict[str, Any]], kind: str) -> str:
+    return "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == kind)
+
+
+async def test_resume_close_delete_and_sessions_shared_with_the_native_dialect(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    from tests.support.wire_client import WireClient
+
+    scripted_llm.script(Reply.text("native answer"), Reply.text("acp answer"))
+    async with WireClient(env=server_env) as native:
+        await native.initialize()
+        ready = await native.create_session(workspace, model="anthropic/claude-test")
+        native_sid = ready["sessionId"]
+        await native.call("session/prompt", {"sessionId": native_sid, "input": "from native"})
+
+    async with acp_agent(server_env) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        listed = await agent.conn.list_sessions()
+        assert native_sid in [s.session_id for s in listed.sessions]
+        resumed = await agent.conn.resume_session(cwd=str(workspace), session_id=native_sid)
+        assert resumed.modes is not None
+        assert [
+            u
+            for u in agent.updates(native_sid)
+            if u["sessionUpdate"] != "available_commands_update"
+        ] == [], "resume does not replay"
+        result = await agent.conn.prompt(session_id=native_sid, prompt=[text("from acp")])
+        assert result.stop_reason == "end_turn"
+        sent = scripted_llm.requests[-1].body["messages"]
+        assert sent[0]["content"][0]["text"] == "from native"
+
+        assert await agent.conn.close_session(session_id=native_sid) is not None
+        with pytest.raises(Exception) as err:
+            await agent.conn.prompt(session_id=native_sid, prompt=[text("closed?")])
+        assert getattr(err.value, "code", None) == -32002
+
+        assert await agent.raw_request("session/delete", {"sessionId": native_sid}) == {}
+        listed = await agent.conn.list_sessions()
+        assert native_sid not in [s.session_id for s in listed.sessions]
+
+    async with WireClient(env=server_env) as native:
+        await native.initialize()
+        listed = (await native.call("session/list"))["sessions"]
+        assert native_sid not in [s["sessionId"] for s in listed], "one store for both dialects"
