@@ -17,7 +17,16 @@ from sema_rpc.engine.history import HistoryStore, InputHistory
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import TokenTracker
-from sema_rpc.protocol import McpServerStatus, SessionPromptResult, SessionReadyParams, TokenUsage
+from sema_rpc.engine.usage import UsageMeter
+from sema_rpc.protocol import (
+    ConversationUsageParams,
+    McpServerStatus,
+    SessionPromptResult,
+    SessionReadyParams,
+    StopReasonWire,
+    TokenUsage,
+    UsageTotals,
+)
 from sema_rpc.tools.base import FileSnapshot, ToolServices
 
 
@@ -67,6 +76,36 @@ class Session:
     the turn's next tool call, not only to the next turn."""
     record_dir: Path | None = None
     """session/create `recordDir`: this session's recording folder (its cassette)."""
+    meter: UsageMeter = field(default_factory=UsageMeter)
+    """Tokens and cost: the session's running totals and the current turn's."""
+    conversation: Any = None
+    """The running turn's main-agent loop (a `Conversation`): a model switch reaches its
+    next model call."""
+
+    def usage_event(self) -> ConversationUsageParams:
+        """`conversation:usage` now: the context snapshot and the running totals."""
+        turn, total = self.totals()
+        return ConversationUsageParams(usage=self.usage, turn=turn, session=total)
+
+    def totals(self) -> tuple[UsageTotals, UsageTotals]:
+        return (
+            UsageTotals.model_validate(self.meter.turn.as_dict()),
+            UsageTotals.model_validate(self.meter.session.as_dict()),
+        )
+
+    def prompt_result(
+        self, stop_reason: StopReasonWire, error: Any = None, *, ran: bool = True
+    ) -> SessionPromptResult:
+        """A `session/prompt` answer; `ran` False: the input never ran (its turn's
+        totals are zero)."""
+        turn, total = self.totals()
+        return SessionPromptResult(
+            stop_reason=stop_reason,
+            usage=self.usage,
+            error=error,
+            turn=turn if ran else UsageTotals(),
+            session=total,
+        )
 
     def ready_params(self) -> SessionReadyParams:
         return SessionReadyParams(
