@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sema_rpc.core.config import ModelProfile
-from sema_rpc.core.messages import Message
+from sema_rpc.core.messages import ContentBlock, Message
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.compaction import CompactionState
 from sema_rpc.engine.control import TurnControl
@@ -32,7 +32,8 @@ from sema_rpc.tools.base import FileSnapshot, ToolServices
 
 @dataclass
 class SteerInput:
-    text: str
+    input: str | list[ContentBlock]
+    """Typed text, or content (inputs.to_content) when the input had blocks."""
     joined: bool = False
     result: SessionPromptResult | None = None
     failed: BaseException | None = None
@@ -106,6 +107,9 @@ class Session:
             turn=turn if ran else UsageTotals(),
             session=total,
         )
+    check_continuation: bool = False
+    """session/create `checkContinuation`: a reply that announces an action without
+    taking it continues the turn once (conversation.py)."""
 
     def ready_params(self) -> SessionReadyParams:
         return SessionReadyParams(

@@ -130,6 +130,8 @@ class SessionRegistry:
         existing = self.sessions.get(session_id)
         if existing is not None and not existing.disposed:
             existing.record_dir = existing.record_dir or record_dir
+            if "check_continuation" in params.model_fields_set:
+                existing.check_continuation = params.check_continuation
             return self._ready(existing)
 
         loaded: LoadedHistory | None = None
@@ -172,6 +174,7 @@ class SessionRegistry:
             ),
             inputs=InputHistory(resolved_dir),
             record_dir=record_dir,
+            check_continuation=params.check_continuation,
         )
         if loaded is not None and loaded.usage is not None:
             session.meter.restore(Totals.from_dict(loaded.usage))

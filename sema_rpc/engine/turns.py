@@ -83,7 +83,8 @@ async def exclusive_turn(
 
 
 async def take_steering(
-    session: Session, expand: Callable[[str], Awaitable[list[ContentBlock]]] | None
+    session: Session,
+    expand: Callable[[str | list[ContentBlock]], Awaitable[list[ContentBlock]]] | None,
 ) -> list[ContentBlock]:
     """The loop's hook after each tool batch: steer inputs join the running turn, each
     expanded by `expand` (custom commands, @references) as a prompt's input is."""
@@ -92,7 +93,12 @@ async def take_steering(
         steer.joined = True
     blocks: list[ContentBlock] = []
     for steer in taken:
-        blocks += [TextBlock(text=steer.text)] if expand is None else await expand(steer.text)
+        if expand is not None:
+            blocks += await expand(steer.input)
+        elif isinstance(steer.input, str):
+            blocks.append(TextBlock(text=steer.input))
+        else:
+            blocks += steer.input
     return blocks
 
 
