@@ -8,6 +8,7 @@ from sema_rpc.acp import translate
 from sema_rpc.protocol import (
     ConversationUsageParams,
     EventParams,
+    ModelUpdateParams,
     ModeUpdateEventParams,
     TextChunkParams,
     ThinkingChunkParams,
@@ -74,6 +75,18 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
         return [update]
     if isinstance(event, TodosUpdateParams):
         return [{"sessionUpdate": "plan", "entries": translate.plan_entries(event.todos)}]
+    if isinstance(event, ModelUpdateParams):
+        from sema_rpc.acp.options import config_options
+
+        session = server.engine.sessions.get(state.session_id)
+        if session is None:
+            return []
+        return [
+            {
+                "sessionUpdate": "config_option_update",
+                "configOptions": config_options(server.engine, session),
+            }
+        ]
     if isinstance(event, ModeUpdateEventParams):
         from sema_rpc.acp.options import config_options, current_mode
 
@@ -82,7 +95,10 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
             return []
         return [
             {"sessionUpdate": "current_mode_update", "currentModeId": current_mode(session)},
-            {"sessionUpdate": "config_option_update", "configOptions": config_options(session)},
+            {
+                "sessionUpdate": "config_option_update",
+                "configOptions": config_options(server.engine, session),
+            },
         ]
     if isinstance(event, ConversationUsageParams):
         return [

@@ -8,8 +8,6 @@ profile's extended thinking on or off.
 
 from __future__ import annotations
 
-import dataclasses
-import os
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.acp.translate import MODES
@@ -54,38 +52,25 @@ def set_mode(engine: SemaEngine, session: Session, mode_id: str) -> None:
         engine.update_mode(ModeUpdateParams(session_id=session.id, mode="Agent"))
 
 
-def model_choices() -> list[tuple[str, str]]:
-    """(value, name): the models.json profiles, then each provider's default model when
-    its key is in the environment."""
-    from sema_rpc.core.config import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, load_models
+def model_choices(engine: SemaEngine, session: Session) -> tuple[list[tuple[str, str]], str]:
+    """((value, name) of each model the session can use, the current one): the engine's
+    model list (models.json profiles, the environment's default, the session's own)."""
+    from sema_rpc.core.errors import ConfigError
 
     try:
-        config = load_models()
-    except Exception:  # a broken models.json: session/new says so; the list is what is left
-        config = None
-    choices: list[tuple[str, str]] = []
-    if config is not None:
-        for name, profile in config.profiles.items():
-            choices.append((name, f"{name} ({profile.provider}/{profile.model_name})"))
-    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
-        spec = f"anthropic/{DEFAULT_ANTHROPIC_MODEL}"
-        choices.append((spec, spec))
-    if os.environ.get("OPENAI_API_KEY"):
-        spec = f"openai/{DEFAULT_OPENAI_MODEL}"
-        choices.append((spec, spec))
-    return choices
+        listed = engine.list_models(session.id)
+    except ConfigError:  # a broken models.json: only the session's own model
+        name = session.profile.name if session.profile is not None else ""
+        return ([(name, name)] if name else []), name
+    choices = []
+    for m in listed.models:
+        spec = f"{m.provider}/{m.model}"
+        choices.append((m.name, m.name if m.name == spec else f"{m.name} ({spec})"))
+    return choices, listed.current or ""
 
 
-def _current_model(session: Session) -> str:
-    profile = session.profile
-    return profile.name if profile is not None else ""
-
-
-def config_options(session: Session) -> list[dict[str, Any]]:
-    models = model_choices()
-    current = _current_model(session)
-    if current and current not in {v for v, _ in models}:
-        models.insert(0, (current, current))
+def config_options(engine: SemaEngine, session: Session) -> list[dict[str, Any]]:
+    models, current = model_choices(engine, session)
     thinking = session.profile is not None and session.profile.thinking
     return [
         {
@@ -123,34 +108,21 @@ def set_option(engine: SemaEngine, session: Session, config_id: str, value: str 
         set_mode(engine, session, str(value))
         return
     if config_id == "model":
-        _set_model(session, str(value), None)
+        _set_model(engine, session, str(value), None)
         return
     if config_id == "thought_level":
         if value not in ("on", "off"):
             raise RpcError(INVALID_PARAMS, f"thought_level is 'on' or 'off', not {value!r}")
         if session.profile is None:
             raise RpcError(INVALID_PARAMS, "the session has no model")
-        _set_model(session, session.profile.name, value == "on")
+        _set_model(engine, session, session.profile.name, value == "on")
         return
     raise RpcError(INVALID_PARAMS, f"unknown config option: {config_id!r}")
 
 
-def _set_model(session: Session, name: str, thinking: bool | None) -> None:
-    """The session's model from its next model call on."""
-    from sema_rpc.core.config import resolve_model
-    from sema_rpc.core.errors import ConfigError
-
-    try:
-        profile = resolve_model(name)
-    except ConfigError as exc:
-        raise RpcError(INVALID_PARAMS, exc.message) from exc
-    if profile is None:
-        raise RpcError(INVALID_PARAMS, f"unknown model: {name}")
-    if thinking is not None:
-        profile = dataclasses.replace(profile, thinking=thinking)
-    session.profile = profile
-    session.model_spec = name
-    session.usage = session.usage.model_copy(update={"max_tokens": profile.context_length})
+def _set_model(engine: SemaEngine, session: Session, name: str, thinking: bool | None) -> None:
+    """The session's model from its next model call on (recorded: a resume keeps it)."""
+    engine.set_model(session.id, name, thinking)
 
 
 def available_commands(session: Session) -> list[dict[str, Any]]:

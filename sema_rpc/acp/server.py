@@ -435,7 +435,7 @@ class AcpServer:
             "protocolVersion": ACP_PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
             },
@@ -500,7 +500,7 @@ class AcpServer:
     def _session_result(self, session: Session) -> dict[str, Any]:
         from sema_rpc.acp.options import config_options, mode_state
 
-        return {"modes": mode_state(session), "configOptions": config_options(session)}
+        return {"modes": mode_state(session), "configOptions": config_options(self.engine, session)}
 
     def _after_open(self, session: Session, state: AcpSession) -> Callable[[], None]:
         from sema_rpc.acp.options import available_commands
@@ -589,24 +589,33 @@ class AcpServer:
         from sema_rpc.protocol import SessionPromptParams
 
         session, state = self._session(params.session_id)
-        text = skill_prompt(translate.prompt_text(params.prompt, state.cwd), session)
+        prompt = translate.prompt_input(params.prompt, state.cwd)
+        if isinstance(prompt, str):
+            prompt = skill_prompt(prompt, session)
+        try:
+            request = SessionPromptParams.model_validate({"sessionId": session.id, "input": prompt})
+        except ValidationError as exc:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"invalid prompt: {exc.error_count()} error(s)",
+                json.loads(exc.json(include_url=False, include_context=False)),
+            ) from exc
         msg_id = _current_request.get()
         cancel = PromptCancel()
         state.prompts[msg_id] = cancel
         first = not session.history and not session.history_loaded
         try:
-            result = await self.engine.prompt(
-                SessionPromptParams(session_id=session.id, input=text), cancel
-            )
+            result = await self.engine.prompt(request, cancel)
         finally:
             state.prompts.pop(msg_id, None)
         if first and session.history:
+            title = _title_of(prompt)
             now = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
             self.update(
                 session.id,
                 {
                     "sessionUpdate": "session_info_update",
-                    "title": " ".join(text.split())[:100],
+                    "title": title,
                     "updatedAt": now.replace("+00:00", "Z"),
                 },
             )
@@ -635,7 +644,7 @@ class AcpServer:
 
         session, _state = self._session(params.session_id)
         set_option(self.engine, session, params.config_id, params.value)
-        return {"configOptions": config_options(session)}
+        return {"configOptions": config_options(self.engine, session)}
 
     # ------------------------------------------------------------------ the end
 
@@ -650,6 +659,15 @@ class AcpServer:
         pending = [t for t in self._incoming.values() if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=grace_s)
+
+
+def _title_of(prompt: str | list[dict[str, Any]]) -> str:
+    text = (
+        prompt
+        if isinstance(prompt, str)
+        else " ".join(b["text"] for b in prompt if b["type"] == "text")
+    )
+    return " ".join(text.split())[:100] or "[attachment]"
 
 
 def _ref(session_id: str) -> Any:

@@ -174,38 +174,58 @@ def _file_path(uri: str) -> Path | None:
     return Path(unquote(parsed.path))
 
 
-def prompt_text(blocks: list[dict[str, Any]], cwd: Path) -> str:
-    """An ACP prompt as the text our engine takes: text as is; a `resource_link` to a
-    workspace file as an `@path` reference (the engine reads it, confined and numbered);
-    an embedded `resource` (an editor buffer, unsaved edits included) as a context block
-    with its text. Images and audio are refused (-32602) until the engine takes them."""
-    parts: list[str] = []
+def prompt_input(blocks: list[dict[str, Any]], cwd: Path) -> str | list[dict[str, Any]]:
+    """An ACP prompt as our engine's input: plain text when it is only text (so a slash
+    command stays a command), else content blocks. A `resource_link` to a workspace file
+    becomes an `@path` reference (the engine reads it, confined, with line numbers, and
+    counts it as read); an embedded text `resource` (an editor buffer, unsaved edits
+    included) is passed with its text; an `image` (or an image blob resource) as an
+    image. Audio and other blobs are refused (-32602)."""
+    out: list[dict[str, Any]] = []
+
+    def add_text(value: str) -> None:
+        if out and out[-1]["type"] == "text":
+            out[-1]["text"] += " " + value
+        else:
+            out.append({"type": "text", "text": value})
+
     for block in blocks:
         kind = block.get("type")
         if kind == "text":
-            parts.append(str(block.get("text", "")))
+            add_text(str(block.get("text", "")))
         elif kind == "resource_link":
             uri = str(block.get("uri", ""))
             path = _file_path(uri)
             if path is not None and path.is_relative_to(cwd) and " " not in str(path):
-                parts.append("@" + str(path.relative_to(cwd)))
+                add_text("@" + str(path.relative_to(cwd)))
             else:
-                parts.append(uri)
+                add_text(uri)
         elif kind == "resource":
             resource = block.get("resource") or {}
             uri = str(resource.get("uri", ""))
-            if "text" in resource:
-                parts.append(f'\n<context ref="{uri}">\n{resource["text"]}\n</context>')
+            mime = resource.get("mimeType")
+            if isinstance(resource.get("text"), str):
+                item: dict[str, Any] = {"type": "resource", "uri": uri, "text": resource["text"]}
+                if mime:
+                    item["mimeType"] = mime
+                out.append(item)
+            elif isinstance(resource.get("blob"), str) and str(mime).startswith("image/"):
+                out.append({"type": "image", "data": resource["blob"], "mediaType": mime})
             else:
                 raise RpcError(
-                    INVALID_PARAMS,
-                    f"embedded resource {uri}: only text resources are supported (no blob)",
+                    INVALID_PARAMS, f"embedded resource {uri}: only text or an image is supported"
                 )
-        elif kind in ("image", "audio"):
-            raise RpcError(INVALID_PARAMS, f"{kind} prompt blocks are not supported yet")
+        elif kind == "image":
+            out.append(
+                {"type": "image", "data": block.get("data"), "mediaType": block.get("mimeType")}
+            )
+        elif kind == "audio":
+            raise RpcError(INVALID_PARAMS, "audio prompt blocks are not supported")
         else:
             raise RpcError(INVALID_PARAMS, f"unknown prompt block type: {kind!r}")
-    text = " ".join(p for p in parts if p)
-    if not text.strip():
-        raise RpcError(INVALID_PARAMS, "the prompt is empty")
-    return text
+    if all(b["type"] == "text" for b in out):
+        text = " ".join(b["text"] for b in out)
+        if not text.strip():
+            raise RpcError(INVALID_PARAMS, "the prompt is empty")
+        return text
+    return out

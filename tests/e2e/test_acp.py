@@ -406,3 +406,172 @@ async def test_resume_close_delete_and_sessions_shared_with_the_native_dialect(
         await native.initialize()
         listed = (await native.call("session/list"))["sessions"]
         assert native_sid not in [s["sessionId"] for s in listed], "one store for both dialects"
+
+
+def config_value(options: list[dict[str, Any]], option_id: str) -> Any:
+    return next(o["currentValue"] for o in options if o["id"] == option_id)
+
+
+async def test_plan_mode_exit_plan_mode_switches_mode_itself_and_edits_run(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    target = workspace / "planned.txt"
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": str(target), "content": "too early"}, "call_p0")]),
+        Reply.tools([("ExitPlanMode", {"plan": "# Plan\n1. write planned.txt"}, "call_exit")]),
+        Reply.tools([("Write", {"file_path": str(target), "content": "done\n"}, "call_p1")]),
+        Reply.text("Implemented."),
+    )
+    editor = Editor(permission_answers=["acceptEdits"])
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace)
+        assert await agent.conn.set_session_mode(session_id=sid, mode_id="plan") is not None
+        assert agent.updates(sid)[-1] == {
+            "sessionUpdate": "config_option_update",
+            "configOptions": agent.updates(sid)[-1]["configOptions"],
+        }
+        assert [
+            u["currentModeId"]
+            for u in agent.updates(sid)
+            if u["sessionUpdate"] == "current_mode_update"
+        ] == ["plan"]
+
+        result = await agent.conn.prompt(session_id=sid, prompt=[text("plan then do it")])
+
+        assert result.stop_reason == "end_turn"
+        assert target.read_text() == "done\n"
+        assert len(editor.permission_requests) == 1, "after acceptEdits the Write did not ask"
+        plan_request = editor.permission_requests[0]
+        assert plan_request["toolCall"]["toolCallId"] == "call_exit"
+        assert "write planned.txt" in plan_request["toolCall"]["content"][0]["content"]["text"]
+        assert [o["kind"] for o in plan_request["options"]] == [
+            "allow_always",
+            "allow_once",
+            "allow_once",
+            "reject_once",
+        ]
+        modes = [
+            u["currentModeId"]
+            for u in agent.updates(sid)
+            if u["sessionUpdate"] == "current_mode_update"
+        ]
+        assert modes == ["plan", "acceptEdits"], "the agent announced its own mode change"
+        refused = [u for u in agent.updates(sid) if u.get("toolCallId") == "call_p0"][-1]
+        assert refused["status"] == "failed"
+        assert "Plan mode" in refused["content"][0]["content"]["text"]
+        exit_call = next(u for u in agent.updates(sid) if u.get("toolCallId") == "call_exit")
+        assert exit_call["kind"] == "switch_mode"
+
+        with pytest.raises(Exception) as err:
+            await agent.conn.set_session_mode(session_id=sid, mode_id="yolo")
+        assert getattr(err.value, "code", None) == -32602
+
+
+async def test_model_and_thought_level_options_change_the_next_model_call(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    root = Path(server_env["SEMA_ROOT"])
+    (root / "models.json").write_text(
+        json.dumps(
+            {
+                "profiles": {
+                    "fast": {
+                        "provider": "anthropic",
+                        "model": "claude-fast-1",
+                        "contextLength": 50000,
+                    },
+                    "deep": {"provider": "anthropic", "model": "claude-deep-1"},
+                },
+                "pointers": {"main": "deep"},
+            }
+        )
+    )
+    scripted_llm.script(Reply.text("one"), Reply.text("two"))
+    async with acp_agent(server_env) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        new = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        sid = new.session_id
+        options = [o.model_dump(by_alias=True, exclude_none=True) for o in new.config_options]
+        model = next(o for o in options if o["id"] == "model")
+        assert model["currentValue"] == "deep"
+        assert {"fast", "deep"} <= {o["value"] for o in model["options"]}
+
+        changed = await agent.conn.set_config_option(
+            session_id=sid, config_id="model", value="fast"
+        )
+        after = [o.model_dump(by_alias=True, exclude_none=True) for o in changed.config_options]
+        assert config_value(after, "model") == "fast"
+        await agent.conn.prompt(session_id=sid, prompt=[text("hi")])
+        assert scripted_llm.requests[-1].body["model"] == "claude-fast-1"
+        assert "thinking" not in scripted_llm.requests[-1].body
+
+        changed = await agent.conn.set_config_option(
+            session_id=sid, config_id="thought_level", value="on"
+        )
+        after = [o.model_dump(by_alias=True, exclude_none=True) for o in changed.config_options]
+        assert config_value(after, "thought_level") == "on"
+        await agent.conn.prompt(session_id=sid, prompt=[text("think")])
+        assert scripted_llm.requests[-1].body["thinking"]["type"] == "enabled"
+        usage = [u for u in agent.updates(sid) if u["sessionUpdate"] == "usage_update"][-1]
+        assert usage["size"] == 50000
+
+        with pytest.raises(Exception) as err:
+            await agent.conn.set_config_option(session_id=sid, config_id="model", value="nope")
+        assert getattr(err.value, "code", None) == -32602
+
+
+async def test_slash_commands_and_skills_are_offered_with_hints_and_run(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    commands = workspace / ".sema" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "greet.md").write_text(
+        "---\ndescription: Greet someone\nargument-hint: <name>\n---\nSay hello to $ARGUMENTS warmly.\n"
+    )
+    skill = workspace / ".sema" / "skills" / "release"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: release\ndescription: Cut a release\n---\nBump the version.\n"
+    )
+    scripted_llm.script(Reply.text("Hello Bob!"), Reply.text("Releasing."))
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        offered = next(
+            u for u in agent.updates(sid) if u["sessionUpdate"] == "available_commands_update"
+        )["availableCommands"]
+        by_name = {c["name"]: c for c in offered}
+        assert by_name["greet"]["description"] == "Greet someone"
+        assert by_name["greet"]["input"] == {"hint": "<name>"}
+        assert by_name["release"]["description"] == "Cut a release"
+
+        await agent.conn.prompt(session_id=sid, prompt=[text("/greet Bob")])
+        first = scripted_llm.requests[-1].body["messages"][0]["content"][0]["text"]
+        assert first.startswith("Say hello to Bob warmly.")
+        await agent.conn.prompt(session_id=sid, prompt=[text("/release 1.2")])
+        last = scripted_llm.requests[-1].body["messages"][-1]["content"][0]["text"]
+        assert last == 'Use the "release" skill (Skill tool). 1.2'
+
+
+PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+async def test_image_prompt_reaches_the_model(server_env, scripted_llm: ScriptedLLM, workspace):
+    scripted_llm.script(Reply.text("A pixel."))
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        result = await agent.conn.prompt(
+            session_id=sid,
+            prompt=[
+                text("What is this?"),
+                {"type": "image", "data": PNG_1PX, "mimeType": "image/png"},
+            ],
+        )
+        assert result.stop_reason == "end_turn"
+        content = scripted_llm.requests[-1].body["messages"][0]["content"]
+        images = [b for b in content if b["type"] == "image"]
+        assert images and images[0]["source"]["data"] == PNG_1PX
+        with pytest.raises(Exception) as err:
+            await agent.conn.prompt(
+                session_id=sid, prompt=[{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]
+            )
+        assert getattr(err.value, "code", None) == -32602
