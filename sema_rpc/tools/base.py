@@ -51,6 +51,20 @@ class SubagentRun(Protocol):
         ...
 
 
+class EditorFiles(Protocol):
+    """The editor's view of the workspace's files (ACP's `fs/*`), lent by a wire dialect
+    whose client offers it: Read then sees unsaved buffers, Write and Edit update open
+    buffers. Paths are absolute and already confined and consented to by the tools; the
+    methods raise `OSError` when the editor refuses or fails."""
+
+    can_read: bool
+    can_write: bool
+
+    async def read_text(self, path: Path) -> str: ...
+
+    async def write_text(self, path: Path, text: str) -> None: ...
+
+
 @dataclass
 class ToolServices:
     """What the engine lends the tools of one session (the main agent's and its
@@ -68,6 +82,8 @@ class ToolServices:
     cannot answer."""
     run_subagent: SubagentRun | None = None
     """Task: set for the duration of a main-agent turn."""
+    editor_files: EditorFiles | None = None
+    """Files through the editor (see EditorFiles); None: the disk."""
 
 
 @dataclass(frozen=True, slots=True)

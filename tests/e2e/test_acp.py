@@ -426,10 +426,7 @@ async def test_plan_mode_exit_plan_mode_switches_mode_itself_and_edits_run(
     async with acp_agent(server_env, editor) as agent:
         sid = await start(agent, workspace)
         assert await agent.conn.set_session_mode(session_id=sid, mode_id="plan") is not None
-        assert agent.updates(sid)[-1] == {
-            "sessionUpdate": "config_option_update",
-            "configOptions": agent.updates(sid)[-1]["configOptions"],
-        }
+        assert agent.kinds(sid)[-2:] == ["current_mode_update", "config_option_update"]
         assert [
             u["currentModeId"]
             for u in agent.updates(sid)
@@ -575,3 +572,86 @@ async def test_image_prompt_reaches_the_model(server_env, scripted_llm: Scripted
                 session_id=sid, prompt=[{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]
             )
         assert getattr(err.value, "code", None) == -32602
+
+
+def tool_result_texts(body: dict[str, Any]) -> list[str]:
+    out = []
+    for block in body["messages"][-1]["content"]:
+        if block.get("type") == "tool_result":
+            c = block["content"]
+            out.append(c if isinstance(c, str) else "".join(p.get("text", "") for p in c))
+    return out
+
+
+async def test_fs_delegation_the_model_sees_the_buffer_and_edits_go_through_the_editor(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    module = workspace / "src" / "mod0.py"
+    disk = module.read_text()
+    buffer = "UNSAVED_IN_EDITOR = 42\n" + disk
+    outside = workspace.parent / "outside.txt"
+    outside.write_text("outside text\n")
+    scripted_llm.script(
+        Reply.tools([("Read", {"file_path": str(module), "limit": 3}, "call_read")]),
+        Reply.tools(
+            [
+                (
+                    "Edit",
+                    {
+                        "file_path": str(module),
+                        "old_string": "UNSAVED_IN_EDITOR = 42",
+                        "new_string": "UNSAVED_IN_EDITOR = 43",
+                    },
+                    "call_edit",
+                )
+            ]
+        ),
+        Reply.tools([("Read", {"file_path": str(outside)}, "call_out")]),
+        Reply.text("Done."),
+    )
+    editor = Editor(permission_answers=["allow_once", "allow_once"], buffers={str(module): buffer})
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace, read_text_file=True, write_text_file=True)
+        result = await agent.conn.prompt(session_id=sid, prompt=[text("bump it")])
+        assert result.stop_reason == "end_turn"
+
+        read_result = tool_result_texts(scripted_llm.requests[1].body)[0]
+        assert "UNSAVED_IN_EDITOR = 42" in read_result, "the model saw the buffer, not the disk"
+        assert "VALUE_0 = 0" in read_result
+        assert editor.writes == [(str(module), buffer.replace("= 42", "= 43"))]
+        assert module.read_text() == buffer.replace("= 42", "= 43")
+        edit_asked = editor.permission_requests[0]["toolCall"]
+        assert edit_asked["toolCallId"] == "call_edit", "consent is still asked"
+        assert str(outside) not in editor.reads, "outside the workspace: never the editor's"
+        out_result = tool_result_texts(scripted_llm.requests[3].body)[0]
+        assert "outside text" in out_result
+        edit_call = next(u for u in agent.updates(sid) if u.get("toolCallId") == "call_edit")
+        assert edit_call["content"] == [
+            {
+                "type": "diff",
+                "path": str(module),
+                "oldText": "UNSAVED_IN_EDITOR = 42",
+                "newText": "UNSAVED_IN_EDITOR = 43",
+            }
+        ]
+        read_call = next(u for u in agent.updates(sid) if u.get("toolCallId") == "call_read")
+        assert read_call["locations"] == [{"path": str(module), "line": 1}]
+
+
+async def test_without_fs_capabilities_files_come_from_the_disk(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    module = workspace / "src" / "mod1.py"
+    scripted_llm.script(
+        Reply.tools([("Read", {"file_path": str(module), "offset": 2, "limit": 2}, "c1")]),
+        Reply.text("ok"),
+    )
+    editor = Editor(buffers={str(module): "NOT ON DISK\n"})
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace)
+        await agent.conn.prompt(session_id=sid, prompt=[text("read")])
+        seen = tool_result_texts(scripted_llm.requests[1].body)[0]
+        assert "NOT ON DISK" not in seen and "line 0" in seen
+        assert editor.reads == []
+        read_call = next(u for u in agent.updates(sid) if u.get("toolCallId") == "c1")
+        assert read_call["locations"] == [{"path": str(module), "line": 2}]
