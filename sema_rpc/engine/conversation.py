@@ -64,8 +64,8 @@ from sema_rpc.protocol import (
     ThinkingChunkParams,
     TokenUsage,
     ToolCallSummary,
-    UsageTotals,
     TurnContinuedParams,
+    UsageTotals,
 )
 from sema_rpc.tools.base import RebuildContext, Tool
 
