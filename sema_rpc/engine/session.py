@@ -107,6 +107,7 @@ class Session:
             turn=turn if ran else UsageTotals(),
             session=total,
         )
+
     check_continuation: bool = False
     """session/create `checkContinuation`: a reply that announces an action without
     taking it continues the turn once (conversation.py)."""
