@@ -533,6 +533,7 @@ async def test_slash_commands_and_skills_are_offered_with_hints_and_run(
     scripted_llm.script(Reply.text("Hello Bob!"), Reply.text("Releasing."))
     async with acp_agent(server_env) as agent:
         sid = await start(agent, workspace)
+        await agent.wait_for(lambda: "available_commands_update" in agent.kinds(sid))
         offered = next(
             u for u in agent.updates(sid) if u["sessionUpdate"] == "available_commands_update"
         )["availableCommands"]
@@ -655,3 +656,178 @@ async def test_without_fs_capabilities_files_come_from_the_disk(
         assert editor.reads == []
         read_call = next(u for u in agent.updates(sid) if u.get("toolCallId") == "c1")
         assert read_call["locations"] == [{"path": str(module), "line": 2}]
+
+
+async def test_initialize_imports_no_engine_and_no_provider_code(server_env):
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sema_rpc",
+        "--acp",
+        cwd=str(REPO),
+        env={**os.environ, **server_env, "PYTHONPROFILEIMPORTTIME": "1"},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
+    )
+    await proc.stdin.drain()
+    answer = json.loads(await asyncio.wait_for(proc.stdout.readline(), 15))
+    assert answer["result"]["agentInfo"]["name"] == "sema-rpc"
+    proc.stdin.close()
+    _out, err = await asyncio.wait_for(proc.communicate(), 15)
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in err.decode("utf-8", "replace").splitlines()
+        if "import time:" in line
+    }
+    assert "sema_rpc.acp.server" in imported
+    heavy = {
+        m
+        for m in imported
+        if m.split(".")[0] in ("anthropic", "openai", "httpx2", "httpcore2")
+        or m.startswith(("sema_rpc.providers", "sema_rpc.engine", "sema_rpc.tools"))
+    }
+    assert heavy == set()
+
+
+async def test_dollar_cancel_request_on_a_prompt_answers_cancelled(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    gate = threading.Event()
+    reply = Reply.text("slow", chunks=3, gate=gate)
+    scripted_llm.script(reply)
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        running = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[text("go")]))
+        await asyncio.to_thread(reply.at_gate.wait, 10)
+        prompt_id = next(
+            m["id"] for d, m in agent.messages if d == "out" and m.get("method") == "session/prompt"
+        )
+        await agent.conn._conn.send_notification("$/cancel_request", {"requestId": prompt_id})
+        result = await asyncio.wait_for(running, 15)
+        gate.set()
+        assert result.stop_reason == "cancelled"
+
+
+async def test_bash_streams_output_allow_always_persists_reject_always_refuses(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    scripted_llm.script(
+        Reply.tools([("Bash", {"command": "printf 'one\\ntwo\\n'"}, "b0")]),
+        Reply.text("printed"),
+        Reply.tools([("Bash", {"command": "touch a.txt"}, "b1")]),
+        Reply.text("touched"),
+        Reply.tools([("Bash", {"command": "touch a.txt"}, "b2")]),
+        Reply.text("touched again"),
+        # A rejection ends the turn: no model call after b3 or b4.
+        Reply.tools([("Bash", {"command": "mkdir d1"}, "b3")]),
+        Reply.tools([("Bash", {"command": "mkdir d1"}, "b4")]),
+    )
+    editor = Editor(permission_answers=["allow_always", "reject_always"])
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace)
+        for prompt in ("print", "touch", "touch again", "mkdir", "mkdir again"):
+            result = await agent.conn.prompt(session_id=sid, prompt=[text(prompt)])
+            assert result.stop_reason == "end_turn"
+
+        asked = [r["toolCall"]["toolCallId"] for r in editor.permission_requests]
+        assert asked == ["b1", "b3"], "allow_always and reject_always were remembered"
+        always = editor.permission_requests[0]["options"][1]
+        assert always["kind"] == "allow_always" and "touch" in always["name"]
+        b0 = [u for u in agent.updates(sid) if u.get("toolCallId") == "b0"]
+        assert b0[0]["kind"] == "execute"
+        assert b0[0]["rawInput"] == {"command": "printf 'one\\ntwo\\n'"}
+        streamed = [u for u in b0[1:-1] if u.get("content")]
+        assert streamed and "two" in streamed[-1]["content"][0]["content"]["text"]
+        assert b0[-1]["status"] == "completed"
+        assert "two" in b0[-1]["rawOutput"]["content"]
+        assert (workspace / "a.txt").exists()
+        b2 = [u for u in agent.updates(sid) if u.get("toolCallId") == "b2"]
+        assert b2[-1]["status"] == "completed"
+        assert not (workspace / "d1").exists()
+        b4 = [u for u in agent.updates(sid) if u.get("toolCallId") == "b4"]
+        assert b4[-1]["status"] == "failed"
+
+    async with acp_agent(server_env, Editor()) as agent:  # a new process: the rule lasts
+        scripted_llm.script(
+            Reply.tools([("Bash", {"command": "touch a.txt"}, "b5")]), Reply.text("ok")
+        )
+        sid = await start(agent, workspace)
+        await agent.conn.prompt(session_id=sid, prompt=[text("touch once more")])
+        assert agent.editor.permission_requests == []
+        b5 = [u for u in agent.updates(sid) if u.get("toolCallId") == "b5"]
+        assert b5[-1]["status"] == "completed"
+
+
+async def test_todo_write_is_a_plan_and_ask_user_question_maps_onto_options(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    todos = [
+        {"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+        {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
+    ]
+    question = {
+        "question": "Which database?",
+        "header": "Database",
+        "options": [
+            {"label": "SQLite", "description": "a file"},
+            {"label": "Postgres", "description": "a server"},
+        ],
+        "multiSelect": False,
+    }
+    scripted_llm.script(
+        Reply.tools([("TodoWrite", {"todos": todos}, "t1")]),
+        Reply.tools([("AskUserQuestion", {"questions": [question]}, "q1")]),
+        Reply.text("Postgres it is."),
+    )
+    editor = Editor(permission_answers=["o1"])
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace)
+        result = await agent.conn.prompt(session_id=sid, prompt=[text("plan")])
+        assert result.stop_reason == "end_turn"
+        plans = [u for u in agent.updates(sid) if u["sessionUpdate"] == "plan"]
+        assert plans[-1]["entries"] == [
+            {"content": "Read the code", "priority": "medium", "status": "completed"},
+            {"content": "Fix the bug", "priority": "medium", "status": "in_progress"},
+        ]
+        asked = editor.permission_requests[0]
+        assert asked["toolCall"]["toolCallId"] == "q1"
+        assert [o["name"] for o in asked["options"]] == ["SQLite", "Postgres", "Skip"]
+        answer = tool_result_texts(scripted_llm.requests[2].body)[0]
+        assert "Postgres" in answer
+
+
+async def test_the_editors_mcp_servers_run_and_their_tools_are_offered(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    from acp.schema import EnvVariable, McpServerStdio
+
+    scripted_llm.script(
+        Reply.tools([("mcp__time__get_current_time", {"timezone": "UTC"}, "m1")]),
+        Reply.text("It is now."),
+    )
+    editor = Editor(permission_answers=["allow_once"])
+    async with acp_agent(server_env, editor) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        new = await agent.conn.new_session(
+            cwd=str(workspace),
+            mcp_servers=[
+                McpServerStdio(
+                    name="time",
+                    command=sys.executable,
+                    args=["-m", "mcp_server_time", "--local-timezone", "UTC"],
+                    env=[EnvVariable(name="TZ", value="UTC")],
+                )
+            ],
+        )
+        result = await agent.conn.prompt(session_id=new.session_id, prompt=[text("time?")])
+        assert result.stop_reason == "end_turn"
+        offered = [t["name"] for t in scripted_llm.requests[0].body["tools"]]
+        assert "mcp__time__get_current_time" in offered
+        done = [u for u in agent.updates(new.session_id) if u.get("toolCallId") == "m1"][-1]
+        assert done["status"] == "completed"
+        assert "UTC" in done["rawOutput"]["content"]
