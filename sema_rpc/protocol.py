@@ -169,9 +169,9 @@ class EmptyResult(WireModel):
 
 
 class McpServerParams(WireModel):
-    """An MCP server the editor passes in `session/create` (ACP's shapes). `env` may be a
-    list of `{name, value}` or an object. Only stdio servers run; an `http`/`sse` entry
-    (`{type, name, url, headers}`) is accepted and reported as failed in `session:ready`."""
+    """An MCP server the editor passes in `session/create` (ACP's shapes): stdio
+    (`{name, command, args, env}`, `env` a list of `{name, value}` or an object), or remote
+    (`{type: "http"|"sse", name, url, headers}`, `headers` in the same two shapes)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="allow", defer_build=True

@@ -831,3 +831,60 @@ async def test_the_editors_mcp_servers_run_and_their_tools_are_offered(
         done = [u for u in agent.updates(new.session_id) if u.get("toolCallId") == "m1"][-1]
         assert done["status"] == "completed"
         assert "UTC" in done["rawOutput"]["content"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_the_editors_remote_mcp_servers_http_and_sse_with_headers(
+    transport: str, server_env, scripted_llm: ScriptedLLM, workspace
+):
+    from acp.schema import HttpHeader, HttpMcpServer, SseMcpServer
+
+    port = _free_port()
+    script = REPO / "tests" / "mcp" / "servers" / "http_server.py"
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), transport, str(port), "sesame"
+    )
+    try:
+        for _ in range(200):  # until it listens
+            try:
+                _r, w = await asyncio.open_connection("127.0.0.1", port)
+                w.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        path = "/sse" if transport == "sse" else "/mcp"
+        cls = SseMcpServer if transport == "sse" else HttpMcpServer
+        entry = cls(
+            type=transport,
+            name="remote",
+            url=f"http://127.0.0.1:{port}{path}",
+            headers=[HttpHeader(name="X-Key", value="sesame")],
+        )
+        scripted_llm.script(
+            Reply.tools([("mcp__remote__shout", {"text": "hello"}, "r1")]),
+            Reply.text("Shouted."),
+        )
+        editor = Editor(permission_answers=["allow_once"])
+        async with acp_agent(server_env, editor) as agent:
+            init = await agent.conn.initialize(protocol_version=1)
+            assert init.agent_capabilities.mcp_capabilities.http is True
+            assert init.agent_capabilities.mcp_capabilities.sse is True
+            new = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[entry])
+            result = await agent.conn.prompt(session_id=new.session_id, prompt=[text("shout")])
+            assert result.stop_reason == "end_turn"
+            offered = [t["name"] for t in scripted_llm.requests[0].body["tools"]]
+            assert "mcp__remote__shout" in offered
+            done = [u for u in agent.updates(new.session_id) if u.get("toolCallId") == "r1"][-1]
+            assert done["status"] == "completed"
+            assert "HELLO" in done["rawOutput"]["content"]
+    finally:
+        server.terminate()
+        await server.wait()
