@@ -197,6 +197,7 @@ async def _elicit(
         "elicitation/create",
         {
             "sessionId": state.session_id,
+            "toolCallId": state.last_tool.get("AskUserQuestion"),
             "mode": "form",
             "message": "The agent has questions for you",
             "requestedSchema": {"type": "object", "properties": properties},

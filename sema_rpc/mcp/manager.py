@@ -188,7 +188,10 @@ class _ServerHandle:
                 await self._run(timeout_s)
         except Exception as exc:  # teardown noise, or a bug: never escapes the task
             log.warning("MCP server %r: %s: %s", self.name, type(exc).__name__, exc)
-            self._fail(f"{type(exc).__name__}: {exc}")
+            if self.config.transport != "stdio":  # a remote transport's task group failed
+                self._fail(self._start_error(exc, timeout_s))
+            else:
+                self._fail(f"{type(exc).__name__}: {exc}")
         finally:
             self.stderr.close_writer()
             self.session = None
@@ -303,6 +306,8 @@ class _ServerHandle:
         if isinstance(exc, TimeoutError):  # before OSError: TimeoutError is one
             return self._with_stderr(f"no answer to initialize within {timeout_s:g}s")
         if cfg.transport != "stdio":
+            while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+                exc = exc.exceptions[0]  # the transport's task group: its first failure
             return f"cannot connect to {cfg.url}: {type(exc).__name__}: {exc}"
         if isinstance(exc, OSError) and cfg.cwd and not os.path.isdir(cfg.cwd):
             return f"cannot start {cfg.command!r}: working directory {cfg.cwd} does not exist"

@@ -888,3 +888,44 @@ async def test_the_editors_remote_mcp_servers_http_and_sse_with_headers(
     finally:
         server.terminate()
         await server.wait()
+
+
+async def test_ask_user_question_as_an_elicitation_form_when_the_client_offers_it(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    from acp.schema import ElicitationCapabilities, ElicitationFormCapabilities
+
+    questions = [
+        {
+            "question": "Which database?",
+            "header": "Database",
+            "options": [{"label": "SQLite"}, {"label": "Postgres"}],
+        },
+        {
+            "question": "Which extras?",
+            "header": "Extras",
+            "options": [{"label": "Cache"}, {"label": "Search"}, {"label": "Queue"}],
+            "multiSelect": True,
+        },
+    ]
+    scripted_llm.script(
+        Reply.tools([("AskUserQuestion", {"questions": questions}, "q1")]),
+        Reply.text("Noted."),
+    )
+    editor = Editor(form_answers={"q0": "Postgres", "q1": ["Cache", "Queue"]})
+    async with acp_agent(server_env, editor, unstable=True) as agent:
+        await agent.conn.initialize(
+            protocol_version=1,
+            client_capabilities=ClientCapabilities(
+                elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities())
+            ),
+        )
+        new = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        result = await agent.conn.prompt(session_id=new.session_id, prompt=[text("ask me")])
+        assert result.stop_reason == "end_turn"
+        assert editor.permission_requests == []
+        form = editor.forms[0]["mode"]["requestedSchema"]["properties"]
+        assert form["q0"]["enum"] == ["SQLite", "Postgres"]
+        assert form["q1"]["items"]["enum"] == ["Cache", "Search", "Queue"]
+        answer = tool_result_texts(scripted_llm.requests[1].body)[0]
+        assert "Postgres" in answer and "Cache, Queue" in answer

@@ -24,7 +24,9 @@ import jsonschema
 from acp import spawn_agent_process
 from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
+    AcceptElicitationResponse,
     AllowedOutcome,
+    DeclineElicitationResponse,
     DeniedOutcome,
     ReadTextFileResponse,
     RequestPermissionResponse,
@@ -139,6 +141,17 @@ class Editor:
     permission_asked: asyncio.Event = field(default_factory=asyncio.Event)
     cancel_pending: asyncio.Event = field(default_factory=asyncio.Event)
     """Set by a test after `session/cancel`: a waiting permission answers `cancelled`."""
+    form_answers: dict[str, Any] | None = None
+    """`elicitation/create` (form): accepted with this content; None declines."""
+    forms: list[dict[str, Any]] = field(default_factory=list)
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        self.forms.append(
+            {"message": message, "mode": mode.model_dump(by_alias=True, exclude_none=True)}
+        )
+        if self.form_answers is None:
+            return DeclineElicitationResponse(action="decline")
+        return AcceptElicitationResponse(action="accept", content=self.form_answers)
 
     async def request_permission(
         self, options: Any, session_id: str, tool_call: Any, **kwargs: Any
@@ -247,8 +260,13 @@ class AcpSession:
 
 @asynccontextmanager
 async def acp_agent(
-    env: dict[str, str], editor: Editor | None = None, cwd: Path | None = None
+    env: dict[str, str],
+    editor: Editor | None = None,
+    cwd: Path | None = None,
+    *,
+    unstable: bool = False,
 ) -> AsyncIterator[AcpSession]:
+    """`unstable`: the SDK handles methods it calls unstable (`elicitation/create`)."""
     editor = editor or Editor()
     check = SchemaCheck()
     holder: list[AcpSession] = []
@@ -265,6 +283,7 @@ async def acp_agent(
         env={**env, "PYTHONUNBUFFERED": "1"},
         cwd=str(cwd or REPO),
         observers=[observer],
+        use_unstable_protocol=unstable,
         transport_kwargs={"stderr": None},
     ) as (conn, process):
         holder.append(AcpSession(conn, process, editor, check))
