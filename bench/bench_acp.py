@@ -198,7 +198,12 @@ async def run(runs: int, deltas: int) -> dict[str, Any]:
             )
         print_table(
             f"initialize (median of {runs} spawns) and a {deltas:,}-delta answer (best of 2)",
-            ["dialect", "spawn → initialize ms", "text chunks/s at the client", "server CPU µs/chunk"],
+            [
+                "dialect",
+                "spawn → initialize ms",
+                "text chunks/s at the client",
+                "server CPU µs/chunk",
+            ],
             rows,
         )
         print(json.dumps(out))
