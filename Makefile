@@ -65,6 +65,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_pipeline.py
 	$(BIN)/python bench/bench_recorder.py
 	$(BIN)/python bench/bench_neovim.py
+	$(BIN)/python bench/bench_acp.py
 
 # The VS Code extension (clients/vscode): npm packages pinned by its package-lock.json.
 $(VSCODE_STAMP): $(VSCODE)/package-lock.json

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 import sema_rpc
 from sema_rpc.acp import translate
+from sema_rpc.acp.events import updates_for
 from sema_rpc.acp.wire import (
     ACP_PROTOCOL_VERSION,
     AcpClientCapabilities,
@@ -401,8 +402,6 @@ class AcpServer:
         state = self.sessions.get(event.session_id)
         if state is None:
             return  # a session the client does not know yet (session/new not answered)
-        from sema_rpc.acp.events import updates_for
-
         for update in updates_for(self, state, event):
             self.update(state.session_id, update)
 

@@ -929,3 +929,71 @@ async def test_ask_user_question_as_an_elicitation_form_when_the_client_offers_i
         assert form["q1"]["items"]["enum"] == ["Cache", "Search", "Queue"]
         answer = tool_result_texts(scripted_llm.requests[1].body)[0]
         assert "Postgres" in answer and "Cache, Queue" in answer
+
+
+async def test_queued_prompts_each_answer_once_and_a_vanishing_client_ends_the_agent(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    gate = threading.Event()
+    first_reply = Reply.text("first", chunks=2, gate=gate)
+    scripted_llm.script(first_reply, Reply.text("second"))
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        first = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[text("one")]))
+        await asyncio.to_thread(first_reply.at_gate.wait, 10)
+        second = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[text("two")]))
+        await asyncio.sleep(0.2)
+        assert not second.done(), "the second prompt waits for the first turn"
+        gate.set()
+        assert (await asyncio.wait_for(first, 15)).stop_reason == "end_turn"
+        assert (await asyncio.wait_for(second, 15)).stop_reason == "end_turn"
+        assert len(wire_answers(agent, "session/prompt")) == 2
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sema_rpc",
+        "--acp",
+        cwd=str(REPO),
+        env={**os.environ, **server_env},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    gate = threading.Event()
+    hanging = Reply.text("never finished", chunks=2, gate=gate)
+    scripted_llm.script(hanging)
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/new",
+            "params": {"cwd": str(workspace), "mcpServers": []},
+        },
+    ]
+    proc.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
+    await proc.stdin.drain()
+    sid = None
+    while sid is None:
+        message = json.loads(await asyncio.wait_for(proc.stdout.readline(), 15))
+        if message.get("id") == 2:
+            sid = message["result"]["sessionId"]
+    prompt = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hang"}]},
+    }
+    proc.stdin.write(json.dumps(prompt).encode() + b"\n")
+    await proc.stdin.drain()
+    await asyncio.to_thread(hanging.at_gate.wait, 10)
+    proc.stdin.close()  # the editor is gone mid-turn
+    answers = []
+    while line := await asyncio.wait_for(proc.stdout.readline(), 15):
+        message = json.loads(line)
+        if message.get("id") == 3:
+            answers.append(message)
+    gate.set()
+    assert await asyncio.wait_for(proc.wait(), 15) == 0
+    assert [a["result"]["stopReason"] for a in answers] == ["cancelled"]
