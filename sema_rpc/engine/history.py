@@ -597,6 +597,8 @@ def import_message(item: Any) -> Message | None:
         for block in content:
             if not isinstance(block, dict) or block.get("type") not in _KNOWN_BLOCKS:
                 continue
+            if block["type"] == "image" and not _base64_image(block):
+                continue  # an image by URL or file id cannot be sent again as it is
             if block["type"] == "tool_result" and not isinstance(block.get("content"), str):
                 parts = block.get("content")
                 parts = parts if isinstance(parts, list) else []
@@ -643,6 +645,16 @@ def delete_history(session_id: str) -> bool:
         shutil.rmtree(checkpoints)
         removed = True
     return removed
+
+
+def _base64_image(block: dict[str, Any]) -> bool:
+    source = block.get("source")
+    return (
+        isinstance(source, dict)
+        and source.get("type") == "base64"
+        and isinstance(source.get("media_type"), str)
+        and isinstance(source.get("data"), str)
+    )
 
 
 # --------------------------------------------------------------------------- listing
