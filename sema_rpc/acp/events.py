@@ -101,13 +101,15 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
             },
         ]
     if isinstance(event, ConversationUsageParams):
-        return [
-            {
-                "sessionUpdate": "usage_update",
-                "used": max(0, event.usage.use_tokens),
-                "size": max(0, event.usage.max_tokens),
-            }
-        ]
+        usage: dict[str, Any] = {
+            "sessionUpdate": "usage_update",
+            "used": max(0, event.usage.use_tokens),
+            "size": max(0, event.usage.max_tokens),
+        }
+        cost = event.session.cost_usd if event.session is not None else None
+        if cost is not None:  # unknown when a model that used tokens has no price
+            usage["cost"] = {"amount": cost, "currency": "USD"}
+        return [usage]
     return []
 
 

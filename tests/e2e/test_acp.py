@@ -88,6 +88,7 @@ async def test_initialize_new_prompt_streams_chunks_and_usage(
         assert "usage_update" in kinds
         usage = [u for u in agent.updates(sid) if u["sessionUpdate"] == "usage_update"][-1]
         assert usage["used"] > 0 and usage["size"] > 0
+        assert usage["cost"]["currency"] == "USD" and usage["cost"]["amount"] > 0
         info = [u for u in agent.updates(sid) if u["sessionUpdate"] == "session_info_update"]
         assert info and info[0]["title"] == "Say hello"
         commands = [
@@ -997,3 +998,19 @@ async def test_queued_prompts_each_answer_once_and_a_vanishing_client_ends_the_a
     gate.set()
     assert await asyncio.wait_for(proc.wait(), 15) == 0
     assert [a["result"]["stopReason"] for a in answers] == ["cancelled"]
+
+
+async def test_without_a_model_authenticate_and_session_new_ask_for_a_key(server_env, workspace):
+    env = {k: v for k, v in server_env.items() if not k.endswith("API_KEY")}
+    env.update({"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": ""})
+    async with acp_agent(env) as agent:
+        init = await agent.conn.initialize(protocol_version=1)
+        assert "ANTHROPIC_API_KEY" in init.auth_methods[0].description
+        with pytest.raises(Exception) as err:
+            await agent.conn.authenticate(method_id="environment")
+        assert getattr(err.value, "code", None) == -32000
+        with pytest.raises(Exception) as err:
+            await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        assert getattr(err.value, "code", None) == -32000
+        listed = await agent.conn.list_sessions()
+        assert listed.sessions == []
