@@ -52,14 +52,11 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
         if call is None:
             return []
         call.output = (call.output + event.delta)[-translate.OUTPUT_TAIL_CHARS :]
-        return [
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": event.tool_call_id,
-                "content": [translate.text_content(call.output)],
-            }
-        ]
+        # Sent once per loop iteration however many deltas came (output_update).
+        server.output_changed(state, event.tool_call_id)
+        return []
     if isinstance(event, ToolExecutionCompleteParams | ToolExecutionErrorParams):
+        pending = output_update(state, event.tool_call_id)
         call = state.tool_calls.pop(event.tool_call_id, None)
         failed = isinstance(event, ToolExecutionErrorParams)
         text = translate.clipped(event.content)
@@ -72,7 +69,7 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
         name = call.name if call is not None else event.tool_name
         if failed or name not in ("Write", "Edit"):  # an edit keeps its diff as content
             update["content"] = [translate.text_content(text)] if text else []
-        return [update]
+        return [*pending, update]
     if isinstance(event, TodosUpdateParams):
         return [{"sessionUpdate": "plan", "entries": translate.plan_entries(event.todos)}]
     if isinstance(event, ModelUpdateParams):
@@ -111,6 +108,22 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
             usage["cost"] = {"amount": cost, "currency": "USD"}
         return [usage]
     return []
+
+
+def output_update(state: AcpSession, tool_call_id: str) -> list[dict[str, Any]]:
+    """The streamed output of a call, if some arrived since it was last sent: a
+    `tool_call_update` whose content is the output so far (its tail)."""
+    call = state.tool_calls.get(tool_call_id)
+    if call is None or not call.unsent:
+        return []
+    call.unsent = False
+    return [
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": tool_call_id,
+            "content": [translate.text_content(call.output)],
+        }
+    ]
 
 
 def translate_state(name: str) -> Any:

@@ -110,6 +110,8 @@ class _Answer:
 class _ToolCallState:
     name: str
     output: str = ""
+    """The output so far (its tail), for ACP content that replaces, not appends."""
+    unsent: bool = False
 
 
 @dataclass
@@ -162,6 +164,8 @@ class AcpServer:
         self._outgoing: dict[Any, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
         self.shutting_down = False
+        self._output_pending: set[tuple[str, str]] = set()
+        self._output_scheduled = False
         self._handlers: dict[str, tuple[type[BaseModel], Callable[[Any], Awaitable[Any]]]] = {
             "initialize": (InitializeRequest, self._initialize),
             "authenticate": (AuthenticateRequest, self._authenticate),
@@ -404,6 +408,29 @@ class AcpServer:
             return  # a session the client does not know yet (session/new not answered)
         for update in updates_for(self, state, event):
             self.update(state.session_id, update)
+
+    def output_changed(self, state: AcpSession, tool_call_id: str) -> None:
+        """A call's streamed output grew: sent at the end of this loop iteration, once,
+        whatever the number of deltas (each update carries the whole tail)."""
+        call = state.tool_calls.get(tool_call_id)
+        if call is None:
+            return
+        call.unsent = True
+        self._output_pending.add((state.session_id, tool_call_id))
+        if not self._output_scheduled:
+            self._output_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_outputs)
+
+    def _flush_outputs(self) -> None:
+        from sema_rpc.acp.events import output_update
+
+        self._output_scheduled = False
+        pending, self._output_pending = self._output_pending, set()
+        for session_id, tool_call_id in pending:
+            state = self.sessions.get(session_id)
+            if state is not None:
+                for update in output_update(state, tool_call_id):
+                    self.update(session_id, update)
 
     async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
         state = self.sessions.get(event.session_id)

@@ -1014,3 +1014,23 @@ async def test_without_a_model_authenticate_and_session_new_ask_for_a_key(server
         assert getattr(err.value, "code", None) == -32000
         listed = await agent.conn.list_sessions()
         assert listed.sessions == []
+
+
+async def test_a_chatty_command_streams_its_output_as_a_bounded_tail(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    command = "for i in $(seq 1 4000); do echo line-$i-$(printf '%0200d' 0); done"
+    scripted_llm.script(Reply.tools([("Bash", {"command": command}, "loud")]), Reply.text("ok"))
+    editor = Editor(permission_answers=["allow_once"])
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace)
+        await agent.conn.prompt(session_id=sid, prompt=[text("count")])
+        calls = [u for u in agent.updates(sid) if u.get("toolCallId") == "loud"]
+        streamed = [u for u in calls[1:-1] if u.get("content")]
+        assert calls[-1]["status"] == "completed"
+        assert streamed, "the output was streamed"
+        last = streamed[-1]["content"][0]["content"]["text"]
+        # More than 32 KB was streamed: each update carries only the tail.
+        assert all(len(u["content"][0]["content"]["text"]) <= 32 * 1024 for u in streamed)
+        assert not last.startswith("line-1-") and len(last) > 30 * 1024
+        assert "line-4000-" in calls[-1]["rawOutput"]["content"], "the result is whole"
