@@ -1034,3 +1034,24 @@ async def test_a_chatty_command_streams_its_output_as_a_bounded_tail(
         assert all(len(u["content"][0]["content"]["text"]) <= 32 * 1024 for u in streamed)
         assert not last.startswith("line-1-") and len(last) > 30 * 1024
         assert "line-4000-" in calls[-1]["rawOutput"]["content"], "the result is whole"
+
+
+async def test_every_stable_agent_method_has_a_handler():
+    from sema_rpc.acp.server import AcpServer
+
+    meta = json.loads((REPO / "schema" / "acp" / "meta.v1.json").read_text())
+    handled = set(AcpServer(writer=None)._handlers)  # type: ignore[arg-type]
+    requests = set(meta["agentMethods"].values()) - {"session/cancel"}  # a notification
+    assert requests - handled == {"logout"}, "every other agent method has a handler"
+
+
+@pytest.mark.parametrize("name", ["schema.v1.json", "meta.v1.json"])
+async def test_the_acp_schema_copy_matches_the_shared_one(name: str):
+    """schema/acp/ is a copy (tests must not depend on a folder outside the repository);
+    where the shared reference is present, the copy must not have drifted from it."""
+    from tests.support.shared_data import shared_dir
+
+    shared = shared_dir() / "acp" / name
+    if not shared.is_file():
+        pytest.skip(f"no shared reference at {shared}")
+    assert (REPO / "schema" / "acp" / name).read_bytes() == shared.read_bytes()
