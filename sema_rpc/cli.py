@@ -1,4 +1,5 @@
-"""Command line: `sema-rpc` (serve on stdio), `sema-rpc --jsonl`, `sema-rpc run "prompt"`.
+"""Command line: `sema-rpc` (serve on stdio), `sema-rpc --jsonl`, `sema-rpc --acp` (the Agent
+Client Protocol), `sema-rpc run "prompt"`.
 
 Kept free of heavy imports: the server's first answer must not wait for SDKs.
 
@@ -62,6 +63,12 @@ def serve_main(argv: list[str]) -> int:
         default=None,
         help="record the wire transcript and each session's model cassette under DIR (for `sema-rpc replay`)",
     )
+    parser.add_argument(
+        "--acp",
+        action="store_true",
+        help="speak the Agent Client Protocol (v1, one JSON message per line) instead of "
+        "sema-rpc's own protocol (Zed, JetBrains, Neovim ACP plugins)",
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     args = parser.parse_args(argv)
     if args.version:
@@ -74,6 +81,8 @@ def serve_main(argv: list[str]) -> int:
 
     setup_logging(args.log_level)
     protocol_out = _protect_stdout()
+    if args.acp:
+        return _serve_acp(protocol_out)
     from sema_rpc.rpc.server import serve
 
     async def serving() -> int:
@@ -86,6 +95,21 @@ def serve_main(argv: list[str]) -> int:
             record_dir=args.record,
             after_first_session=startup_done,
         )
+
+    try:
+        code = asyncio.run(serving())
+    except KeyboardInterrupt:
+        return 130
+    _fast_exit(code, protocol_out)
+    return code  # not reached
+
+
+def _serve_acp(protocol_out: object) -> int:
+    from sema_rpc.acp.server import serve_acp
+
+    async def serving() -> int:
+        asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
+        return await serve_acp(sys.stdin.buffer, protocol_out)  # type: ignore[arg-type]
 
     try:
         code = asyncio.run(serving())

@@ -169,9 +169,9 @@ class EmptyResult(WireModel):
 
 
 class McpServerParams(WireModel):
-    """An MCP server the editor passes in `session/create` (ACP's shapes). `env` may be a
-    list of `{name, value}` or an object. Only stdio servers run; an `http`/`sse` entry
-    (`{type, name, url, headers}`) is accepted and reported as failed in `session:ready`."""
+    """An MCP server the editor passes in `session/create` (ACP's shapes): stdio
+    (`{name, command, args, env}`, `env` a list of `{name, value}` or an object), or remote
+    (`{type: "http"|"sse", name, url, headers}`, `headers` in the same two shapes)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="allow", defer_build=True
@@ -641,6 +641,15 @@ class SessionForkResult(SessionReadyParams):
     )
 
 
+SessionDeleteParams = SessionRef
+
+
+class SessionDeleteResult(WireModel):
+    deleted: bool = Field(
+        description="False when the session had nothing on disk (nothing to delete)."
+    )
+
+
 class SessionCompactParams(WireModel):
     session_id: str
     instructions: str | None = Field(
@@ -964,6 +973,13 @@ METHODS: dict[str, MethodSpec] = {
             SessionDisposeParams,
             SessionDisposeResult,
             "Interrupt the session's turn, wait for it, and drop the session from memory.",
+        ),
+        MethodSpec(
+            "session/delete",
+            SessionDeleteParams,
+            SessionDeleteResult,
+            "Delete a session for good: its history, seed and checkpoints. Refused while a "
+            "turn runs.",
         ),
         MethodSpec(
             "session/compact",

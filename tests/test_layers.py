@@ -6,7 +6,7 @@ packages import each other (directly or round a ring).
                                       config, secrets, text, project files, policy
     2  tools, providers, mcp          what the agent uses; they know core, never the engine
     3  engine                         the agent: sessions, turns, the loop, assembly
-    4  rpc, record                    wire dialects and recording, over the engine
+    4  rpc, acp, record               wire dialects (native, ACP) and recording, over the engine
     5  cli, runner, log, schema_gen, ts_gen, client_gen, spec_tables   entry points and generators
 
 Every import counts: module level, inside functions (lazy imports), and type-only imports
@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "mcp": 2,
     "engine": 3,
     "rpc": 4,
+    "acp": 4,
     "record": 4,
     "cli": 5,
     "runner": 5,

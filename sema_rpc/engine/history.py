@@ -61,6 +61,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -806,6 +807,32 @@ def import_message(item: Any) -> Message | None:
         return Message.model_validate({"role": item["role"], "content": blocks})
     except ValidationError:
         return None
+
+
+def has_history(session_id: str) -> bool:
+    """Whether the session has anything on disk (a history, or a seed). Blocking."""
+    flush_all()
+    return history_path(session_id).is_file() or seed_json_path(session_id).is_file()
+
+
+def delete_history(session_id: str) -> bool:
+    """Remove everything kept on disk for a session: its history, its seed (the older
+    JSON format) and its checkpoints (`<sema root>/checkpoints/<id>/`). True when there
+    was something to remove. Blocking; use a thread. The session must not be live (its
+    writer would create the file again)."""
+    flush_all()  # nothing this process queued for the file lands after it is gone
+    removed = False
+    for path in (history_path(session_id), seed_json_path(session_id)):
+        try:
+            path.unlink()
+            removed = True
+        except FileNotFoundError:
+            pass
+    checkpoints = sema_root() / "checkpoints" / session_id
+    if checkpoints.is_dir() and not checkpoints.is_symlink():
+        shutil.rmtree(checkpoints)
+        removed = True
+    return removed
 
 
 def _base64_image(block: dict[str, Any]) -> bool:

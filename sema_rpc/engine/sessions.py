@@ -17,6 +17,7 @@ from sema_rpc.core.config import ConfigError, ModelProfile, resolve_model
 from sema_rpc.core.errors import (
     HistoryUnreadable,
     InvalidArgument,
+    SessionBusy,
     SessionNotFound,
 )
 from sema_rpc.core.errors import working_dir as checked_working_dir
@@ -32,6 +33,7 @@ from sema_rpc.engine.history import (
     append_curated,
     cut_before,
     dangling_tool_results,
+    delete_history,
     list_sessions,
     load_history,
     locate,
@@ -48,6 +50,8 @@ from sema_rpc.protocol import (
     PlanExitRequestParams,
     PlanExitResult,
     SessionCreateParams,
+    SessionDeleteParams,
+    SessionDeleteResult,
     SessionDisposeParams,
     SessionDisposeResult,
     SessionErrorDetail,
@@ -389,6 +393,23 @@ class SessionRegistry:
             await session.store.synced()
         await self.close_mcp(session)
         return SessionDisposeResult(disposed=True, interrupted=interrupted)
+
+    async def delete_session(self, params: SessionDeleteParams) -> SessionDeleteResult:
+        """Delete a session for good: dropped from memory (its MCP servers stopped), its
+        history, seed and checkpoints removed from disk. A session running a turn (or with
+        prompts waiting for one) is refused: interrupt it first."""
+        if not valid_session_id(params.session_id):
+            raise InvalidArgument(f"invalid sessionId: {params.session_id!r}")
+        session = self.sessions.get(params.session_id)
+        if session is not None and not session.disposed:
+            if session.turn_lock.locked() or session.control is not None:
+                raise SessionBusy(
+                    f"session {session.id} is running a turn: interrupt it before deleting it",
+                    session.id,
+                )
+            await self.dispose(SessionDisposeParams(session_id=session.id))
+        deleted = await asyncio.to_thread(delete_history, params.session_id)
+        return SessionDeleteResult(deleted=deleted)
 
     async def _start_mcp(self, session: Session, params: SessionCreateParams) -> None:
         from sema_rpc.mcp import load_mcp_config

@@ -54,7 +54,8 @@ _PRECEDENCE: tuple[Source, ...] = ("editor", "project", "user")
 
 @dataclass(slots=True)
 class McpServerConfig:
-    """One stdio MCP server, ready to spawn."""
+    """One MCP server: a stdio child process (`command`), or a remote one (`transport`
+    `http` = streamable HTTP, or `sse`, at `url` with `headers`)."""
 
     name: str
     command: str
@@ -65,6 +66,9 @@ class McpServerConfig:
     disabled: bool = False
     source: str = "editor"
     """`editor`, or the path of the file the entry came from."""
+    transport: Literal["stdio", "http", "sse"] = "stdio"
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -149,10 +153,12 @@ def _parse_entry(
     if not isinstance(raw, dict):
         raise _EntryError(f"expected an object, got {type(raw).__name__}")
     kind = raw.get("type", raw.get("transport"))
-    if kind not in (None, "stdio") or ("url" in raw and "command" not in raw):
-        raise _EntryError(
-            f'only stdio servers (with a "command") are supported, not {kind or "url"!r}'
-        )
+    if kind in ("http", "streamable-http", "streamableHttp", "sse") or (
+        kind is None and "url" in raw and "command" not in raw
+    ):
+        return _parse_remote(name, raw, "sse" if kind == "sse" else "http", source, expand)
+    if kind not in (None, "stdio"):
+        raise _EntryError(f"unknown server type {kind!r} (stdio, http or sse)")
     command = raw.get("command")
     if not isinstance(command, str) or not command.strip():
         raise _EntryError('missing "command"')
@@ -183,6 +189,32 @@ def _parse_entry(
         cwd=cwd,
         disabled=disabled,
         source=source,
+    )
+
+
+def _parse_remote(
+    name: str, raw: dict[str, Any], transport: Literal["http", "sse"], source: str, expand: bool
+) -> McpServerConfig:
+    url = raw.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise _EntryError('missing "url"')
+    headers = _parse_env(raw.get("headers"))  # the same two shapes as env
+    disabled = raw.get("disabled", False)
+    if not isinstance(disabled, bool):
+        raise _EntryError('"disabled" must be true or false')
+    if expand:
+        url = _expand(url)
+        headers = {k: _expand(v) for k, v in headers.items()}
+    if not url.startswith(("http://", "https://")):
+        raise _EntryError(f'"url" must be an http(s) URL, not {url!r}')
+    return McpServerConfig(
+        name=name,
+        command="",
+        disabled=disabled,
+        source=source,
+        transport=transport,
+        url=url,
+        headers=headers,
     )
 
 

@@ -1,4 +1,5 @@
-"""McpManager: a session's MCP servers, each a child process spoken to over stdio.
+"""McpManager: a session's MCP servers, each a child process spoken to over stdio, or a
+remote server over streamable HTTP or SSE (`McpServerConfig.transport`).
 
 Usage (one manager per session)::
 
@@ -187,7 +188,10 @@ class _ServerHandle:
                 await self._run(timeout_s)
         except Exception as exc:  # teardown noise, or a bug: never escapes the task
             log.warning("MCP server %r: %s: %s", self.name, type(exc).__name__, exc)
-            self._fail(f"{type(exc).__name__}: {exc}")
+            if self.config.transport != "stdio":  # a remote transport's task group failed
+                self._fail(self._start_error(exc, timeout_s))
+            else:
+                self._fail(f"{type(exc).__name__}: {exc}")
         finally:
             self.stderr.close_writer()
             self.session = None
@@ -213,13 +217,16 @@ class _ServerHandle:
         )
         async with AsyncExitStack() as stack:
             try:
-                errlog = self.stderr.open()
-                try:
-                    read, write = await stack.enter_async_context(
-                        stdio_client(params, errlog=cast(Any, errlog))
-                    )
-                finally:
-                    self.stderr.close_writer()
+                if cfg.transport != "stdio":
+                    read, write = await self._connect_remote(stack, timeout_s)
+                else:
+                    errlog = self.stderr.open()
+                    try:
+                        read, write = await stack.enter_async_context(
+                            stdio_client(params, errlog=cast(Any, errlog))
+                        )
+                    finally:
+                        self.stderr.close_writer()
                 # Forward the server's messages through a stream we own: its end is
                 # the server's stdout closing, i.e. the process is gone.
                 fwd_send, fwd_recv = anyio.create_memory_object_stream[Any](0)
@@ -248,6 +255,24 @@ class _ServerHandle:
             await self._wake.wait()
             if not self._stopping:
                 self.mark_dead(self._death_message())
+
+    async def _connect_remote(self, stack: AsyncExitStack, timeout_s: float) -> tuple[Any, Any]:
+        """The streams of a remote server: streamable HTTP (`http`) or SSE (`sse`)."""
+        cfg = self.config
+        assert cfg.url is not None
+        if cfg.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            return await stack.enter_async_context(
+                sse_client(cfg.url, headers=cfg.headers or None, timeout=timeout_s)
+            )
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        client = await stack.enter_async_context(
+            create_mcp_http_client(headers=cfg.headers or None)
+        )
+        return await stack.enter_async_context(streamable_http_client(cfg.url, http_client=client))
 
     async def _forward(self, read: Any, send: Any) -> None:
         try:
@@ -280,6 +305,10 @@ class _ServerHandle:
         cfg = self.config
         if isinstance(exc, TimeoutError):  # before OSError: TimeoutError is one
             return self._with_stderr(f"no answer to initialize within {timeout_s:g}s")
+        if cfg.transport != "stdio":
+            while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+                exc = exc.exceptions[0]  # the transport's task group: its first failure
+            return f"cannot connect to {cfg.url}: {type(exc).__name__}: {exc}"
         if isinstance(exc, OSError) and cfg.cwd and not os.path.isdir(cfg.cwd):
             return f"cannot start {cfg.command!r}: working directory {cfg.cwd} does not exist"
         if isinstance(exc, FileNotFoundError):

@@ -73,6 +73,20 @@ class ChangeWatch(Protocol):
     async def after(self, token: Any) -> None: ...
 
 
+class EditorFiles(Protocol):
+    """The editor's view of the workspace's files (ACP's `fs/*`), lent by a wire dialect
+    whose client offers it: Read then sees unsaved buffers, Write and Edit update open
+    buffers. Paths are absolute and already confined and consented to by the tools; the
+    methods raise `OSError` when the editor refuses or fails."""
+
+    can_read: bool
+    can_write: bool
+
+    async def read_text(self, path: Path) -> str: ...
+
+    async def write_text(self, path: Path, text: str) -> None: ...
+
+
 @dataclass
 class ToolServices:
     """What the engine lends the tools of one session (the main agent's and its
@@ -92,6 +106,9 @@ class ToolServices:
     """Task: set for the duration of a main-agent turn."""
     changes: ChangeWatch | None = None
     """Sees the files each call that changes files touches (`Tool.changes_files`)."""
+
+    editor_files: EditorFiles | None = None
+    """Files through the editor (see EditorFiles); None: the disk."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from .write import (
     check_fresh,
     commit_change,
     diff_stats,
+    editor_buffer,
     read_current,
     snapshot_of,
     target_of,
@@ -35,6 +36,7 @@ class EditInput(ToolInput):
     new_string: str = Field(description="The text to replace it with (must differ).")
     replace_all: bool = Field(False, description="Replace every occurrence of old_string.")
     _change: FileChange | None = PrivateAttr(default=None)
+    _buffer: str | None = PrivateAttr(default=None)
 
 
 class EditTool(Tool):
@@ -87,7 +89,7 @@ class EditTool(Tool):
             return args._change
 
         check_fresh(path, shown, ctx)
-        current = read_current(path, shown, before, strict=True)
+        current = read_current(path, shown, before, strict=True, buffer=args._buffer)
         text = current.text
         old, new = args.old_string, args.new_string
         if current.newline == "\r\n":
@@ -129,6 +131,7 @@ class EditTool(Tool):
 
     async def validate_input(self, args: EditInput, ctx: ToolContext) -> str | None:
         try:
+            args._buffer = await editor_buffer(self.target_path(args, ctx), ctx)
             self.plan(args, ctx)
         except FileChangeError as exc:
             return str(exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -81,39 +82,64 @@ class ReadTool(Tool):
     async def call(self, args: ReadInput, ctx: ToolContext) -> ToolOutput:
         path = self.target_path(args, ctx)
         shown = display_path(path, ctx.working_dir)
-        return await anyio.to_thread.run_sync(self._read, args, ctx, path, shown)
+        editor = ctx.services.editor_files
+        if (
+            editor is None
+            or not editor.can_read
+            or path.suffix.lower() == ".ipynb"
+            or not is_inside(path, ctx.working_dir)
+        ):
+            return await anyio.to_thread.run_sync(self._read, args, ctx, path, shown)
+        # The editor's buffer (unsaved edits included); the checks stay ours, on disk.
+        checked = await anyio.to_thread.run_sync(self._check, path, shown)
+        if isinstance(checked, ToolOutput):
+            return checked
+        try:
+            text = await editor.read_text(path)
+        except OSError as exc:
+            return _fail(f"Cannot read {shown} through the editor: {exc}")
+        if len(text) > MAX_FILE_BYTES and args.offset is None and args.limit is None:
+            return _fail(_too_large(shown, len(text.encode("utf-8"))))
+        start = max(args.offset or 1, 1)
+        count = min(args.limit or MAX_LINES, MAX_LINES)
+        lines = text.splitlines()
+        selected = lines[start - 1 : start - 1 + count]
+        output = _numbered(selected, start, len(lines) > start - 1 + count, shown)
+        ctx.read_files[str(path)] = FileSnapshot(
+            mtime_ns=checked.st_mtime_ns, size=checked.st_size, inode=checked.st_ino
+        )
+        return output
 
-    def _read(self, args: ReadInput, ctx: ToolContext, path: Path, shown: str) -> ToolOutput:
-        def fail(message: str) -> ToolOutput:
-            return ToolOutput(content=message, summary=message.split("\n", 1)[0], is_error=True)
-
+    def _check(self, path: Path, shown: str) -> ToolOutput | os.stat_result:
+        """The file's stat, or why it cannot be read as text."""
         if not path.exists():
-            return fail(f"File does not exist: {shown}")
+            return _fail(f"File does not exist: {shown}")
         if path.is_dir():
-            return fail(
+            return _fail(
                 f"{shown} is a directory, not a file. Use Glob (e.g. pattern '{shown}/*') to list it."
             )
         if not path.is_file():
-            return fail(f"{shown} is not a regular file.")
-        stat = path.stat()
+            return _fail(f"{shown} is not a regular file.")
         suffix = path.suffix.lower().lstrip(".")
         if suffix in BINARY_EXTENSIONS:
-            return fail(f"Cannot read {shown}: it is a binary file (.{suffix}).")
+            return _fail(f"Cannot read {shown}: it is a binary file (.{suffix}).")
         with path.open("rb") as f:
             if b"\x00" in f.read(BINARY_SNIFF_BYTES):
-                return fail(f"Cannot read {shown}: it looks like a binary file.")
+                return _fail(f"Cannot read {shown}: it looks like a binary file.")
+        return path.stat()
 
-        if suffix == "ipynb":
+    def _read(self, args: ReadInput, ctx: ToolContext, path: Path, shown: str) -> ToolOutput:
+        checked = self._check(path, shown)
+        if isinstance(checked, ToolOutput):
+            return checked
+        stat = checked
+        if path.suffix.lower() == ".ipynb":
             output = self._read_notebook(path, shown)
             if output.is_error:
                 return output
         else:
             if stat.st_size > MAX_FILE_BYTES and args.offset is None and args.limit is None:
-                return fail(
-                    f"{shown} is {stat.st_size // 1024} KB, over the {MAX_FILE_BYTES // 1024} KB "
-                    "limit for reading a whole file. Read it in parts with offset and limit "
-                    "(e.g. offset=1, limit=500), or search it with Grep."
-                )
+                return _fail(_too_large(shown, stat.st_size))
             output = self._read_lines(path, shown, args.offset, args.limit)
         ctx.read_files[str(path)] = FileSnapshot(
             mtime_ns=stat.st_mtime_ns, size=stat.st_size, inode=stat.st_ino
@@ -128,27 +154,7 @@ class ReadTool(Tool):
         with path.open("r", encoding="utf-8", errors="replace") as f:
             selected = list(islice(f, start - 1, start - 1 + count))
             more = bool(f.readline())
-        if not selected:
-            if start == 1:
-                return ToolOutput(content="<file is empty>", summary=f"{shown} (empty)")
-            return ToolOutput(
-                content=f"<offset {start} is past the end of {shown}; the file is shorter>",
-                summary="Offset past end of file",
-            )
-        lines = []
-        for number, line in enumerate(selected, start):
-            line = line.rstrip("\r\n")
-            if len(line) > MAX_LINE_CHARS:
-                line = line[:MAX_LINE_CHARS] + " [line truncated]"
-            lines.append(f"{number:6d}\t{line}")
-        last = start + len(selected) - 1
-        content = "\n".join(lines)
-        if more:
-            content += (
-                f"\n\n[Showing lines {start}-{last}. The file has more lines: "
-                f"use offset={last + 1} to continue.]"
-            )
-        return ToolOutput(content=content, summary=f"Read {len(selected)} lines")
+        return _numbered(selected, start, more, shown)
 
     def _read_notebook(self, path: Path, shown: str) -> ToolOutput:
         try:
@@ -185,6 +191,43 @@ class ReadTool(Tool):
         if len(content) > MAX_NOTEBOOK_CHARS:
             content = content[:MAX_NOTEBOOK_CHARS] + "\n[notebook truncated]"
         return ToolOutput(content=content, summary=f"Read {len(cells)} cells")
+
+
+def _fail(message: str) -> ToolOutput:
+    return ToolOutput(content=message, summary=message.split("\n", 1)[0], is_error=True)
+
+
+def _too_large(shown: str, size: int) -> str:
+    return (
+        f"{shown} is {size // 1024} KB, over the {MAX_FILE_BYTES // 1024} KB "
+        "limit for reading a whole file. Read it in parts with offset and limit "
+        "(e.g. offset=1, limit=500), or search it with Grep."
+    )
+
+
+def _numbered(selected: list[str], start: int, more: bool, shown: str) -> ToolOutput:
+    """`cat -n` lines from line `start`; `more`: the file goes on after them."""
+    if not selected:
+        if start == 1:
+            return ToolOutput(content="<file is empty>", summary=f"{shown} (empty)")
+        return ToolOutput(
+            content=f"<offset {start} is past the end of {shown}; the file is shorter>",
+            summary="Offset past end of file",
+        )
+    lines = []
+    for number, line in enumerate(selected, start):
+        line = line.rstrip("\r\n")
+        if len(line) > MAX_LINE_CHARS:
+            line = line[:MAX_LINE_CHARS] + " [line truncated]"
+        lines.append(f"{number:6d}\t{line}")
+    last = start + len(selected) - 1
+    content = "\n".join(lines)
+    if more:
+        content += (
+            f"\n\n[Showing lines {start}-{last}. The file has more lines: "
+            f"use offset={last + 1} to continue.]"
+        )
+    return ToolOutput(content=content, summary=f"Read {len(selected)} lines")
 
 
 def _joined(value: Any) -> str:

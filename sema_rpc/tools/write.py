@@ -85,9 +85,12 @@ def check_fresh(path: Path, shown: str, ctx: ToolContext) -> FileSnapshot:
     return current
 
 
-def read_current(path: Path, shown: str, snapshot: FileSnapshot, *, strict: bool) -> CurrentFile:
-    """The text of an existing file with newlines normalised (CRLF and BOM remembered)."""
-    data = path.read_bytes()
+def read_current(
+    path: Path, shown: str, snapshot: FileSnapshot, *, strict: bool, buffer: str | None = None
+) -> CurrentFile:
+    """The text of an existing file with newlines normalised (CRLF and BOM remembered).
+    `buffer`: the editor's text of it (unsaved edits included), used instead of the disk."""
+    data = path.read_bytes() if buffer is None else buffer.encode("utf-8", "surrogatepass")
     if b"\x00" in data[:8192]:
         raise FileChangeError(f"{shown} is a binary file; it cannot be edited as text.")
     try:
@@ -211,10 +214,39 @@ def write_change(change: FileChange) -> FileSnapshot | None:
     return snapshot_of(change.path)
 
 
+async def editor_buffer(path: Path, ctx: ToolContext) -> str | None:
+    """The editor's text of an existing workspace file, when the editor lends its buffers
+    (so Write and Edit change what the user sees, unsaved edits included); else None."""
+    editor = ctx.services.editor_files
+    if editor is None or not editor.can_read or not is_inside(path, ctx.working_dir):
+        return None
+    if await anyio.to_thread.run_sync(snapshot_of, path) is None:
+        return None
+    try:
+        return await editor.read_text(path)
+    except OSError:
+        return None  # the disk, then
+
+
 async def commit_change(change: FileChange, ctx: ToolContext) -> None:
     """Write `change` off the event loop if the file is still as planned; remember the
-    new snapshot (on the loop). A cancelled call still waits for the write to finish."""
+    new snapshot (on the loop). A cancelled call still waits for the write to finish.
+    With an editor that writes buffers, the editor writes it (after the same check)."""
     written: list[FileSnapshot | None] = []
+    editor = ctx.services.editor_files
+    if editor is not None and editor.can_write and is_inside(change.path, ctx.working_dir):
+        if await anyio.to_thread.run_sync(snapshot_of, change.path) != change.before:
+            raise FileChangeError(
+                f"{change.shown} changed while waiting for approval. Read it again and retry."
+            )
+        try:
+            await editor.write_text(change.path, change.encoded().decode("utf-8"))
+        except OSError as exc:
+            raise FileChangeError(f"The editor could not write {change.shown}: {exc}") from exc
+        after = await anyio.to_thread.run_sync(snapshot_of, change.path)
+        if after is not None:
+            ctx.read_files[str(change.path)] = after
+        return
 
     def work() -> None:
         written.append(write_change(change))
@@ -242,6 +274,7 @@ class WriteInput(ToolInput):
     )
     content: str = Field(description="The complete new content of the file.")
     _change: FileChange | None = PrivateAttr(default=None)
+    _buffer: str | None = PrivateAttr(default=None)
 
 
 class WriteTool(Tool):
@@ -274,7 +307,7 @@ class WriteTool(Tool):
             newline, bom = "\n", False
             if before is not None:
                 check_fresh(path, shown, ctx)
-                current = read_current(path, shown, before, strict=False)
+                current = read_current(path, shown, before, strict=False, buffer=args._buffer)
                 old_text = current.text
                 bom = current.bom
                 # Keep a CRLF file CRLF unless the model wrote CRLF itself.
@@ -294,6 +327,7 @@ class WriteTool(Tool):
 
     async def validate_input(self, args: WriteInput, ctx: ToolContext) -> str | None:
         try:
+            args._buffer = await editor_buffer(self.target_path(args, ctx), ctx)
             self.plan(args, ctx)
         except FileChangeError as exc:
             return str(exc)

@@ -176,7 +176,7 @@ async def test_mcp_servers_listed_called_and_one_that_crashes(
 async def test_servers_that_cannot_start_are_reported_and_the_session_works(
     server_env, scripted_llm: ScriptedLLM, workspace
 ):
-    """An editor's http entry (ACP shape), a command that does not exist, and a working
+    """An editor's http entry (ACP shape) nothing listens at, a command that does not exist, and a working
     server from `$SEMA_ROOT/mcp.json`: the session is created, the two failures are in
     `session:ready`, and the working server's tools are offered."""
     user_config = Path(server_env["SEMA_ROOT"]) / "mcp.json"
@@ -193,7 +193,9 @@ async def test_servers_that_cannot_start_are_reported_and_the_session_works(
         workspace, model="anthropic/claude-test", mcpServers=editor_servers
     )
     servers = {s["name"]: s for s in ready["mcpServers"]}
-    assert servers["remote"]["state"] == "failed" and "stdio" in servers["remote"]["error"]
+    assert servers["remote"]["state"] == "failed"
+    assert servers["remote"]["error"].startswith("cannot connect to http://127.0.0.1:9/mcp: ")
+    assert "TaskGroup" not in servers["remote"]["error"]
     assert servers["missing"]["state"] == "failed" and servers["missing"]["error"]
     assert servers["time"]["state"] == "connected"
     assert servers["time"]["source"] == str(user_config)

@@ -327,3 +327,45 @@ async def test_a_session_begun_with_a_custom_command_is_listed_by_what_was_typed
     )
     [listed] = (await client.call("session/list"))["sessions"]
     assert listed["title"] == "/review src/app.py"
+
+
+async def test_session_delete_removes_history_seed_and_checkpoints_and_refuses_a_busy_session(
+    client: WireClient, server_env, scripted_llm: ScriptedLLM, workspace
+):
+    await client.initialize()
+    sid = (await client.create_session(workspace, sessionId="delete-me", model=MODEL))["sessionId"]
+    scripted_llm.script(Reply.text("kept"))
+    await prompt(client, sid, "remember this")
+    root = Path(server_env["SEMA_ROOT"])
+    checkpoints = root / "checkpoints" / sid
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "blob").write_text("old content")
+    seed = root / "history" / f"{sid}.json"
+    seed.write_text("{}")
+    assert history_file(server_env, sid).exists()
+
+    gate = threading.Event()
+    scripted_llm.script(Reply.text("slow", chunks=3, gate=gate))
+    seen = max(e.params["seq"] for e in client.events("message:text:chunk", sid))
+    running = asyncio.ensure_future(prompt(client, sid, "busy now"))
+    await client.wait_for("message:text:chunk", lambda p: p["seq"] > seen)
+    with pytest.raises(RpcFailure) as err:
+        await client.call("session/delete", {"sessionId": sid})
+    assert err.value.code == -32016
+    assert err.value.error["data"] == {"sessionId": sid}
+    gate.set()
+    assert (await running)["stopReason"] == "end_turn"
+    assert history_file(server_env, sid).exists(), "a refused delete changes nothing"
+
+    assert await client.call("session/delete", {"sessionId": sid}) == {"deleted": True}
+
+    assert not history_file(server_env, sid).exists()
+    assert not seed.exists() and not checkpoints.exists()
+    listed = (await client.call("session/list"))["sessions"]
+    assert sid not in [s["sessionId"] for s in listed]
+    with pytest.raises(RpcFailure) as err:
+        await prompt(client, sid, "gone?")
+    assert err.value.code == -32010
+    assert await client.call("session/delete", {"sessionId": sid}) == {"deleted": False}
+    ready = await client.create_session(workspace, sessionId=sid, model=MODEL)
+    assert ready["historyLoaded"] is False, "a deleted session starts over"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -132,7 +133,9 @@ def test_bad_entries_are_reported_and_shadow_lower_levels(roots: tuple[Path, Pat
         {
             "mcpServers": {
                 "nocmd": {"args": ["x"]},
-                "web": {"type": "http", "url": "https://example.invalid/mcp"},
+                "web": {"type": "http"},
+                "ws": {"type": "websocket", "url": "wss://example.invalid/mcp"},
+                "ftp": {"type": "sse", "url": "ftp://example.invalid/mcp"},
                 "badenv": {"command": "a", "env": "A=1"},
                 "off": {"command": "a", "disabled": True},
             }
@@ -147,11 +150,48 @@ def test_bad_entries_are_reported_and_shadow_lower_levels(roots: tuple[Path, Pat
     assert (None, 'mcpServers[0]: missing "name"') in messages
     assert (None, 'mcpServers[1]: missing "name"') in messages
     assert ("nocmd", 'missing "command"') in messages
-    assert any(s == "web" and "only stdio" in m for s, m in messages)
+    assert ("web", 'missing "url"') in messages
+    assert any(s == "ws" and "unknown server type" in m for s, m in messages)
+    assert any(s == "ftp" and "http(s) URL" in m for s, m in messages)
     assert any(s == "badenv" and '"env"' in m for s, m in messages)
     # The project's broken "nocmd" shadows the user's working one.
     assert [s.name for s in config.servers] == ["off"]
     assert config.servers[0].disabled is True
+
+
+def test_remote_servers_http_and_sse_with_headers(roots: tuple[Path, Path]) -> None:
+    project, _ = roots
+    os.environ["SEMA_TEST_MCP_TOKEN"] = "tok-123"
+    try:
+        write(
+            project_mcp_path(project),
+            {
+                "mcpServers": {
+                    "files": {
+                        "url": "https://example.invalid/mcp",
+                        "headers": {"Authorization": "Bearer ${SEMA_TEST_MCP_TOKEN}"},
+                    },
+                }
+            },
+        )
+        editor = [
+            {"type": "sse", "name": "events", "url": "http://127.0.0.1:9/sse", "headers": []},
+            {
+                "type": "http",
+                "name": "web",
+                "url": "http://127.0.0.1:9/mcp",
+                "headers": [{"name": "X-Key", "value": "k"}],
+            },
+        ]
+        config = load_mcp_config(project, editor)
+    finally:
+        del os.environ["SEMA_TEST_MCP_TOKEN"]
+    assert config.errors == []
+    by_name = {s.name: s for s in config.servers}
+    assert (by_name["events"].transport, by_name["events"].url) == ("sse", "http://127.0.0.1:9/sse")
+    assert by_name["web"].transport == "http" and by_name["web"].headers == {"X-Key": "k"}
+    assert by_name["files"].transport == "http"
+    assert by_name["files"].headers == {"Authorization": "Bearer tok-123"}
 
 
 def test_no_files_no_servers(roots: tuple[Path, Path]) -> None:

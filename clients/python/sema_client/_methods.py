@@ -33,6 +33,7 @@ from sema_rpc.protocol import (
     SessionCompactParams,
     SessionCompactResult,
     SessionCreateParams,
+    SessionDeleteResult,
     SessionDisposeResult,
     SessionForkParams,
     SessionForkResult,
@@ -223,6 +224,22 @@ class Methods:
             msg_id=msg_id,
         )
         return SessionDisposeResult.model_validate(result)
+
+    async def session_delete(
+        self,
+        params: SessionRef | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionDeleteResult:
+        """`session/delete`: Delete a session for good: its history, seed and checkpoints. Refused while a turn runs."""
+        result = await self._client.request(
+            "session/delete",
+            _wire(SessionRef, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionDeleteResult.model_validate(result)
 
     async def session_compact(
         self,

@@ -156,9 +156,9 @@ export interface InitializeResult {
 }
 
 /**
- * An MCP server the editor passes in `session/create` (ACP's shapes). `env` may be a
- * list of `{name, value}` or an object. Only stdio servers run; an `http`/`sse` entry
- * (`{type, name, url, headers}`) is accepted and reported as failed in `session:ready`.
+ * An MCP server the editor passes in `session/create` (ACP's shapes): stdio
+ * (`{name, command, args, env}`, `env` a list of `{name, value}` or an object), or remote
+ * (`{type: "http"|"sse", name, url, headers}`, `headers` in the same two shapes).
  */
 export interface McpServerParams {
   name: string;
@@ -388,6 +388,11 @@ export interface SessionCreateParams {
   recordDir?: string | null;
   /** When a reply without a tool call announces an action it did not take ("Now I'll run the tests."), continue the turn once (`turn:continued`). */
   checkContinuation?: boolean;
+}
+
+export interface SessionDeleteResult {
+  /** False when the session had nothing on disk (nothing to delete). */
+  deleted: boolean;
 }
 
 export interface SessionDisposeResult {
@@ -852,6 +857,8 @@ export interface Methods {
   "session/list": { params: SessionListParams; result: SessionListResult };
   /** Interrupt the session's turn, wait for it, and drop the session from memory. */
   "session/dispose": { params: SessionRef; result: SessionDisposeResult };
+  /** Delete a session for good: its history, seed and checkpoints. Refused while a turn runs. */
+  "session/delete": { params: SessionRef; result: SessionDeleteResult };
   /** Compact the session's history now (like `/compact`). Emits `compact:exec`. */
   "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
   /** Undo turns: files (`code`), messages (`conversation`) or both, back to just before a prompt; or `redo` the last rewind. Refused while a turn runs. */

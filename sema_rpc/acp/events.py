@@ -1,0 +1,136 @@
+"""Engine events → ACP `session/update` payloads (the table in protocol/acp.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sema_rpc.acp import translate
+from sema_rpc.protocol import (
+    ConversationUsageParams,
+    EventParams,
+    ModelUpdateParams,
+    ModeUpdateEventParams,
+    TextChunkParams,
+    ThinkingChunkParams,
+    TodosUpdateParams,
+    ToolExecutionCompleteParams,
+    ToolExecutionErrorParams,
+    ToolExecutionStartParams,
+    ToolExecutionUpdateParams,
+)
+
+if TYPE_CHECKING:
+    from sema_rpc.acp.server import AcpServer, AcpSession
+
+
+def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> list[dict[str, Any]]:
+    """What the client sees of one engine event (often nothing: `state:update`,
+    `session:ready`, `message:complete` have no ACP counterpart)."""
+    if isinstance(event, TextChunkParams):
+        if event.agent_id != "main":  # a subagent's text is its Task's result, not ours
+            return []
+        return [_chunk("agent_message_chunk", event.delta)]
+    if isinstance(event, ThinkingChunkParams):
+        if event.agent_id != "main":
+            return []
+        return [_chunk("agent_thought_chunk", event.delta)]
+    if isinstance(event, ToolExecutionStartParams):
+        state.tool_calls[event.tool_call_id] = translate_state(event.tool_name)
+        state.last_tool[event.tool_name] = event.tool_call_id
+        return [
+            translate.tool_call(
+                event.tool_call_id,
+                event.tool_name,
+                event.title,
+                event.input,
+                state.cwd,
+                "in_progress",
+            )
+        ]
+    if isinstance(event, ToolExecutionUpdateParams):
+        call = state.tool_calls.get(event.tool_call_id)
+        if call is None:
+            return []
+        call.output = (call.output + event.delta)[-translate.OUTPUT_TAIL_CHARS :]
+        # Sent once per loop iteration however many deltas came (output_update).
+        server.output_changed(state, event.tool_call_id)
+        return []
+    if isinstance(event, ToolExecutionCompleteParams | ToolExecutionErrorParams):
+        pending = output_update(state, event.tool_call_id)
+        call = state.tool_calls.pop(event.tool_call_id, None)
+        failed = isinstance(event, ToolExecutionErrorParams)
+        text = translate.clipped(event.content)
+        update: dict[str, Any] = {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": event.tool_call_id,
+            "status": "failed" if failed else "completed",
+            "rawOutput": {"content": text, "summary": getattr(event, "summary", "")},
+        }
+        name = call.name if call is not None else event.tool_name
+        if failed or name not in ("Write", "Edit"):  # an edit keeps its diff as content
+            update["content"] = [translate.text_content(text)] if text else []
+        return [*pending, update]
+    if isinstance(event, TodosUpdateParams):
+        return [{"sessionUpdate": "plan", "entries": translate.plan_entries(event.todos)}]
+    if isinstance(event, ModelUpdateParams):
+        from sema_rpc.acp.options import config_options
+
+        session = server.engine.sessions.get(state.session_id)
+        if session is None:
+            return []
+        return [
+            {
+                "sessionUpdate": "config_option_update",
+                "configOptions": config_options(server.engine, session),
+            }
+        ]
+    if isinstance(event, ModeUpdateEventParams):
+        from sema_rpc.acp.options import config_options, current_mode
+
+        session = server.engine.sessions.get(state.session_id)
+        if session is None:
+            return []
+        return [
+            {"sessionUpdate": "current_mode_update", "currentModeId": current_mode(session)},
+            {
+                "sessionUpdate": "config_option_update",
+                "configOptions": config_options(server.engine, session),
+            },
+        ]
+    if isinstance(event, ConversationUsageParams):
+        usage: dict[str, Any] = {
+            "sessionUpdate": "usage_update",
+            "used": max(0, event.usage.use_tokens),
+            "size": max(0, event.usage.max_tokens),
+        }
+        cost = event.session.cost_usd if event.session is not None else None
+        if cost is not None:  # unknown when a model that used tokens has no price
+            usage["cost"] = {"amount": cost, "currency": "USD"}
+        return [usage]
+    return []
+
+
+def output_update(state: AcpSession, tool_call_id: str) -> list[dict[str, Any]]:
+    """The streamed output of a call, if some arrived since it was last sent: a
+    `tool_call_update` whose content is the output so far (its tail)."""
+    call = state.tool_calls.get(tool_call_id)
+    if call is None or not call.unsent:
+        return []
+    call.unsent = False
+    return [
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": tool_call_id,
+            "content": [translate.text_content(call.output)],
+        }
+    ]
+
+
+def translate_state(name: str) -> Any:
+    from sema_rpc.acp.server import _ToolCallState
+
+    return _ToolCallState(name)
+
+
+def _chunk(kind: str, text: str) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}

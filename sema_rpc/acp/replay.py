@@ -1,0 +1,118 @@
+"""`session/load`: the whole conversation on disk as `session/update` notifications.
+
+Every message of the full history (compaction and `/clear` do not hide earlier ones):
+what the user typed as `user_message_chunk` (the engine's own context blocks, the
+`<system-reminder>`s, are not the user's words and are left out), the answers as
+`agent_message_chunk` / `agent_thought_chunk`, and each tool call as one `tool_call`
+carrying its final status (`completed` / `failed`) and result.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from sema_rpc.acp import translate
+from sema_rpc.core.messages import (
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _messages(session_id: str) -> list[Message]:
+    from sema_rpc.engine.history import flush_all, history_path, load_history
+
+    flush_all()
+    try:
+        data = history_path(session_id).read_bytes()
+    except FileNotFoundError:  # only a seed (older format): its curated messages
+        loaded = load_history(session_id)
+        return loaded.messages if loaded is not None else []
+    out: list[Message] = []
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            entry = json.loads(raw)
+            if isinstance(entry, dict) and entry.get("t") == "message":
+                out.append(Message.model_validate(entry))
+        except ValueError:  # torn or unreadable lines: skipped, as the loader does
+            continue
+    return out
+
+
+def _title(name: str, args: dict[str, Any]) -> str:
+    from sema_rpc.tools.registry import builtin_tools
+
+    for tool in builtin_tools():
+        if tool.name == name:
+            try:
+                return tool.title(tool.Input.model_validate(args))
+            except Exception:
+                return name
+    return name
+
+
+def _result_text(block: ToolResultBlock) -> str:
+    content = block.content
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(part, "text", "") or "" for part in content)
+
+
+def replay_updates(session_id: str, cwd: Path) -> list[dict[str, Any]]:
+    """The updates, in conversation order. Blocking (reads the file): use a thread."""
+    messages = _messages(session_id)
+    results: dict[str, ToolResultBlock] = {}
+    for message in messages:
+        if message.role == "user" and not isinstance(message.content, str):
+            for block in message.content:
+                if isinstance(block, ToolResultBlock):
+                    results[block.tool_use_id] = block
+    updates: list[dict[str, Any]] = []
+    for message in messages:
+        blocks = (
+            [TextBlock(text=message.content)]
+            if isinstance(message.content, str)
+            else message.content
+        )
+        for block in blocks:
+            if isinstance(block, TextBlock):
+                if message.role == "user":
+                    if block.text.lstrip().startswith("<system-reminder>"):
+                        continue
+                    updates.append(_chunk("user_message_chunk", block.text))
+                else:
+                    updates.append(_chunk("agent_message_chunk", block.text))
+            elif isinstance(block, ThinkingBlock) and message.role == "assistant":
+                updates.append(_chunk("agent_thought_chunk", block.thinking))
+            elif isinstance(block, ToolUseBlock):
+                result = results.get(block.id)
+                status = "failed" if result is None or result.is_error else "completed"
+                update = translate.tool_call(
+                    block.id,
+                    block.name,
+                    _title(block.name, block.input),
+                    block.input,
+                    cwd,
+                    status,
+                    before=False,
+                )
+                if result is not None:
+                    text = translate.clipped(_result_text(result))
+                    update["rawOutput"] = {"content": text}
+                    if block.name not in ("Write", "Edit") or result.is_error:
+                        update["content"] = [translate.text_content(text)]
+                updates.append(update)
+    return updates
+
+
+def _chunk(kind: str, text: str) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}

@@ -1,0 +1,89 @@
+"""ACP v1 request params, as far as we read them (unknown fields are ignored, wrong types
+are -32602). Results are built as plain dicts in server.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from sema_rpc.protocol import WireModel
+
+ACP_PROTOCOL_VERSION = 1
+
+
+class AcpParams(WireModel):
+    meta: dict[str, Any] | None = Field(None, alias="_meta")
+
+
+class FsCapabilities(WireModel):
+    read_text_file: bool = False
+    write_text_file: bool = False
+
+
+class AcpClientCapabilities(WireModel):
+    fs: FsCapabilities = Field(default_factory=FsCapabilities)
+    terminal: bool = False
+    elicitation: dict[str, Any] | None = None
+
+
+class InitializeRequest(AcpParams):
+    protocol_version: int
+    client_capabilities: AcpClientCapabilities = Field(default_factory=AcpClientCapabilities)
+    client_info: dict[str, Any] | None = None
+
+
+class AuthenticateRequest(AcpParams):
+    method_id: str
+
+
+class McpServer(WireModel):
+    """stdio (`command`, `args`, `env` as `[{name, value}]`), or http/sse (`type`, `url`,
+    `headers`)."""
+
+    name: str
+    type: str | None = None
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: list[dict[str, str]] = Field(default_factory=list)
+    url: str | None = None
+    headers: list[dict[str, str]] = Field(default_factory=list)
+
+
+class NewSessionRequest(AcpParams):
+    cwd: str
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    additional_directories: list[str] = Field(default_factory=list)
+
+
+class LoadSessionRequest(NewSessionRequest):
+    session_id: str
+
+
+class SessionRequest(AcpParams):
+    session_id: str
+
+
+class ListSessionsRequest(AcpParams):
+    cwd: str | None = None
+    cursor: str | None = None
+
+
+class PromptRequest(AcpParams):
+    session_id: str
+    prompt: list[dict[str, Any]]
+
+
+class SetModeRequest(AcpParams):
+    session_id: str
+    mode_id: str
+
+
+class SetConfigOptionRequest(AcpParams):
+    session_id: str
+    config_id: str
+    value: str | bool
+
+
+class CancelRequest(AcpParams):
+    request_id: str | int

@@ -1,0 +1,293 @@
+"""An ACP editor for tests: the official ACP Python SDK's client side (`spawn_agent_process`,
+`ClientSideConnection`) driving `sema-rpc --acp` over real pipes, with every message in
+both directions validated against the ACP v1 JSON Schema (schema/acp/schema.v1.json).
+
+    async with AcpEditor.start(env) as editor:
+        await editor.conn.initialize(protocol_version=1, client_capabilities=...)
+        ...
+        editor.updates(session_id)            # raw `update` objects, in order
+        editor.permission_answers.append("allow_once")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from acp import spawn_agent_process
+from acp.connection import StreamDirection, StreamEvent
+from acp.schema import (
+    AcceptElicitationResponse,
+    AllowedOutcome,
+    DeclineElicitationResponse,
+    DeniedOutcome,
+    ReadTextFileResponse,
+    RequestPermissionResponse,
+    WriteTextFileResponse,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO / "schema" / "acp" / "schema.v1.json"
+
+_REQUESTS = {
+    # client → agent
+    "initialize": ("InitializeRequest", "InitializeResponse"),
+    "authenticate": ("AuthenticateRequest", "AuthenticateResponse"),
+    "session/new": ("NewSessionRequest", "NewSessionResponse"),
+    "session/load": ("LoadSessionRequest", "LoadSessionResponse"),
+    "session/list": ("ListSessionsRequest", "ListSessionsResponse"),
+    "session/resume": ("ResumeSessionRequest", "ResumeSessionResponse"),
+    "session/close": ("CloseSessionRequest", "CloseSessionResponse"),
+    "session/delete": ("DeleteSessionRequest", "DeleteSessionResponse"),
+    "session/prompt": ("PromptRequest", "PromptResponse"),
+    "session/set_mode": ("SetSessionModeRequest", "SetSessionModeResponse"),
+    "session/set_config_option": (
+        "SetSessionConfigOptionRequest",
+        "SetSessionConfigOptionResponse",
+    ),
+    # agent → client
+    "session/request_permission": ("RequestPermissionRequest", "RequestPermissionResponse"),
+    "fs/read_text_file": ("ReadTextFileRequest", "ReadTextFileResponse"),
+    "fs/write_text_file": ("WriteTextFileRequest", "WriteTextFileResponse"),
+    "elicitation/create": ("CreateElicitationRequest", "CreateElicitationResponse"),
+}
+_NOTIFICATIONS = {
+    "session/update": "SessionNotification",
+    "session/cancel": "CancelNotification",
+    "$/cancel_request": "CancelRequestNotification",
+}
+
+
+class SchemaCheck:
+    """Validates each message against the ACP schema: the envelope against the whole
+    protocol, params and results against the definition of their method."""
+
+    def __init__(self) -> None:
+        schema = json.loads(SCHEMA_PATH.read_text())
+        self._defs = schema["$defs"]
+        self._whole = jsonschema.Draft202012Validator(schema)
+        self._by_name: dict[str, jsonschema.Draft202012Validator] = {}
+        self._pending: dict[tuple[str, Any], str] = {}
+        """(direction of the request, id) → method, to validate the answer."""
+        self.errors: list[str] = []
+        self.checked = 0
+
+    def _validator(self, name: str) -> jsonschema.Draft202012Validator:
+        if name not in self._by_name:
+            self._by_name[name] = jsonschema.Draft202012Validator(
+                {"$defs": self._defs, "$ref": f"#/$defs/{name}"}
+            )
+        return self._by_name[name]
+
+    def _check(self, name: str, value: Any, where: str) -> None:
+        for error in self._validator(name).iter_errors(value):
+            self.errors.append(f"{where}: {name}: {error.message} at {list(error.path)}")
+
+    def message(self, direction: str, message: dict[str, Any]) -> None:
+        self.checked += 1
+        where = f"{direction} {json.dumps(message)[:300]}"
+        for error in self._whole.iter_errors(message):
+            self.errors.append(f"{where}: envelope: {error.message}")
+        method = message.get("method")
+        if method is not None:
+            if "id" in message:
+                names = _REQUESTS.get(method)
+                if names is None:
+                    self.errors.append(f"{where}: unknown request method {method}")
+                    return
+                self._check(names[0], message.get("params"), where)
+                self._pending[(direction, message["id"])] = method
+            else:
+                name = _NOTIFICATIONS.get(method)
+                if name is None:
+                    self.errors.append(f"{where}: unknown notification {method}")
+                    return
+                self._check(name, message.get("params"), where)
+            return
+        other = "in" if direction == "out" else "out"
+        method = self._pending.pop((other, message.get("id")), None)
+        if "error" in message:
+            self._check("Error", message["error"], where)
+            return
+        if method is None:
+            self.errors.append(f"{where}: an answer to no request")
+            return
+        if message.get("result") is None:
+            self.errors.append(f"{where}: a null result (must be an object)")
+            return
+        self._check(_REQUESTS[method][1], message["result"], where)
+
+
+@dataclass
+class Editor:
+    """The client's side: answers permission requests from a queue, serves files from
+    `buffers` (path → text) when asked, records what it was asked."""
+
+    permission_answers: list[str | None] = field(default_factory=list)
+    """Option ids to select, in order; None answers `cancelled`. Empty: reject_once."""
+    permission_gate: asyncio.Event | None = None
+    """When set: a permission request waits for it before answering."""
+    buffers: dict[str, str] = field(default_factory=dict)
+    writes: list[tuple[str, str]] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    permission_requests: list[dict[str, Any]] = field(default_factory=list)
+    permission_asked: asyncio.Event = field(default_factory=asyncio.Event)
+    cancel_pending: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by a test after `session/cancel`: a waiting permission answers `cancelled`."""
+    form_answers: dict[str, Any] | None = None
+    """`elicitation/create` (form): accepted with this content; None declines."""
+    forms: list[dict[str, Any]] = field(default_factory=list)
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        self.forms.append(
+            {"message": message, "mode": mode.model_dump(by_alias=True, exclude_none=True)}
+        )
+        if self.form_answers is None:
+            return DeclineElicitationResponse(action="decline")
+        return AcceptElicitationResponse(action="accept", content=self.form_answers)
+
+    async def request_permission(
+        self, options: Any, session_id: str, tool_call: Any, **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.permission_requests.append(
+            {
+                "options": [o.model_dump(by_alias=True, exclude_none=True) for o in options],
+                "toolCall": tool_call.model_dump(by_alias=True, exclude_none=True),
+            }
+        )
+        self.permission_asked.set()
+        if self.permission_gate is not None:
+            gate = asyncio.ensure_future(self.permission_gate.wait())
+            cancelled = asyncio.ensure_future(self.cancel_pending.wait())
+            await asyncio.wait({gate, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+            gate.cancel()
+            cancelled.cancel()
+            if self.cancel_pending.is_set():
+                return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        choice = self.permission_answers.pop(0) if self.permission_answers else "reject_once"
+        if choice is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=choice)
+        )
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        return None
+
+    async def read_text_file(
+        self,
+        path: str,
+        session_id: str,
+        limit: int | None = None,
+        line: int | None = None,
+        **kw: Any,
+    ) -> ReadTextFileResponse:
+        self.reads.append(path)
+        if path in self.buffers:
+            text = self.buffers[path]
+        else:
+            text = Path(path).read_text()
+        if line is not None or limit is not None:
+            lines = text.splitlines(keepends=True)
+            start = (line or 1) - 1
+            text = "".join(lines[start : start + limit if limit else None])
+        return ReadTextFileResponse(content=text)
+
+    async def write_text_file(
+        self, content: str, path: str, session_id: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        self.writes.append((path, content))
+        self.buffers[path] = content
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(content)  # the editor saves the buffer
+        return WriteTextFileResponse()
+
+
+class AcpSession:
+    """A running `sema-rpc --acp` with an SDK connection and a record of the wire."""
+
+    def __init__(self, conn: Any, process: Any, editor: Editor, check: SchemaCheck):
+        self.conn = conn
+        self.process = process
+        self.editor = editor
+        self.check = check
+        self.messages: list[tuple[str, dict[str, Any]]] = []
+        self.changed = asyncio.Event()
+
+    def observe(self, event: StreamEvent) -> None:
+        direction = "out" if event.direction == StreamDirection.OUTGOING else "in"
+        message = json.loads(json.dumps(event.message))
+        self.messages.append((direction, message))
+        self.check.message(direction, message)
+        self.changed.set()
+
+    def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Every `session/update` the agent sent (of one session), in order."""
+        return [
+            m["params"]["update"]
+            for d, m in self.messages
+            if d == "in"
+            and m.get("method") == "session/update"
+            and (session_id is None or m["params"]["sessionId"] == session_id)
+        ]
+
+    def kinds(self, session_id: str | None = None) -> list[str]:
+        return [u["sessionUpdate"] for u in self.updates(session_id)]
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 15) -> None:
+        async def loop() -> None:
+            while not predicate():
+                self.changed.clear()
+                await self.changed.wait()
+
+        await asyncio.wait_for(loop(), timeout)
+
+    async def raw_request(self, method: str, params: dict[str, Any]) -> Any:
+        """A request the SDK has no helper for (e.g. `session/delete`)."""
+        return await self.conn._conn.send_request(method, params)
+
+    def assert_schema_clean(self) -> None:
+        assert self.check.checked > 0
+        assert not self.check.errors, "\n".join(self.check.errors[:20])
+
+
+@asynccontextmanager
+async def acp_agent(
+    env: dict[str, str],
+    editor: Editor | None = None,
+    cwd: Path | None = None,
+    *,
+    unstable: bool = False,
+) -> AsyncIterator[AcpSession]:
+    """`unstable`: the SDK handles methods it calls unstable (`elicitation/create`)."""
+    editor = editor or Editor()
+    check = SchemaCheck()
+    holder: list[AcpSession] = []
+
+    def observer(event: StreamEvent) -> None:
+        holder[0].observe(event)
+
+    async with spawn_agent_process(
+        editor,
+        sys.executable,
+        "-m",
+        "sema_rpc",
+        "--acp",
+        env={**env, "PYTHONUNBUFFERED": "1"},
+        cwd=str(cwd or REPO),
+        observers=[observer],
+        use_unstable_protocol=unstable,
+        transport_kwargs={"stderr": None},
+    ) as (conn, process):
+        holder.append(AcpSession(conn, process, editor, check))
+        try:
+            yield holder[0]
+        finally:
+            holder[0].assert_schema_clean()
