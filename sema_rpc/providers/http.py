@@ -489,5 +489,11 @@ class Obj(dict):  # type: ignore[type-arg]
     __getattr__ = dict.get
 
 
+_OBJ_DECODER = json.JSONDecoder(object_hook=Obj)
+"""Built once: `json.loads(..., object_hook=)` builds a decoder (and its scanner) per call."""
+
+
 def loads_obj(payload: bytes) -> Any:
-    return json.loads(payload, object_hook=Obj)
+    """An SSE event's JSON data, objects as `Obj`. The data is UTF-8 (as the SDKs decode
+    it); bytes that are not raise UnicodeDecodeError, a ValueError like bad JSON."""
+    return _OBJ_DECODER.decode(payload.decode("utf-8"))
