@@ -128,6 +128,9 @@ class SemaEngine(SessionRegistry):
                 session.turn_lock.release()
             except TimeoutError:
                 log.warning("session %s did not settle before shutdown", session.id)
+        for session in self.sessions.values():
+            if session.store is not None:
+                session.store.discard_if_unused()  # a history file created ahead, unused
         await synced_all()
         # MCP servers are children of this process: stop them and wait for them to go.
         closing = [self.close_mcp(s) for s in self.sessions.values() if s.mcp is not None]

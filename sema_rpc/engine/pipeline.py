@@ -67,14 +67,17 @@ class InputPipeline:
     def warm_up(self) -> None:
         """Once the session has its model (after `session/create`): do the first turn's
         one-time work in a background task on the loop, so the first prompt costs what a
-        later one does — the git snapshot, the tools' modules and schemas, the skills
-        and rules scan. Nothing here is sent anywhere; a failure only means the first
+        later one does — the history file (created on the writer thread), the git
+        snapshot, the tools' modules and schemas, the skills and rules scan, the wire
+        models. Nothing here is sent anywhere; a failure only means the first
         prompt does the work itself (and reports what goes wrong there)."""
         if self._warming is None:
             self._warming = asyncio.get_running_loop().create_task(self._warm())
 
     async def _warm(self) -> None:
         await asyncio.sleep(0)  # session/create's answer goes out first
+        if self.session.store is not None:
+            self.session.store.open_ahead()  # on the writer thread
         try:
             await self._git_snapshot()
             await asyncio.sleep(0)  # a prompt that came meanwhile is read
@@ -82,7 +85,11 @@ class InputPipeline:
             import sema_rpc.engine.conversation
             import sema_rpc.engine.run_tools  # noqa: F401
 
-            self.turn_setup()  # imports the tools, builds their schemas (cached per class)
+            setup = self.turn_setup()  # imports the tools, builds their schemas (cached per class)
+            await asyncio.sleep(0)
+            # The prompt's fixed part, counted once per distinct content: the first turn
+            # finds it counted (same git snapshot, same tools).
+            self.session.tokens.set_overhead(setup.system_prompt, setup.specs)
             await asyncio.sleep(0)
             load_rules(self.session.working_dir)
             for model in _turn_models():
