@@ -175,7 +175,8 @@ class SemaEngine(SessionRegistry):
                 if not session.history and session.store is not None:
                     # What the user typed names the session in session/list (the first
                     # message may be a custom command's expansion).
-                    session.store.append_event("title", title=params.input[:500])
+                    # Held: written with the prompt's message, in the same sync.
+                    session.store.hold_event("title", title=params.input[:500])
                 outcome = await self._run_turn(session, params.input, control)
             elif command[0] == "clear":
                 outcome = self._clear(session)

@@ -270,6 +270,8 @@ class HistoryStore:
         self._closed = False
         self._ahead = False
         """The file was created by `open_ahead` and holds no entry yet (writer thread)."""
+        self._held: list[bytes] = []
+        """`hold_event` lines, written with the next entry."""
         self._ticket = 0
         """The writer's ticket for this store's last job."""
         self.write_seconds = 0.0
@@ -287,6 +289,16 @@ class HistoryStore:
 
     def append_event(self, kind: str, **fields: Any) -> None:
         self._write([_dumps({"t": kind, "n": self.message_count, "at": _now(), **fields})])
+
+    def hold_event(self, kind: str, **fields: Any) -> None:
+        """`append_event`, written with the next entry (one write and one sync for both,
+        where two queued apart cost two syncs), or by `synced()`, `flush()`, `close()`,
+        `discard_if_unused()` if none comes."""
+        self._held.append(_dumps({"t": kind, "n": self.message_count, "at": _now(), **fields}))
+
+    def _release(self) -> None:
+        if self._held:
+            self._write([])
 
     def append_compaction(self, messages: list[Message], **fields: Any) -> None:
         self.append_event(
@@ -313,10 +325,12 @@ class HistoryStore:
 
     def flush(self, timeout: float | None = None) -> bool:
         """Block until this store's queued entries are written (or failed). Not on the loop."""
+        self._release()
         return _writer.wait(self._ticket, timeout)
 
     async def synced(self) -> None:
         """Wait, without blocking the loop, until this store's queued entries are written."""
+        self._release()
         await _writer.wait_async(self._ticket)
 
     def open_ahead(self) -> None:
@@ -333,6 +347,7 @@ class HistoryStore:
         """Remove the file `open_ahead` created if no entry was appended (the server's
         orderly end); the store stays usable (an append creates the file again)."""
         if not self._closed:
+            self._release()
             self._ticket = _writer.submit(self, "discard")
 
     def close(self) -> None:
@@ -340,6 +355,7 @@ class HistoryStore:
         Returns at once: `synced()` / `flush()` wait for it. A file `open_ahead` created
         that got no entry is removed."""
         if not self._closed:
+            self._release()
             self._closed = True
             self._ticket = _writer.submit(self, None)
 
@@ -347,6 +363,8 @@ class HistoryStore:
         if self._closed:
             log.warning("history of %s is closed; entry dropped", self.session_id)
             return
+        if self._held:
+            lines, self._held = [*self._held, *lines], []
         self._ticket = _writer.submit(self, lines)
 
     def _drain(self, items: list[_Job]) -> None:
