@@ -33,7 +33,7 @@ from sema_rpc.engine.system_prompt import (
     git_status_summary,
     plan_mode_reminder,
 )
-from sema_rpc.protocol import FileReferenceParams, ToolListItem
+from sema_rpc.protocol import NOTIFICATIONS, EventParams, FileReferenceParams, ToolListItem
 from sema_rpc.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -95,6 +95,9 @@ class InputPipeline:
             for model in _turn_models():
                 await asyncio.sleep(0)  # one at a time: the loop keeps serving
                 model.model_rebuild()
+            for event in NOTIFICATIONS.values():
+                await asyncio.sleep(0)
+                _stamp(event)
         except Exception:
             log.debug("first-turn warm-up failed", exc_info=True)
 
@@ -216,6 +219,13 @@ def subagent_setup(
     if "Task" in accepted:
         by_name.setdefault("Task", accepted["Task"])
     return TurnSetup(tools, by_name, specs, system_prompt)
+
+
+def _stamp(model: type[EventParams]) -> None:
+    """Assign the envelope fields the event bus stamps on every event: pydantic builds
+    (and keeps) a field's assignment handler per class on its first assignment."""
+    event = model.model_construct()
+    event.session_id, event.agent_id, event.seq = "", "main", 0
 
 
 def _turn_models() -> list[Any]:
