@@ -170,9 +170,10 @@ class _Writer:
     """The process's one history writer thread, started on first use.
 
     Jobs (a store and its lines, None to close the store's file, or `"open"` /
-    `"discard"`, see `HistoryStore.open_ahead`) run in the order they were submitted, so each file gets its entries in order. Each job has a ticket
-    (1, 2, ...); `done` is the last ticket whose job finished (written and synced, or
-    failed and kept by its store for a retry)."""
+    `"discard"`, see `HistoryStore.open_ahead`) run in the order they were submitted,
+    so each file gets its entries in order. Each job has a ticket (1, 2, ...); `done`
+    is the last ticket whose job finished (written and synced, or failed and kept by
+    its store for a retry)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

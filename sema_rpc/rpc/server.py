@@ -91,6 +91,18 @@ def _notification(event: EventParams) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": event.event, "params": event.wire()}
 
 
+def _constant_fields(cls: type[EventParams]) -> tuple[str, ...]:
+    """The fields of a delta class other than `seq` and `delta`, when each is a string
+    (or an optional one); () otherwise (the class is serialised the generic way)."""
+    fields = cls.model_fields
+    if "seq" not in fields or "delta" not in fields:
+        return ()
+    names = tuple(n for n in fields if n not in _VARYING)
+    if any(fields[n].annotation not in (str, str | None) for n in names):
+        return ()
+    return names
+
+
 _SEQ_MARK = "\x00seq"
 _DELTA_MARK = "\x00delta"
 _VARYING = ("seq", "delta")
@@ -109,8 +121,8 @@ class DeltaEncoder:
     class, present or future, is serialised by the generic path (order, aliases,
     omitted None values), and a field added to a delta class needs no change here:
     a per-message field (a message id) only adds one template per message. Anything the
-    template cannot represent (a marker found in a constant value, an unhashable value,
-    `delta` before `seq`) goes the generic way."""
+    template cannot represent (a constant field that is not a string, a marker found in
+    a constant value, `delta` before `seq`) goes the generic way."""
 
     MAX_TEMPLATES = 256
     """Templates kept (one per session × agent × message or tool call); then cleared."""
@@ -123,16 +135,15 @@ class DeltaEncoder:
         cls = type(event)
         names = self._constant_fields.get(cls)
         if names is None:
-            names = tuple(n for n in cls.model_fields if n not in _VARYING)
-            self._constant_fields[cls] = names
+            names = self._constant_fields[cls] = _constant_fields(cls)
+        if not names:  # not a text-only class: values equal as keys may dump apart (1, True)
+            return _dumps(_notification(event))
         values = event.__dict__
         key = (cls, *[values[n] for n in names])
         try:
             template = self._templates[key]
         except KeyError:
             template = self._template(event, key)
-        except TypeError:  # an unhashable constant value
-            template = None
         seq, delta = values["seq"], values["delta"]
         if template is None or type(seq) is not int or type(delta) is not str:
             return _dumps(_notification(event))

@@ -165,6 +165,13 @@ class _WithMessageId(TextChunkParams):
     message_id: str | None = None
 
 
+class _WithNumber(TextChunkParams):
+    """A constant field that is not a string: 1 and True are equal keys but dump apart,
+    so such a class goes the generic way."""
+
+    n: int | bool = 1
+
+
 @pytest.mark.parametrize(
     "event",
     [
@@ -180,11 +187,14 @@ class _WithMessageId(TextChunkParams):
         ),
         _WithMessageId(delta=TRICKY, session_id="s1", seq=4, message_id="m_0123456789ab"),
         _WithMessageId(delta=TRICKY, session_id="s1", seq=5),
+        _WithNumber(delta=TRICKY, session_id="s1", seq=6, n=True),
     ],
-    ids=["text", "empty", "thinking", "tool", "marker", "message-id", "message-id-none"],
+    ids=["text", "empty", "thinking", "tool", "marker", "message-id", "message-id-none", "number"],
 )
 def test_encoder_matches_the_generic_serialisation(event: EventParams):
     encoder = DeltaEncoder()
+    if isinstance(event, _WithNumber):  # a template for n=1 must not serve n=True
+        encoder.encode(_WithNumber(delta="x", session_id="s1", seq=1, n=1))
     expected = json.dumps(
         {"jsonrpc": "2.0", "method": event.event, "params": event.wire()}, separators=(",", ":")
     ).encode("ascii")
