@@ -219,6 +219,9 @@ class SemaEngine(SessionRegistry):
                 session.turn_lock.release()
             except TimeoutError:
                 log.warning("session %s did not settle before shutdown", session.id)
+        for session in self.sessions.values():
+            if session.store is not None:
+                session.store.discard_if_unused()  # a history file created ahead, unused
         await synced_all()
         # MCP servers are children of this process: stop them and wait for them to go.
         closing = [self.close_mcp(s) for s in self.sessions.values() if s.mcp is not None]
@@ -296,7 +299,8 @@ class SemaEngine(SessionRegistry):
                     # What the user typed names the session in session/list (the first
                     # message may be a custom command's expansion).
                     title = text.strip() or _untitled(content)
-                    session.store.append_event("title", title=title[:500])
+                    # Held: written with the prompt's message, in the same sync.
+                    session.store.hold_event("title", title=title[:500])
                 message_id = new_message_id()
                 outcome = await self._run_turn(session, turn_input, control, message_id)
             elif command[0] == "clear":

@@ -40,6 +40,11 @@ checkpoint store, `"?"` unknown), so a resumed session can still redo it.
 output: `k` tokens for the first `c` curated messages. A resumed session starts from that
 figure instead of tokenizing its whole history.
 
+The file is created (its `meta` line written and its folder synced) ahead of the first
+entry, in the background after `session/create` (`open_ahead`), and removed again if no
+entry comes before the session is disposed or the server ends in order; `list_sessions`
+does not list a history without input.
+
 A line that does not parse (a torn last line after a kill, or garbage) is skipped with a
 warning; when the file does not end with a newline the next append starts with one, so
 a torn line never swallows a good one. A failed write (disk full, read-only root) is
@@ -66,7 +71,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -301,24 +306,28 @@ def message_title(message: Message) -> str | None:
 # --------------------------------------------------------------------------- writing
 
 
+_Job = list[bytes] | Literal["open", "discard"] | None
+
+
 class _Writer:
     """The process's one history writer thread, started on first use.
 
-    Jobs (a store and its lines, or None to close the store's file) run in the order
-    they were submitted, so each file gets its entries in order. Each job has a ticket
-    (1, 2, ...); `done` is the last ticket whose job finished (written and synced, or
-    failed and kept by its store for a retry)."""
+    Jobs (a store and its lines, None to close the store's file, or `"open"` /
+    `"discard"`, see `HistoryStore.open_ahead`) run in the order they were submitted,
+    so each file gets its entries in order. Each job has a ticket (1, 2, ...); `done`
+    is the last ticket whose job finished (written and synced, or failed and kept by
+    its store for a retry)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        self._jobs: list[tuple[HistoryStore, list[bytes] | None]] = []
+        self._jobs: list[tuple[HistoryStore, _Job]] = []
         self._submitted = 0
         self._done = 0
         self._waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._thread: threading.Thread | None = None
 
-    def submit(self, store: HistoryStore, lines: list[bytes] | None) -> int:
+    def submit(self, store: HistoryStore, lines: _Job) -> int:
         with self._lock:
             self._jobs.append((store, lines))
             self._submitted += 1
@@ -352,7 +361,7 @@ class _Writer:
                 self._changed.wait_for(lambda: bool(self._jobs))
                 jobs, self._jobs = self._jobs, []
                 last = self._submitted
-            by_store: dict[int, tuple[HistoryStore, list[list[bytes] | None]]] = {}
+            by_store: dict[int, tuple[HistoryStore, list[_Job]]] = {}
             for store, lines in jobs:  # dicts keep insertion order
                 by_store.setdefault(id(store), (store, []))[1].append(lines)
             for store, items in by_store.values():
@@ -403,6 +412,10 @@ class HistoryStore:
         self._pending: list[bytes] = []
         self._failing = False
         self._closed = False
+        self._ahead = False
+        """The file was created by `open_ahead` and holds no entry yet (writer thread)."""
+        self._held: list[bytes] = []
+        """`hold_event` lines, written with the next entry."""
         self._ticket = 0
         """The writer's ticket for this store's last job."""
         self.write_seconds = 0.0
@@ -420,6 +433,16 @@ class HistoryStore:
 
     def append_event(self, kind: str, **fields: Any) -> None:
         self._write([_dumps({"t": kind, "n": self.message_count, "at": _now(), **fields})])
+
+    def hold_event(self, kind: str, **fields: Any) -> None:
+        """`append_event`, written with the next entry (one write and one sync for both,
+        where two queued apart cost two syncs), or by `synced()`, `flush()`, `close()`,
+        `discard_if_unused()` if none comes."""
+        self._held.append(_dumps({"t": kind, "n": self.message_count, "at": _now(), **fields}))
+
+    def _release(self) -> None:
+        if self._held:
+            self._write([])
 
     def append_compaction(self, messages: list[Message], **fields: Any) -> None:
         self.append_event(
@@ -446,16 +469,37 @@ class HistoryStore:
 
     def flush(self, timeout: float | None = None) -> bool:
         """Block until this store's queued entries are written (or failed). Not on the loop."""
+        self._release()
         return _writer.wait(self._ticket, timeout)
 
     async def synced(self) -> None:
         """Wait, without blocking the loop, until this store's queued entries are written."""
+        self._release()
         await _writer.wait_async(self._ticket)
+
+    def open_ahead(self) -> None:
+        """Create the file now, in the background (the writer thread), so that the first
+        entry does not wait for it: creating a file and syncing its folder costs a few ms
+        on a journaled file system, more than an append. The file then holds only its
+        `meta` line, which `list_sessions` does not list; `close()` and
+        `discard_if_unused()` remove it if no entry came. Failures are left to the first
+        append (which logs them)."""
+        if not self._closed:
+            self._ticket = _writer.submit(self, "open")
+
+    def discard_if_unused(self) -> None:
+        """Remove the file `open_ahead` created if no entry was appended (the server's
+        orderly end); the store stays usable (an append creates the file again)."""
+        if not self._closed:
+            self._release()
+            self._ticket = _writer.submit(self, "discard")
 
     def close(self) -> None:
         """Close the file once the queued entries are written; later appends are dropped.
-        Returns at once: `synced()` / `flush()` wait for it."""
+        Returns at once: `synced()` / `flush()` wait for it. A file `open_ahead` created
+        that got no entry is removed."""
         if not self._closed:
+            self._release()
             self._closed = True
             self._ticket = _writer.submit(self, None)
 
@@ -463,19 +507,44 @@ class HistoryStore:
         if self._closed:
             log.warning("history of %s is closed; entry dropped", self.session_id)
             return
+        if self._held:
+            lines, self._held = [*self._held, *lines], []
         self._ticket = _writer.submit(self, lines)
 
-    def _drain(self, items: list[list[bytes] | None]) -> None:
+    def _drain(self, items: list[_Job]) -> None:
         """On the writer thread: this store's jobs, in order (None closes the file)."""
         for lines in items:
-            if lines is None:
+            if lines is None or lines == "discard":
                 if self._pending:
                     self._flush()
-                self._close_fd()
+                if self._ahead and not self._pending:
+                    self._close_fd()
+                    with contextlib.suppress(OSError):
+                        os.unlink(self.path)
+                    self._ahead = False
+                if lines is None:
+                    self._close_fd()
+            elif lines == "open":
+                if self._pending:
+                    self._flush()
+                self._open_ahead()
             else:
                 self._pending.extend(lines)
-        if self._pending and items[-1] is not None:
+        if self._pending and isinstance(items[-1], list):
             self._flush()
+
+    def _open_ahead(self) -> None:
+        if self._fd is not None or self._failing:
+            return
+        try:
+            exists = self.path.exists()
+            fd = self._open()
+            os.fsync(fd)
+        except OSError:
+            log.debug("history %s: not created ahead", self.path, exc_info=True)
+            self._close_fd()
+            return
+        self._ahead = not exists
 
     def _flush(self) -> None:
         started = time.perf_counter()
@@ -509,6 +578,7 @@ class HistoryStore:
         if self._failing:
             log.warning("session history %s is writable again", self.path)
         self._failing = False
+        self._ahead = False
         self._pending.clear()
 
     def _open(self) -> int:
@@ -947,6 +1017,8 @@ def _summarise_jsonl(path: Path, session_id: str) -> SessionSummary | None:
         count = data.count(b'\n{"t":"message"') + data.startswith(b'{"t":"message"')
     if working_dir is None and count == 0:
         return None  # not a history file of ours
+    if count == 0 and title is None:
+        return None  # no input yet (a file created ahead, `HistoryStore.open_ahead`)
     return SessionSummary(
         session_id=session_id,
         working_dir=working_dir if isinstance(working_dir, str) else None,

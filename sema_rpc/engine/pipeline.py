@@ -34,7 +34,7 @@ from sema_rpc.engine.system_prompt import (
     git_status_summary,
     plan_mode_reminder,
 )
-from sema_rpc.protocol import FileReferenceParams, ToolListItem
+from sema_rpc.protocol import NOTIFICATIONS, EventParams, FileReferenceParams, ToolListItem
 from sema_rpc.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -68,14 +68,17 @@ class InputPipeline:
     def warm_up(self) -> None:
         """Once the session has its model (after `session/create`): do the first turn's
         one-time work in a background task on the loop, so the first prompt costs what a
-        later one does — the git snapshot, the tools' modules and schemas, the skills
-        and rules scan. Nothing here is sent anywhere; a failure only means the first
+        later one does — the history file (created on the writer thread), the git
+        snapshot, the tools' modules and schemas, the skills and rules scan, the wire
+        models. Nothing here is sent anywhere; a failure only means the first
         prompt does the work itself (and reports what goes wrong there)."""
         if self._warming is None:
             self._warming = asyncio.get_running_loop().create_task(self._warm())
 
     async def _warm(self) -> None:
         await asyncio.sleep(0)  # session/create's answer goes out first
+        if self.session.store is not None:
+            self.session.store.open_ahead()  # on the writer thread
         try:
             await self._git_snapshot()
             await asyncio.sleep(0)  # a prompt that came meanwhile is read
@@ -83,12 +86,19 @@ class InputPipeline:
             import sema_rpc.engine.conversation
             import sema_rpc.engine.run_tools  # noqa: F401
 
-            self.turn_setup()  # imports the tools, builds their schemas (cached per class)
+            setup = self.turn_setup()  # imports the tools, builds their schemas (cached per class)
+            await asyncio.sleep(0)
+            # The prompt's fixed part, counted once per distinct content: the first turn
+            # finds it counted (same git snapshot, same tools).
+            self.session.tokens.set_overhead(setup.system_prompt, setup.specs)
             await asyncio.sleep(0)
             load_rules(self.session.working_dir)
             for model in _turn_models():
                 await asyncio.sleep(0)  # one at a time: the loop keeps serving
                 model.model_rebuild()
+            for event in NOTIFICATIONS.values():
+                await asyncio.sleep(0)
+                _stamp(event)
         except Exception:
             log.debug("first-turn warm-up failed", exc_info=True)
 
@@ -224,6 +234,13 @@ def subagent_setup(
     if "Task" in accepted:
         by_name.setdefault("Task", accepted["Task"])
     return TurnSetup(tools, by_name, specs, system_prompt)
+
+
+def _stamp(model: type[EventParams]) -> None:
+    """Assign the envelope fields the event bus stamps on every event: pydantic builds
+    (and keeps) a field's assignment handler per class on its first assignment."""
+    event = model.model_construct()
+    event.session_id, event.agent_id, event.seq = "", "main", 0
 
 
 def _turn_models() -> list[Any]:

@@ -60,7 +60,7 @@ from sema_rpc.providers.http import (
     SseReader,
     StatusError,
     classify_other,
-    loads_obj,
+    loads,
 )
 
 if TYPE_CHECKING:
@@ -107,15 +107,15 @@ class _Accumulator:
         return b
 
     def set_usage(self, u: Any) -> None:
-        if u is None:
+        if not u:
             return
-        for key, attr in (
+        for key, name in (
             ("input", "input_tokens"),
             ("output", "output_tokens"),
             ("cache_write", "cache_creation_input_tokens"),
             ("cache_read", "cache_read_input_tokens"),
         ):
-            v = getattr(u, attr, None)
+            v = u.get(name)
             if v is not None:
                 self.usage[key] = v
 
@@ -264,10 +264,10 @@ def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
 
 
 class _HttpEvents:
-    """The light path's stream: a 2xx response's SSE as events read like the SDK's
-    (attribute access). As the SDK does: `ping` and data-only events are skipped, an
-    `event: error` raises a status error (status 200, its body parsed), a payload that is
-    not JSON raises ValueError."""
+    """The light path's stream: a 2xx response's SSE events as the JSON objects (dicts)
+    they carry. As the SDK does: `ping` and data-only events are skipped, an `event:
+    error` raises a status error (status 200, its body parsed), a payload that is not
+    JSON raises ValueError."""
 
     __slots__ = ("_response",)
 
@@ -287,10 +287,29 @@ class _HttpEvents:
                     except ValueError:
                         body = text = payload.decode("utf-8", "replace")
                     raise StatusError(200, body, text or "Error code: 200")
-                yield loads_obj(payload)
+                yield loads(payload)
 
     async def close(self) -> None:
         await self._response.aclose()
+
+
+class _SdkEvents:
+    """The SDK transport's raw stream events as the JSON objects they were read from
+    (the SDK's `to_dict()`: API names, only the fields the server sent), so one event
+    loop reads both transports. Plain dicts, not attribute access: on the light path a
+    text delta is read with a few dict lookups instead of a failed attribute lookup each."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        async for ev in self._stream:
+            yield ev.to_dict(warnings=False)
+
+    async def close(self) -> None:
+        await self._stream.close()
 
 
 class AnthropicProvider(SdkProvider):
@@ -341,60 +360,68 @@ class AnthropicProvider(SdkProvider):
         try:
             if self.transport == "sdk":
                 client = await self._sdk_ready_client()
-                sdk_stream = await client.messages.create(**build_params(request), stream=True)
+                sdk_stream = _SdkEvents(
+                    await client.messages.create(**build_params(request), stream=True)
+                )
             else:
                 sdk_stream = await self._open_http(request)
             started = True
             blocks = acc.blocks
+            # Events are dicts: a missing field reads None (`.get`), a missing object
+            # (`delta`, `content_block`, `message`) fails the stream as malformed.
             async for ev in sdk_stream:
-                t = ev.type
+                t = ev.get("type")
                 if t == "content_block_delta":
-                    d = ev.delta
-                    dt = d.type
-                    b = blocks.get(ev.index)
+                    d = ev["delta"]
+                    dt = d.get("type")
+                    index = ev.get("index")
+                    b = blocks.get(index)
                     if dt == "text_delta":
                         if b is None:
-                            b = acc.block(ev.index, "text")
-                        if d.text:
-                            b.parts.append(d.text)
-                            yield TextDelta(d.text)
+                            b = acc.block(index, "text")
+                        text = d.get("text")
+                        if text:
+                            b.parts.append(text)
+                            yield TextDelta(text)
                     elif dt == "input_json_delta":
                         if b is not None:
-                            b.parts.append(d.partial_json)
+                            b.parts.append(d.get("partial_json"))
                     elif dt == "thinking_delta":
                         if b is None:
-                            b = acc.block(ev.index, "thinking")
-                        if d.thinking:
-                            b.parts.append(d.thinking)
-                            yield ThinkingDelta(d.thinking)
+                            b = acc.block(index, "thinking")
+                        text = d.get("thinking")
+                        if text:
+                            b.parts.append(text)
+                            yield ThinkingDelta(text)
                     elif dt == "signature_delta":
                         if b is not None:
-                            b.signature = d.signature
+                            b.signature = d.get("signature")
                 elif t == "content_block_start":
-                    cb = ev.content_block
-                    ct = cb.type
-                    b = acc.block(ev.index, ct)
+                    cb = ev["content_block"]
+                    ct = cb.get("type")
+                    b = acc.block(ev.get("index"), ct)
                     if ct == "text":
-                        if cb.text:
-                            b.parts.append(cb.text)
-                            yield TextDelta(cb.text)
+                        if text := cb.get("text"):
+                            b.parts.append(text)
+                            yield TextDelta(text)
                     elif ct == "thinking":
-                        if cb.thinking:
-                            b.parts.append(cb.thinking)
-                            yield ThinkingDelta(cb.thinking)
-                        b.signature = cb.signature or None
+                        if text := cb.get("thinking"):
+                            b.parts.append(text)
+                            yield ThinkingDelta(text)
+                        b.signature = cb.get("signature") or None
                     elif ct == "redacted_thinking":
-                        b.data = cb.data
+                        b.data = cb.get("data")
                     elif ct == "tool_use":
-                        b.id, b.name = cb.id, cb.name
-                        if cb.input:  # arguments given whole, not streamed
-                            b.parts.append(json.dumps(cb.input))
+                        b.id, b.name = cb.get("id"), cb.get("name")
+                        if cb.get("input"):  # arguments given whole, not streamed
+                            b.parts.append(json.dumps(cb["input"]))
                 elif t == "message_start":
-                    acc.set_usage(ev.message.usage)
+                    acc.set_usage(ev["message"].get("usage"))
                 elif t == "message_delta":
-                    if ev.delta.stop_reason:
-                        acc.stop_reason = ev.delta.stop_reason
-                    acc.set_usage(ev.usage)
+                    stop = ev["delta"].get("stop_reason")
+                    if stop:
+                        acc.stop_reason = stop
+                    acc.set_usage(ev.get("usage"))
                 # content_block_stop / message_stop need no action
         except Exception as e:
             failure = classify_error(e, started=started)

@@ -489,5 +489,17 @@ class Obj(dict):  # type: ignore[type-arg]
     __getattr__ = dict.get
 
 
+_DECODER = json.JSONDecoder()
+_OBJ_DECODER = json.JSONDecoder(object_hook=Obj)
+"""Built once: `json.loads(...)` with options builds a decoder (and its scanner) per call."""
+
+
+def loads(payload: bytes) -> Any:
+    """An SSE event's JSON data. The data is UTF-8 (as the SDKs decode it); bytes that
+    are not raise UnicodeDecodeError, a ValueError like bad JSON."""
+    return _DECODER.decode(payload.decode("utf-8"))
+
+
 def loads_obj(payload: bytes) -> Any:
-    return json.loads(payload, object_hook=Obj)
+    """`loads`, objects as `Obj`."""
+    return _OBJ_DECODER.decode(payload.decode("utf-8"))

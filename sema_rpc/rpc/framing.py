@@ -308,14 +308,15 @@ class FrameWriter:
 
     def _queue(self, frame: bytes, batch: bool) -> None:
         pending = self._pending
+        now = time.monotonic()
         if not pending:
-            self._pending_since = time.monotonic()
+            self._pending_since = now
         pending.append(frame)
         self._pending_bytes += len(frame)
         if (
             not batch
             or self._pending_bytes >= self.FLUSH_BYTES
-            or time.monotonic() - self._pending_since >= self.FLUSH_AFTER_S
+            or now - self._pending_since >= self.FLUSH_AFTER_S
         ):
             self.flush()
         elif not self._flush_scheduled:

@@ -28,6 +28,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable
+from json.encoder import encode_basestring_ascii as _escape  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -83,6 +84,89 @@ def _dumps(obj: Any) -> bytes:
     # ASCII output: U+2028/U+2029 (and every non-ASCII char) are escaped, so a JSONL
     # reader splitting on "\n" can never cut a message, and Content-Length is len(bytes).
     return json.dumps(obj, separators=(",", ":")).encode("ascii")
+
+
+def _notification(event: EventParams) -> dict[str, Any]:
+    """The generic form of an event on the wire (a JSON-RPC notification)."""
+    return {"jsonrpc": "2.0", "method": event.event, "params": event.wire()}
+
+
+def _constant_fields(cls: type[EventParams]) -> tuple[str, ...]:
+    """The fields of a delta class other than `seq` and `delta`, when each is a string
+    (or an optional one); () otherwise (the class is serialised the generic way)."""
+    fields = cls.model_fields
+    if "seq" not in fields or "delta" not in fields:
+        return ()
+    names = tuple(n for n in fields if n not in _VARYING)
+    if any(fields[n].annotation not in (str, str | None) for n in names):
+        return ()
+    return names
+
+
+_SEQ_MARK = "\x00seq"
+_DELTA_MARK = "\x00delta"
+_VARYING = ("seq", "delta")
+
+
+class DeltaEncoder:
+    """The bytes of a high-rate delta notification (`_BATCHED`: text, thinking and tool
+    output chunks) without pydantic or a dict per chunk, identical to the generic
+    `_dumps(_notification(event))`.
+
+    A delta's fields are `seq` and `delta`, which change with every chunk, and fields
+    that stay the same for many chunks (sessionId, agentId, toolCallId, a message's
+    id...). For each set of those constant values the generic serialisation is done
+    once, with markers in place of `seq` and `delta`, and cut into three byte strings;
+    a chunk is then `head + seq + mid + escaped delta + tail`. So every field of the
+    class, present or future, is serialised by the generic path (order, aliases,
+    omitted None values), and a field added to a delta class needs no change here:
+    a per-message field (a message id) only adds one template per message. Anything the
+    template cannot represent (a constant field that is not a string, a marker found in
+    a constant value, `delta` before `seq`) goes the generic way."""
+
+    MAX_TEMPLATES = 256
+    """Templates kept (one per session × agent × message or tool call); then cleared."""
+
+    def __init__(self) -> None:
+        self._templates: dict[tuple[Any, ...], tuple[bytes, bytes, bytes] | None] = {}
+        self._constant_fields: dict[type[EventParams], tuple[str, ...]] = {}
+
+    def encode(self, event: EventParams) -> bytes:
+        cls = type(event)
+        names = self._constant_fields.get(cls)
+        if names is None:
+            names = self._constant_fields[cls] = _constant_fields(cls)
+        if not names:  # not a text-only class: values equal as keys may dump apart (1, True)
+            return _dumps(_notification(event))
+        values = event.__dict__
+        key = (cls, *[values[n] for n in names])
+        try:
+            template = self._templates[key]
+        except KeyError:
+            template = self._template(event, key)
+        seq, delta = values["seq"], values["delta"]
+        if template is None or type(seq) is not int or type(delta) is not str:
+            return _dumps(_notification(event))
+        head, mid, tail = template
+        return b"".join((head, b"%d" % seq, mid, _escape(delta).encode("ascii"), tail))
+
+    def _template(
+        self, event: EventParams, key: tuple[Any, ...]
+    ) -> tuple[bytes, bytes, bytes] | None:
+        message = _notification(event)
+        params = message["params"]
+        template: tuple[bytes, bytes, bytes] | None = None
+        if "seq" in params and "delta" in params:
+            params["seq"], params["delta"] = _SEQ_MARK, _DELTA_MARK
+            head, *rest = _dumps(message).split(_dumps(_SEQ_MARK))
+            if len(rest) == 1:
+                mid, *tail = rest[0].split(_dumps(_DELTA_MARK))
+                if len(tail) == 1:
+                    template = (head, mid, tail[0])
+        if len(self._templates) >= self.MAX_TEMPLATES:
+            self._templates.clear()
+        self._templates[key] = template
+        return template
 
 
 def _error_message(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -161,6 +245,7 @@ class SemaServer:
         `$/cancelRequest` right behind one finds it before its task has started."""
         self._reading: Any = _NOT_A_REQUEST
         """The id of the request being read, once known (for an answer on a bug)."""
+        self._deltas = DeltaEncoder()
         handlers: dict[str, Callable[[Any], Any]] = {
             "initialize": self._initialize,
             "shutdown": self._shutdown,
@@ -546,11 +631,11 @@ class SemaServer:
     # ------------------------------------------------------------------ ClientBridge
 
     def notify(self, event: EventParams) -> None:
-        self.send_raw(
-            {"jsonrpc": "2.0", "method": event.event, "params": event.wire()},
-            batch=event.event in _BATCHED,
-            session=event.session_id,
-        )
+        if event.event in _BATCHED:
+            body = self._deltas.encode(event)
+            self.writer.write(body, batch=True, session=event.session_id)
+            return
+        self.send_raw(_notification(event), session=event.session_id)
 
     async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
         spec = SERVER_REQUESTS[event.event]

@@ -474,6 +474,8 @@ class SemaClient:
             return
         if method.startswith("$/"):
             return  # protocol-level notifications are not events
+        if not self._subscribers and not self._callbacks:
+            return  # nobody to give a typed event: not validated (taps saw the message)
         event = parse_notification(method, params)
         for stream in list(self._subscribers):
             stream._offer(event)
