@@ -189,6 +189,12 @@ class SessionRegistry:
         store = session.store
         assert store is not None
         session.meter.on_change = lambda totals: store.append_event("usage", **totals.as_dict())
+        if params.model is not None and profile is not None and (
+            loaded is None or loaded.model != params.model
+        ):
+            # The model the request names is the session's from now on: a resume that
+            # names none continues on it. Held, so a session never prompted writes nothing.
+            store.hold_event("model", model=params.model, thinking=None)
         session.checkpoints = CheckpointStore(session_id, resolved_dir)
         session.services.changes = Checkpoints(session.checkpoints, session.read_files)
         session.rules = RuleStore(session.working_dir)

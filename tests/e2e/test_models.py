@@ -176,6 +176,26 @@ async def test_switching_model_sends_the_next_request_to_the_other_server_also_a
     await client.close()
 
 
+async def test_a_session_created_on_a_model_resumes_on_it(
+    two_models, scripted_llm: ScriptedLLM, openai_llm: ScriptedLLM, workspace
+):
+    sid = "created-on-gpt"
+    openai_llm.script(Reply.text("GPT here."), Reply.text("GPT after the restart."))
+    client = await start(two_models)
+    ready = await client.create_session(workspace, sessionId=sid, model="gpt")
+    assert ready["model"] == "openai/gpt-4.1"
+    assert (await prompt(client, sid, "First question"))["stopReason"] == "end_turn"
+    await client.close()
+
+    # The restarted server is not told the model: the session keeps the one it ran on.
+    client = await start(two_models)
+    ready = await client.create_session(workspace, sessionId=sid)
+    assert ready["model"] == "openai/gpt-4.1"
+    assert (await prompt(client, sid, "Second question"))["stopReason"] == "end_turn"
+    assert scripted_llm.requests == [] and len(openai_llm.requests) == 2
+    await client.close()
+
+
 async def test_a_switch_during_a_turn_takes_effect_at_its_next_model_call(
     two_models, scripted_llm: ScriptedLLM, openai_llm: ScriptedLLM, workspace
 ):
