@@ -143,6 +143,7 @@ class SemaEngine(SessionRegistry):
         session.profile = profile
         session.model_spec = name
         session.usage = session.usage.model_copy(update={"max_tokens": profile.context_length})
+        session.unrecorded_model = None
         if session.store is not None:
             session.store.append_event("model", model=name, thinking=thinking)
         running = session.conversation
@@ -301,6 +302,9 @@ class SemaEngine(SessionRegistry):
                     title = text.strip() or _untitled(content)
                     # Held: written with the prompt's message, in the same sync.
                     session.store.hold_event("title", title=title[:500])
+                if session.unrecorded_model is not None and session.store is not None:
+                    session.store.hold_event("model", model=session.unrecorded_model, thinking=None)
+                    session.unrecorded_model = None
                 message_id = new_message_id()
                 outcome = await self._run_turn(session, turn_input, control, message_id)
             elif command[0] == "clear":

@@ -80,7 +80,7 @@ class InputPipeline:
         if self.session.store is not None:
             self.session.store.open_ahead()  # on the writer thread
         try:
-            await self._git_snapshot()
+            await self.git_snapshot()
             await asyncio.sleep(0)  # a prompt that came meanwhile is read
             import sema_rpc.engine.compaction
             import sema_rpc.engine.conversation
@@ -102,9 +102,10 @@ class InputPipeline:
         except Exception:
             log.debug("first-turn warm-up failed", exc_info=True)
 
-    async def _git_snapshot(self) -> None:
-        """Once per session (shared by the warm-up and the first prompt): a system prompt
-        that changed every turn would defeat the provider's prompt cache."""
+    async def git_snapshot(self) -> None:
+        """Once per session (shared by the warm-up, a resume's token count and the first
+        prompt): a system prompt that changed every turn would defeat the provider's
+        prompt cache."""
         if self._git_task is None:
             self._git_task = asyncio.ensure_future(
                 anyio.to_thread.run_sync(git_status_summary, self.session.working_dir)
@@ -141,7 +142,7 @@ class InputPipeline:
     ) -> tuple[list[ContentBlock], TurnSetup]:
         s = self.session
         if not self._git_checked:
-            await self._git_snapshot()
+            await self.git_snapshot()
         setup = self.turn_setup()
         blocks = await self.input_blocks(user_input)
         if not s.history:

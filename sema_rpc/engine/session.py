@@ -89,6 +89,9 @@ class Session:
     """What the tools did to files (turn:diff, session/rewind)."""
     redo: Redo | None = None
     """The last rewind while nothing happened since: what `redo` puts back."""
+    unrecorded_model: str | None = None
+    """A model session/create named that the history does not say yet: recorded with the
+    next prompt (engine.py), or made moot by session/setModel."""
     check_continuation: bool = False
     """session/create `checkContinuation`: a reply that announces an action without
     taking it continues the turn once (conversation.py)."""

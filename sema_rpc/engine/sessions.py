@@ -189,12 +189,15 @@ class SessionRegistry:
         store = session.store
         assert store is not None
         session.meter.on_change = lambda totals: store.append_event("usage", **totals.as_dict())
-        if params.model is not None and profile is not None and (
-            loaded is None or loaded.model != params.model
+        if (
+            params.model is not None
+            and profile is not None
+            and (loaded is None or loaded.model != params.model)
         ):
             # The model the request names is the session's from now on: a resume that
-            # names none continues on it. Held, so a session never prompted writes nothing.
-            store.hold_event("model", model=params.model, thinking=None)
+            # names none continues on it. Written with the next prompt's message, so
+            # creating or resuming a session without prompting writes nothing.
+            session.unrecorded_model = params.model
         session.checkpoints = CheckpointStore(session_id, resolved_dir)
         session.services.changes = Checkpoints(session.checkpoints, session.read_files)
         session.rules = RuleStore(session.working_dir)
@@ -255,6 +258,9 @@ class SessionRegistry:
             # taken while the encoding is still loading.
             await session.tokens.counter.ensure_loaded()
             assert session.pipeline is not None
+            # The system prompt the first turn sends (with its git snapshot): the figure
+            # must not depend on whether the background warm-up got there first.
+            await session.pipeline.git_snapshot()
             setup = session.pipeline.turn_setup()
             session.tokens.set_overhead(setup.system_prompt, setup.specs)
             session.set_usage(await session.tokens.count_async(session.history))

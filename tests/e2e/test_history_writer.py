@@ -109,7 +109,10 @@ async def test_the_history_file_is_created_ahead_and_removed_when_no_input_came(
         [listed] = (await client.call("session/list"))["sessions"]
         assert listed["sessionId"] == used and listed["messageCount"] == 2
         lines = [json.loads(x) for x in (history / f"{used}.jsonl").read_bytes().splitlines()]
-        assert [e["t"] for e in lines] == ["meta", "title", "message", "message"]
+        # The title and the model the session was created on go out with the first
+        # message; the usage totals follow the answer.
+        assert [e["t"] for e in lines] == ["meta", "title", "model", "message", "usage", "message"]
+        assert lines[2]["model"] == MODEL
 
         await client.call("session/dispose", {"sessionId": idle})
         assert not (history / f"{idle}.jsonl").exists()
