@@ -259,7 +259,7 @@ class TokenTracker:
         self._counts: list[int | None] = []
         """Local count of history[i], None until needed."""
         self._overhead = 0
-        self._overhead_key: tuple[int, int] | None = None
+        self._overhead_key: tuple[str, int, int] | None = None
         self._mark_len = 0
         self._mark_msg: Message | None = None
         self._mark_tokens = 0
@@ -278,7 +278,9 @@ class TokenTracker:
             for t in tools
         ]
         tools_json = json.dumps(specs, sort_keys=True) if specs else ""
-        key = (hash(system), hash(tools_json))
+        # The encoding is part of the key: an overhead estimated while the encoding was
+        # still loading (the warm-up may come first) is counted again once it is there.
+        key = (self.counter.name, hash(system), hash(tools_json))
         if key != self._overhead_key:
             self._overhead_key = key
             self._overhead = self.counter.count_text(system) + self.counter.count_text(tools_json)
