@@ -364,7 +364,11 @@ class SessionRegistry:
             mode, model = live.mode, live.model_spec
         else:
             assert loaded is not None
-            working_dir, mode, model = loaded.working_dir, loaded.mode or "Agent", None
+            working_dir, mode = loaded.working_dir, loaded.mode or "Agent"
+            # The model the source last ran on, as its resume would pick it (None: the
+            # default, also when that model is unusable now).
+            recorded = loaded.model and _recorded_model(loaded.model, None, params.session_id)
+            model = loaded.model if recorded else None
         if working_dir is None:
             raise InvalidArgument(
                 f"session {params.session_id} has no working directory on record: cannot fork it"

@@ -875,8 +875,12 @@ def _read_history(
                 session.usage.append((t, tokens, None, float(cost)))
         elif kind == "model":
             model = entry.get("model", entry.get("name"))
+            if not session.models and not entry.get("n"):
+                # Before the first message: the model the session was created on.
+                session.add_model(model)
+                continue
             if not session.models:
-                session.models.append("?")  # a history records the model only when it changes
+                session.models.append("?")  # an older history: its first model is unknown
             session.add_model(model)
             thinking = entry.get("thinking")
             extra = (

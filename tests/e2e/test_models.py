@@ -196,6 +196,24 @@ async def test_a_session_created_on_a_model_resumes_on_it(
     await client.close()
 
 
+async def test_a_fork_of_a_session_on_disk_runs_on_the_model_it_last_ran_on(
+    two_models, scripted_llm: ScriptedLLM, openai_llm: ScriptedLLM, workspace
+):
+    sid = "forked-on-gpt"
+    openai_llm.script(Reply.text("GPT here."), Reply.text("GPT in the fork."))
+    client = await start(two_models)
+    await client.create_session(workspace, sessionId=sid, model="gpt")
+    await prompt(client, sid, "First question")
+    await client.close()
+
+    client = await start(two_models)
+    fork = await client.call("session/fork", {"sessionId": sid})
+    assert fork["model"] == "openai/gpt-4.1"
+    assert (await prompt(client, fork["sessionId"], "Go on"))["stopReason"] == "end_turn"
+    assert scripted_llm.requests == [] and len(openai_llm.requests) == 2
+    await client.close()
+
+
 async def test_a_switch_during_a_turn_takes_effect_at_its_next_model_call(
     two_models, scripted_llm: ScriptedLLM, openai_llm: ScriptedLLM, workspace
 ):

@@ -199,6 +199,7 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
         tmp_path / "h.jsonl",
         [
             {"t": "meta", "v": 1, "n": 0, "at": 100.0, "sessionId": "h", "workingDir": "/w"},
+            {"t": "model", "n": 0, "at": 100.5, "model": "claude-a", "thinking": None},
             {"t": "message", "n": 1, "at": 101.0, "role": "user", "id": "m_a",
              "content": [{"type": "text", "text": "first"}]},
             {"t": "usage", "n": 1, "at": 101.5, "inputTokens": 10, "outputTokens": 5,
@@ -230,8 +231,9 @@ async def test_events_of_newer_versions_render_and_unknown_ones_render_generical
     page = target.read_text()
     text = _strip_tags(page)
     assert "Rewindto before message m_a (restore: both), 1 file(s) written" in text
-    assert "Redothe last rewind undone" in text and "? → gpt-b" in text
-    assert "Model switch→ gpt-b (thinking off)" in text
+    # The model entry before the first message is the one the session was created on.
+    assert "Redothe last rewind undone" in text and "claude-a → gpt-b" in text
+    assert "Model switch→ gpt-b (thinking off)" in text and text.count("Model switch") == 1
     assert "20 input, 9 output, 0 cache read, 0 cache write; cost $0.7500" in text
     assert '<polyline class="cost"' in page
     # long results are folded (the conversation's own text is not); huge ones are cut
