@@ -32,6 +32,16 @@ rmSync(ARTIFACTS, { recursive: true, force: true });
 mkdirSync(ARTIFACTS, { recursive: true });
 
 const FIRST = "Create a greeting file";
+const README = "# Demo workspace\n";
+const README_REWRITTEN = "# Demo workspace\n\nRewritten by Sema.\n";
+const REWRITE = "Rewrite the README";
+// Two profiles on two providers: the picker switches between them.
+const MODELS_JSON = {
+  profiles: {
+    "claude-test": { provider: "anthropic", modelName: "claude-test", contextLength: 200000 },
+    "gpt-test": { provider: "openai", modelName: "gpt-test", contextLength: 128000, images: true },
+  },
+};
 const model = await startModel();
 await model.script(
   // 1: thinking, streamed text, then a Write that needs consent
@@ -62,12 +72,16 @@ await model.script(
   { text: "Starting on the plan." },
   // 6: after the server was killed and restarted
   { text: "Yes, still here.", chunks: 3 },
+  // 7: in a new chat on the model picked from the list: a Write the user approves, then rewinds
+  { tools: [["Write", { file_path: "README.md", content: README_REWRITTEN }, "toolu_write_2"]] },
+  { text: "README rewritten.", chunks: 3 },
 );
 
 const env = await startVSCode({
   cache,
   model,
-  workspaceFiles: { "README.md": "# Demo workspace\n", "src/app.py": "print('app')\n" },
+  workspaceFiles: { "README.md": README, "src/app.py": "print('app')\n" },
+  modelsJson: MODELS_JSON,
   log: lap,
 });
 const { page, dirs } = env;
@@ -130,6 +144,13 @@ try {
   await chat.locator('.tool[data-status="done"]', { hasText: "hello.txt" }).waitFor();
   await chat.locator("button.stop.hidden").waitFor({ state: "attached" });
   await shot("file-written");
+  // "Review changes": the turn's files, each opening its change in the diff editor.
+  const review = chat.locator(".turn-diff").last();
+  await review.locator("button.review", { hasText: "1 file" }).waitFor({ timeout: 30000 });
+  await review.locator(".diff-file", { hasText: "hello.txt" }).click();
+  await page.locator(".monaco-diff-editor .view-lines", { hasText: "Hello from Sema!" }).first().waitFor({ timeout: 20000 });
+  await page.locator(".tab", { hasText: "changes of the turn" }).first().waitFor({ timeout: 10000 });
+  await shot("review-changes");
   // The path in the tool card opens the file in the editor.
   await chat.locator(".tool .file-link", { hasText: "hello.txt" }).first().click();
   await page.locator(".tab.active", { hasText: "hello.txt" }).waitFor({ timeout: 20000 });
@@ -168,6 +189,11 @@ try {
   await shot("sessions-list");
   await item.click();
   await chat.locator(".resumed", { hasText: FIRST }).waitFor({ timeout: 30000 });
+  // The resumed chat shows its earlier conversation, read back from the server.
+  await chat.locator(".user.past", { hasText: FIRST }).waitFor({ timeout: 30000 });
+  await chat.locator(".md.answer.past", { hasText: "Created hello.txt" }).waitFor({ timeout: 30000 });
+  await chat.locator('.tool[data-status="done"]', { hasText: "hello.txt" }).waitFor({ timeout: 30000 });
+  assert.equal(await chat.locator(".user", { hasText: "Count slowly" }).count(), 0, "not the other chat's");
   await chat.locator("textarea.input").fill("What did you write?");
   await chat.locator("textarea.input").press("Enter");
   await chat.locator(".md.answer", { hasText: "Earlier I wrote hello.txt" }).waitFor({ timeout: 60000 });
@@ -236,6 +262,42 @@ try {
   await chat.locator("textarea.input").press("Enter");
   await chat.locator(".md.answer", { hasText: "Yes, still here." }).waitFor({ timeout: 60000 });
   assert.match(JSON.stringify((await model.bodies()).at(-1)), /Create a greeting file/, "the same session, from its history");
+
+  // A new chat on the model picked from the list (another provider's API).
+  await chat.locator("button.new-chat").click();
+  const picker = chat.locator("select.model:not(.hidden)");
+  await picker.waitFor({ timeout: 30000 });
+  assert.deepEqual(await picker.locator("option").allInnerTexts(), [MODEL, "claude-test", "gpt-test (images)"]);
+  await picker.selectOption("gpt-test");
+  await chat.locator(".notice", { hasText: "Model: gpt-test" }).waitFor({ timeout: 30000 });
+  await shot("model-picked");
+  await chat.locator("textarea.input").fill(REWRITE);
+  await chat.locator("textarea.input").press("Enter");
+  const consent2 = chat.locator(".request.permission:not(.answered)");
+  await consent2.waitFor({ timeout: 60000 });
+  await consent2.locator("button.allow").click();
+  await chat.locator(".md.answer", { hasText: "README rewritten." }).waitFor({ timeout: 60000 });
+  assert.equal(readFileSync(path.join(dirs.workspace, "README.md"), "utf8"), README_REWRITTEN);
+  const paths = await model.paths();
+  assert.notEqual(paths.at(-1), "/v1/messages", `the picked model's API was called: ${paths.slice(-3)}`);
+  assert.equal((await model.bodies()).at(-1).model, "gpt-test");
+  await chat.locator(".turn-diff button.review", { hasText: "1 file" }).waitFor({ timeout: 30000 });
+  await chat.locator(".turn-diff .diff-file", { hasText: "README.md" }).click();
+  await page.locator(".monaco-diff-editor .view-lines", { hasText: "Rewritten by Sema." }).first().waitFor({ timeout: 20000 });
+  await shot("review-readme");
+
+  // Rewind to the first message, files and conversation: the README is back, the chat is cut,
+  // the message is back in the input.
+  const bubble = chat.locator(".log > .user", { hasText: REWRITE });
+  await bubble.locator(".message-actions").waitFor({ state: "attached", timeout: 30000 });
+  await bubble.hover();
+  await bubble.locator("button.rewind-both").click();
+  await chat.locator(".notice.rewound").waitFor({ timeout: 30000 });
+  assert.equal(readFileSync(path.join(dirs.workspace, "README.md"), "utf8"), README, "the file is back");
+  assert.equal(await chat.locator(".log > .user", { hasText: REWRITE }).count(), 0, "the message left the chat");
+  assert.equal(await chat.locator(".md.answer", { hasText: "README rewritten." }).count(), 0, "and its answer");
+  assert.equal(await chat.locator("textarea.input").inputValue(), REWRITE, "the message is back in the input");
+  await shot("rewound");
   lap("PASS");
 } catch (err) {
   await shot("failure").catch(() => undefined);
