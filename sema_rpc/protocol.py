@@ -211,6 +211,11 @@ class SessionPromptResult(WireModel):
     stop_reason: StopReasonWire
     usage: TokenUsage
     error: SessionErrorDetail | None = None
+    message_id: str | None = Field(
+        None,
+        description="The id of the user message this prompt added to the conversation "
+        "(absent when it added none: a command such as /clear, or cancelled before it ran).",
+    )
 
 
 class SessionRef(WireModel):
@@ -260,14 +265,19 @@ class StateUpdateParams(EventParams):
     state: Literal["idle", "processing"]
 
 
+_STREAMED_ID = "The id of the assistant message being streamed (as session/messages lists it)."
+
+
 class ThinkingChunkParams(EventParams):
     event: ClassVar[str] = "message:thinking:chunk"
     delta: str = Field(description="New thinking text only, never the accumulated text.")
+    message_id: str | None = Field(None, description=_STREAMED_ID)
 
 
 class TextChunkParams(EventParams):
     event: ClassVar[str] = "message:text:chunk"
     delta: str = Field(description="New answer text only, never the accumulated text.")
+    message_id: str | None = Field(None, description=_STREAMED_ID)
 
 
 class ToolCallSummary(WireModel):
@@ -283,6 +293,10 @@ class MessageCompleteParams(EventParams):
     has_tool_calls: bool = False
     tool_calls: list[ToolCallSummary] = Field(default_factory=list)
     stop_reason: str | None = None
+    message_id: str | None = Field(None, description=_STREAMED_ID)
+
+
+_CALLER_ID = "The id of the assistant message that called the tool."
 
 
 class ToolExecutionStartParams(EventParams):
@@ -291,6 +305,7 @@ class ToolExecutionStartParams(EventParams):
     tool_name: str
     title: str
     input: dict[str, Any] = Field(default_factory=dict)
+    message_id: str | None = Field(None, description=_CALLER_ID)
 
 
 class ToolExecutionUpdateParams(EventParams):
@@ -298,6 +313,7 @@ class ToolExecutionUpdateParams(EventParams):
     tool_call_id: str
     tool_name: str
     delta: str = Field(description="New output only (e.g. Bash stdout/stderr), in order.")
+    message_id: str | None = Field(None, description=_CALLER_ID)
 
 
 class ToolExecutionCompleteParams(EventParams):
@@ -307,6 +323,7 @@ class ToolExecutionCompleteParams(EventParams):
     title: str
     summary: str = ""
     content: str = ""
+    message_id: str | None = Field(None, description=_CALLER_ID)
 
 
 class ToolExecutionErrorParams(EventParams):
@@ -315,6 +332,7 @@ class ToolExecutionErrorParams(EventParams):
     tool_name: str
     title: str
     content: str
+    message_id: str | None = Field(None, description=_CALLER_ID)
 
 
 class ConversationUsageParams(EventParams):

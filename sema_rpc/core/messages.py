@@ -8,6 +8,7 @@ per line.
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,13 +59,43 @@ ContentBlock = Annotated[
 ]
 
 
+MessageKind = Literal["prompt", "summary", "notice"]
+"""What a user message is: a prompt's input (what the user sent, also a steer), the head
+a compaction put in place of the older history, or a note the engine added (an interrupt).
+Tool-result messages have no kind."""
+
+
+def new_message_id() -> str:
+    """A fresh message id: `m_` and 12 hex characters."""
+    return "m_" + uuid.uuid4().hex[:12]
+
+
+class MessagePart(BaseModel):
+    """A user message merged into the one before it (`append_curated`): its own id and
+    kind, and the index in `content` of its first block. Keeps every prompt addressable
+    although the curated history merges consecutive user messages."""
+
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    id: str
+    at: int
+    kind: MessageKind | None = None
+
+
 class Message(BaseModel):
-    """One conversation message. `role` is `user` (including tool results) or `assistant`."""
+    """One conversation message. `role` is `user` (including tool results) or `assistant`.
+
+    `id` is given by the engine when the message enters the curated history (see
+    `new_message_id`) and stored with it; `parts` lists the user messages merged into
+    this one after the first."""
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
     role: Literal["user", "assistant"]
     content: list[ContentBlock]
+    id: str | None = None
+    kind: MessageKind | None = None
+    parts: list[MessagePart] | None = None
 
     @classmethod
     def user_text(cls, text: str) -> Message:

@@ -41,7 +41,14 @@ from pathlib import Path
 from typing import Literal
 
 from sema_rpc.core.errors import DomainError
-from sema_rpc.core.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from sema_rpc.core.messages import (
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    new_message_id,
+)
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.core.stream import Provider, ProviderError, ResponseDone, ResponseFailed, ToolSpec
 from sema_rpc.engine.compaction import MIN_MESSAGES, CompactionState, Compactor, compact_threshold
@@ -172,7 +179,9 @@ class ConversationManager:
 
     def add_message(self, message: Message) -> None:
         """Append a message. A user message after a user message is merged into it (the
-        history alternates, as every provider requires)."""
+        history alternates, as every provider requires). A message without an id gets one."""
+        if message.id is None:
+            message.id = new_message_id()
         append_curated(self.loop.history, message)
 
     def add_user_text(self, text: str) -> None:

@@ -35,6 +35,7 @@ from sema_rpc.core.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    new_message_id,
 )
 from sema_rpc.core.stream import ModelRequest, Provider, ResponseDone, ResponseFailed
 from sema_rpc.engine.budget import MIN_RESULT_TOKENS, batch_budgets, cap_results
@@ -207,7 +208,12 @@ class Compactor:
             return None
         result: CompactionResult | None = None
         if summary:
-            head = Message(role="user", content=[TextBlock(text=SUMMARY_HEADER + summary), *latest])
+            head = Message(
+                role="user",
+                content=[TextBlock(text=SUMMARY_HEADER + summary), *latest],
+                id=new_message_id(),
+                kind="summary",
+            )
             messages = [head, *history[k:]]
             after = self._size_after(before, history[:k], head)
             if after < before:
@@ -271,7 +277,7 @@ class Compactor:
         content = [next(capped) if isinstance(b, ToolResultBlock) else b for b in last.content]
         if all(a is b for a, b in zip(content, last.content, strict=True)):
             return result
-        fitted = Message(role="user", content=content)
+        fitted = last.model_copy(update={"content": content})  # same message: same id
         after = result.token_compact - counter.count_message(last) + counter.count_message(fitted)
         note = "the latest tool results were cut to fit"
         if result.messages is None:  # nothing else could be compacted
@@ -300,7 +306,12 @@ class Compactor:
         budget = min(self.context_length * TAIL_SHARE, history_tokens * TRUNCATE_SHARE)
         plan = self._plan(history, budget)
         k = plan[1] if plan is not None else len(history)
-        head = Message(role="user", content=[TextBlock(text=TRUNCATION_NOTICE), *latest])
+        head = Message(
+            role="user",
+            content=[TextBlock(text=TRUNCATION_NOTICE), *latest],
+            id=new_message_id(),
+            kind="summary",
+        )
         messages = [head, *history[k:]]
         after = self._size_after(before, history[:k], head)
         return CompactionResult(

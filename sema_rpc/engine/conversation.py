@@ -35,6 +35,7 @@ from sema_rpc.core.messages import (
     ToolResultBlock,
     ToolUseBlock,
     Usage,
+    new_message_id,
 )
 from sema_rpc.core.stream import (
     ModelRequest,
@@ -133,9 +134,17 @@ class Conversation:
     they join it after a batch. Contract: does not raise (an exception would escape the
     turn as a bug, not end it as a value)."""
 
-    async def query(self, user_content: list[ContentBlock]) -> TurnOutcome:
+    async def query(
+        self, user_content: list[ContentBlock], message_id: str | None = None
+    ) -> TurnOutcome:
+        """Run one turn for a prompt's input; it joins the history as a `prompt` message
+        with id `message_id` (a fresh one when None)."""
         self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
-        self._append(Message(role="user", content=user_content))
+        self._append(
+            Message(
+                role="user", content=user_content, id=message_id or new_message_id(), kind="prompt"
+            )
+        )
         # No two compactions without a model response in between: a compaction keeps the
         # batch the model waits for, so a response after it is progress; without one, a
         # second compaction could only shrink the same thing again (a loop).
@@ -175,6 +184,7 @@ class Conversation:
                         ToolCallSummary(id=t.id, name=t.name, args=t.input) for t in tool_uses
                     ],
                     stop_reason=streamed.stop_reason,
+                    message_id=message.id,
                 )
             )
             if self.config.emits_usage:
@@ -205,7 +215,7 @@ class Conversation:
                     self._rebuild(self.on_rebuild(rebuild))
             steered = await self.take_steering()
             if steered:  # after the whole batch, never between a call and its result
-                self._append(Message(role="user", content=steered))
+                self._append(Message(role="user", content=steered, kind="prompt"))
         return TurnOutcome("max_turns")
 
     async def call_model(self) -> ResponseDone | ResponseFailed | None:
@@ -228,7 +238,9 @@ class Conversation:
         their share of the window and append them to the history as one user message."""
         with self.control.cancellable():
             await self.persisted()
-        results = await self.runner.run_batch(calls, truncated=truncated)
+        last = self.history[-1] if self.history else None  # the message that made the calls
+        caller = last.id if last is not None and last.role == "assistant" else None
+        results = await self.runner.run_batch(calls, truncated=truncated, message_id=caller)
         results = await self._within_budget(results)
         self._append(Message(role="user", content=results))
         return results
@@ -276,7 +288,7 @@ class Conversation:
         self.runner.plan_mode = rebuilt.plan_mode
         if rebuilt.restart_with is not None:
             self.history.clear()
-            self._append(Message(role="user", content=rebuilt.restart_with))
+            self._append(Message(role="user", content=rebuilt.restart_with, kind="prompt"))
         self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
 
     async def _stream_response(self) -> ResponseDone | ResponseFailed | None:
@@ -289,15 +301,19 @@ class Conversation:
             thinking_budget=self.config.thinking_budget,
         )
         outcome: ResponseDone | ResponseFailed | None = None
+        # The response's id is known before its first chunk: every chunk carries it.
+        message_id = new_message_id()
         with self.control.cancellable():
             async with aclosing(self.provider.stream(request)) as events:
                 async for event in events:
                     if isinstance(event, TextDelta):
-                        self._emit(TextChunkParams(delta=event.text))
+                        self._emit(TextChunkParams(delta=event.text, message_id=message_id))
                     elif isinstance(event, ThinkingDelta):
-                        self._emit(ThinkingChunkParams(delta=event.text))
+                        self._emit(ThinkingChunkParams(delta=event.text, message_id=message_id))
                     elif isinstance(event, ResponseDone | ResponseFailed):
                         outcome = event
+        if isinstance(outcome, ResponseDone):
+            outcome.message.id = message_id
         if self.control.interrupted and not isinstance(outcome, ResponseDone):
             return None
         if outcome is None:
@@ -321,15 +337,20 @@ class Conversation:
 
     def _append(self, message: Message) -> None:
         # Consecutive user messages (a prompt after an error, an interrupt note) are merged
-        # so the history always alternates, as every provider requires. Persistence gets
-        # the message as it completed; the loader merges the same way.
+        # so the history always alternates, as every provider requires (each keeps its id:
+        # `parts`). Persistence gets the message as it completed, with its id; the loader
+        # merges the same way.
+        if message.id is None:
+            message.id = new_message_id()
         append_curated(self.history, message)
         self.on_message(message)
 
     def _interrupted(self, checkpoint: int) -> TurnOutcome:
         self.control.observe(checkpoint)
         if self.control.reason != "refuse":
-            self._append(Message(role="user", content=[TextBlock(text=INTERRUPT_MESSAGE)]))
+            self._append(
+                Message(role="user", content=[TextBlock(text=INTERRUPT_MESSAGE)], kind="notice")
+            )
         self._emit(
             SessionInterruptedParams(
                 content=INTERRUPT_MESSAGE

@@ -21,7 +21,7 @@ from sema_rpc.core.errors import (
     SessionNotFound,
 )
 from sema_rpc.core.errors import working_dir as checked_working_dir
-from sema_rpc.core.messages import TextBlock
+from sema_rpc.core.messages import TextBlock, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy
 from sema_rpc.engine import assembly
 from sema_rpc.engine.compaction import (
@@ -168,12 +168,14 @@ class SemaEngine(SessionRegistry):
             # The turn ended before a tool batch could take it: it runs as its own turn.
 
         async def turn(control: TurnControl) -> SessionPromptResult:
+            message_id = None
             if command is None:
                 if not session.history and session.store is not None:
                     # What the user typed names the session in session/list (the first
                     # message may be a custom command's expansion).
                     session.store.append_event("title", title=params.input[:500])
-                outcome = await self._run_turn(session, params.input, control)
+                message_id = new_message_id()
+                outcome = await self._run_turn(session, params.input, control, message_id)
             elif command[0] == "clear":
                 outcome = self._clear(session)
             else:
@@ -184,6 +186,7 @@ class SemaEngine(SessionRegistry):
                 stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
                 usage=session.usage,
                 error=outcome.error,
+                message_id=message_id,
             )
 
         result = await exclusive_turn(
@@ -264,7 +267,9 @@ class SemaEngine(SessionRegistry):
         compactor = assembly.compactor(session, control, self.record_dir)
         return await compactor.compact(session.history, "manual", instructions)
 
-    async def _run_turn(self, session: Session, text: str, control: TurnControl) -> TurnOutcome:
+    async def _run_turn(
+        self, session: Session, text: str, control: TurnControl, message_id: str
+    ) -> TurnOutcome:
         profile = session.profile
         assert profile is not None and session.pipeline is not None
         user_content, setup = await session.pipeline.prepare(text)
@@ -302,7 +307,7 @@ class SemaEngine(SessionRegistry):
             ),
         )
         try:
-            outcome = await conversation.query(user_content)
+            outcome = await conversation.query(user_content, message_id)
         finally:
             session.services.run_subagent = None
         session.usage = conversation.last_usage

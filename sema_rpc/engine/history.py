@@ -44,6 +44,7 @@ import asyncio
 import atexit
 import contextlib
 import datetime
+import hashlib
 import json
 import logging
 import os
@@ -57,7 +58,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from sema_rpc.core.config import sema_root
-from sema_rpc.core.messages import Message, TextBlock, ToolResultBlock
+from sema_rpc.core.messages import (
+    ContentBlock,
+    Message,
+    MessagePart,
+    TextBlock,
+    ToolResultBlock,
+    new_message_id,
+)
 from sema_rpc.core.secrets import known_secrets, redact_known
 from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
 
@@ -122,12 +130,112 @@ def _redacted(value: Any, secrets: list[str]) -> Any:
 
 def append_curated(history: list[Message], message: Message) -> None:
     """Append to a curated history, merging consecutive user messages (providers require
-    alternating roles). The loop and the loader share this, so both build the same list."""
+    alternating roles). The loop and the loader share this, so both build the same list.
+
+    The merged message keeps the first one's id and kind; the later one (and the parts it
+    had) are listed in `parts` with the index of their first block, so each stays
+    addressable (`cut_before`, the transcript)."""
     if message.role == "user" and history and history[-1].role == "user":
         last = history[-1]
-        history[-1] = Message(role="user", content=[*last.content, *message.content])
+        offset = len(last.content)
+        parts = list(last.parts or ())
+        if message.id is not None:
+            parts.append(MessagePart(id=message.id, at=offset, kind=message.kind))
+        parts += [MessagePart(id=p.id, at=p.at + offset, kind=p.kind) for p in message.parts or ()]
+        history[-1] = Message(
+            role="user",
+            content=[*last.content, *message.content],
+            id=last.id,
+            kind=last.kind,
+            parts=parts or None,
+        )
     else:
         history.append(message)
+
+
+def split_parts(message: Message) -> list[tuple[str | None, str | None, list[ContentBlock]]]:
+    """A (possibly merged) message as the messages it was made of: (id, kind, blocks)."""
+    if not message.parts:
+        return [(message.id, message.kind, list(message.content))]
+    out: list[tuple[str | None, str | None, list[ContentBlock]]] = []
+    starts = [(message.id, message.kind, 0)] + [(p.id, p.kind, p.at) for p in message.parts]
+    for i, (mid, kind, at) in enumerate(starts):
+        end = starts[i + 1][2] if i + 1 < len(starts) else len(message.content)
+        out.append((mid, kind, list(message.content[at:end])))
+    return out
+
+
+def find_message(history: list[Message], message_id: str) -> tuple[int, int] | None:
+    """(index in `history`, index of its first block) of the message with that id, also
+    one merged into another; None when the history holds none."""
+    for i in range(len(history) - 1, -1, -1):  # recent ones are asked for most
+        message = history[i]
+        if message.id == message_id:
+            return i, 0
+        for part in message.parts or ():
+            if part.id == message_id:
+                return i, part.at
+    return None
+
+
+def message_kind(history: list[Message], message_id: str) -> str | None:
+    """The kind of the (user) message with that id: `prompt`, `summary`, `notice`; None
+    for tool results and assistant messages. Raises KeyError when there is none."""
+    found = find_message(history, message_id)
+    if found is None:
+        raise KeyError(message_id)
+    i = found[0]
+    for mid, kind, blocks in split_parts(history[i]):
+        if mid == message_id:
+            if history[i].role != "user":
+                return None
+            return kind or infer_kind(blocks)
+    return None  # pragma: no cover - find_message found it
+
+
+def infer_kind(blocks: list[ContentBlock]) -> str | None:
+    """The kind of a user message written before kinds were stored."""
+    from sema_rpc.engine.compaction import SUMMARY_HEADER, TRUNCATION_NOTICE
+    from sema_rpc.engine.control import INTERRUPT_MESSAGE
+
+    texts = [b.text for b in blocks if isinstance(b, TextBlock)]
+    if not texts:
+        return None
+    if texts[0].startswith(SUMMARY_HEADER) or texts[0] == TRUNCATION_NOTICE:
+        return "summary"
+    if all(t == INTERRUPT_MESSAGE for t in texts):
+        return "notice"
+    return "prompt"
+
+
+def cut_before(history: list[Message], message_id: str) -> list[Message]:
+    """The curated history just before the message with that id was added: a new list
+    (the messages in it are shared, not copied). Raises KeyError when there is none."""
+    found = find_message(history, message_id)
+    if found is None:
+        raise KeyError(message_id)
+    i, at = found
+    out = history[:i]
+    if at > 0:  # merged into history[i]: keep what came before it
+        merged = history[i]
+        parts = [p for p in merged.parts or () if p.at < at]
+        out.append(
+            Message(
+                role=merged.role,
+                content=list(merged.content[:at]),
+                id=merged.id,
+                kind=merged.kind,
+                parts=parts or None,
+            )
+        )
+    return out
+
+
+def stable_id(session_id: str, where: str) -> str:
+    """The id of a message written before ids were stored: derived from the session and
+    the message's place in the file, so it is the same at every load."""
+    digest = hashlib.sha256(f"{session_id}/{where}".encode()).hexdigest()
+    return "m_" + digest[:12]
 
 
 def dangling_tool_results(history: list[Message]) -> Message | None:
@@ -144,6 +252,7 @@ def dangling_tool_results(history: list[Message]) -> Message | None:
             ToolResultBlock(tool_use_id=u.id, content=ORPHANED_TOOL_RESULT, is_error=True)
             for u in uses
         ],
+        id=new_message_id(),
     )
 
 
@@ -468,10 +577,12 @@ def load_history(session_id: str) -> LoadedHistory | None:
         return _load_seed_json(session_id)
     except OSError as exc:
         raise HistoryError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return parse_history(data, str(path))
+    return parse_history(data, str(path), session_id)
 
 
-def parse_history(data: bytes, where: str = "history") -> LoadedHistory:
+def parse_history(data: bytes, where: str = "history", session_id: str = "") -> LoadedHistory:
+    """The history in a JSONL file's bytes. Messages written before ids were stored get
+    a stable id derived from `session_id` and their place in the file (`stable_id`)."""
     out = LoadedHistory()
     curated: list[Message] = []
     mark: tuple[int, Message, int] | None = None
@@ -501,12 +612,17 @@ def parse_history(data: bytes, where: str = "history") -> LoadedHistory:
             if kind == "message":
                 message = Message.model_validate(obj)
                 out.message_count += 1
+                if message.id is None:
+                    message.id = stable_id(session_id, f"n{obj.get('n', out.message_count)}")
                 append_curated(curated, message)
                 u = obj.get("u")
                 if isinstance(u, dict) and u.get("c") == len(curated) and curated[-1] is message:
                     mark = (len(curated), message, int(u.get("k", 0)))
             elif kind == "compact":
                 curated = [Message.model_validate(m) for m in obj.get("messages") or []]
+                for i, m in enumerate(curated):
+                    if m.id is None:
+                        m.id = stable_id(session_id, f"c{obj.get('n')}.{i}")
                 mark = None
             elif kind == "clear":
                 curated = []
@@ -553,6 +669,7 @@ def _load_seed_json(session_id: str) -> LoadedHistory | None:
             out.skipped += 1
             continue
         out.message_count += 1
+        message.id = stable_id(session_id, f"j{out.message_count}")
         append_curated(curated, message)
     out.messages = curated
     todos = raw.get("todos")

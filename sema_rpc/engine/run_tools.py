@@ -84,14 +84,19 @@ class ToolRunner:
         self.plan_mode = plan_mode
         self.controls: list[RebuildContext] = []
         """Control signals returned by the last batch's tools (e.g. ExitPlanMode's rebuild)."""
+        self.message_id: str | None = None
+        """The id of the assistant message whose calls the batch runs (on every tool event)."""
 
     async def run_batch(
         self,
         calls: list[ToolUseBlock],
         truncated: set[str] = frozenset(),  # type: ignore[assignment]
+        message_id: str | None = None,
     ) -> list[ToolResultBlock]:
-        """`truncated`: ids of calls whose arguments were cut off (max_tokens); never run."""
+        """`truncated`: ids of calls whose arguments were cut off (max_tokens); never run.
+        `message_id`: the assistant message that made the calls."""
         self.controls = []
+        self.message_id = message_id
         prepared = [
             _Prepared(call, self.tools.get(call.name), error=TRUNCATED_CALL.format(name=call.name))
             if call.id in truncated
@@ -260,6 +265,7 @@ class ToolRunner:
         return REJECT_MESSAGE
 
     def _emit(self, event: Any) -> None:
+        event.message_id = self.message_id
         self.bus.emit(event, agent_id=self.agent_id)
 
     def _error(self, call: ToolUseBlock, title: str, message: str) -> ToolResultBlock:

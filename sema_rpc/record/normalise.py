@@ -1,10 +1,12 @@
 """What legitimately differs between a recording and its replay, taken out: event `seq`
 and timing figures, the order of events inside one concurrent tool batch, working dirs,
-and secrets the replaying server knows."""
+message ids (fresh in each run: numbered in order of first appearance) and secrets the
+replaying server knows."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,16 +14,21 @@ from typing import Any
 from sema_rpc.core.secrets import redact
 
 _VOLATILE_KEYS = {"seq", "t"}
+_MESSAGE_ID = re.compile(r"\bm_[0-9a-f]{12}\b")
 
 
-def _scrub(value: Any, replacements: list[tuple[str, str]]) -> Any:
+def _scrub(value: Any, replacements: list[tuple[str, str]], ids: dict[str, str]) -> Any:
     if isinstance(value, dict):
-        return {k: _scrub(v, replacements) for k, v in value.items() if k not in _VOLATILE_KEYS}
+        return {
+            k: _scrub(v, replacements, ids) for k, v in value.items() if k not in _VOLATILE_KEYS
+        }
     if isinstance(value, list):
-        return [_scrub(v, replacements) for v in value]
+        return [_scrub(v, replacements, ids) for v in value]
     if isinstance(value, str):
         for old, new in replacements:
             value = value.replace(old, new)
+        if "m_" in value:
+            value = _MESSAGE_ID.sub(lambda m: ids.setdefault(m[0], f"m#{len(ids) + 1}"), value)
         return value
     return value
 
@@ -34,13 +41,14 @@ def normalise(messages: list[dict[str, Any]], replacements: list[tuple[str, str]
     """
     lines: list[str] = []
     block: list[tuple[str, str]] = []
+    ids: dict[str, str] = {}
 
     def flush() -> None:
         lines.extend(line for _key, line in sorted(block, key=lambda item: item[0]))
         block.clear()
 
     for message in messages:
-        clean = _scrub(message, replacements)
+        clean = _scrub(message, replacements, ids)
         line = json.dumps(clean, sort_keys=True, ensure_ascii=False)
         method = message.get("method", "")
         if method.startswith("tool:execution:"):

@@ -17,6 +17,7 @@ from sema_rpc.core.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    new_message_id,
 )
 from sema_rpc.engine.history import (
     ORPHANED_TOOL_RESULT,
@@ -24,6 +25,7 @@ from sema_rpc.engine.history import (
     HistoryStore,
     InputHistory,
     append_curated,
+    cut_before,
     dangling_tool_results,
     flush_all,
     history_path,
@@ -76,6 +78,7 @@ def answer(text: str = "It prints hi.") -> Message:
 def write_session(session_id: str, workdir: Path, messages: list[Message]) -> HistoryStore:
     store = HistoryStore(session_id, workdir)
     for m in messages:
+        m.id = m.id or new_message_id()  # as the engine gives them
         store.append_message(m)
     store.flush()  # the writer thread has put them in the file
     return store
@@ -191,6 +194,68 @@ def test_consecutive_user_messages_are_merged_the_same_way_on_load(workdir):
     loaded = load_history("merge")
     assert loaded is not None
     assert loaded.messages == curated and len(curated) == 1
+
+
+def test_merged_prompts_stay_addressable_and_cut_before_splits_them(workdir):
+    first = Message(role="user", content=[TextBlock(text="first")], kind="prompt")
+    note = Message(role="user", content=[TextBlock(text="[Request interrupted by user]")])
+    second = Message(role="user", content=[TextBlock(text="second")], kind="prompt")
+    reply = answer("ok")
+    messages = [first, note, second, reply]
+    write_session("cut", workdir, messages).close()
+    loaded = load_history("cut")
+    assert loaded is not None
+    history = loaded.messages
+    assert [m.id for m in history] == [first.id, reply.id]
+    assert [(p.id, p.at, p.kind) for p in history[0].parts or []] == [
+        (note.id, 1, None),
+        (second.id, 2, "prompt"),
+    ]
+    assert second.id is not None and note.id is not None and reply.id is not None
+    before_second = cut_before(history, second.id)
+    assert len(before_second) == 1 and before_second[0].id == first.id
+    assert [b.text for b in before_second[0].content] == [  # type: ignore[union-attr]
+        "first",
+        "[Request interrupted by user]",
+    ]
+    assert [p.id for p in before_second[0].parts or []] == [note.id]
+    assert cut_before(history, reply.id) == history[:1]
+    assert cut_before(history, first.id or "") == []
+    assert len(history[0].content) == 3  # the history itself is untouched
+    with pytest.raises(KeyError):
+        cut_before(history, "m_000000000000")
+
+
+def test_messages_written_without_ids_get_the_same_ids_at_every_load(workdir):
+    path = history_path("old")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [
+        {"t": "meta", "v": 1, "n": 0, "at": 1.0, "sessionId": "old", "workingDir": str(workdir)},
+        {
+            "t": "message",
+            "n": 1,
+            "at": 1.0,
+            "role": "user",
+            "content": [{"type": "text", "text": "q"}],
+        },
+        {
+            "t": "message",
+            "n": 2,
+            "at": 1.0,
+            "role": "assistant",
+            "content": [{"type": "text", "text": "a"}],
+        },
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    first, second = load_history("old"), load_history("old")
+    assert first is not None and second is not None
+    ids = [m.id for m in first.messages]
+    assert ids == [m.id for m in second.messages]
+    assert len(set(ids)) == 2 and all(i and i.startswith("m_") and len(i) == 14 for i in ids)
+    other = history_path("old-copy")
+    other.write_bytes(path.read_bytes())
+    copy = load_history("old-copy")
+    assert copy is not None and set(m.id for m in copy.messages).isdisjoint(ids)
 
 
 def test_usage_mark_survives_a_restart(workdir):

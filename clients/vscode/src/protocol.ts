@@ -169,6 +169,8 @@ export interface MessageCompleteParams {
   hasToolCalls?: boolean;
   toolCalls?: ToolCallSummary[];
   stopReason?: string | null;
+  /** The id of the assistant message being streamed (as session/messages lists it). */
+  messageId?: string | null;
 }
 
 export interface ModeUpdateEventParams {
@@ -368,6 +370,8 @@ export interface SessionPromptResult {
   stopReason: "end_turn" | "interrupted" | "max_turns" | "error" | "command";
   usage: TokenUsage;
   error?: SessionErrorDetail | null;
+  /** The id of the user message this prompt added to the conversation (absent when it added none: a command such as /clear, or cancelled before it ran). */
+  messageId?: string | null;
 }
 
 export interface SessionReadyEventParams {
@@ -445,6 +449,8 @@ export interface TextChunkParams {
   seq?: number;
   /** New answer text only, never the accumulated text. */
   delta: string;
+  /** The id of the assistant message being streamed (as session/messages lists it). */
+  messageId?: string | null;
 }
 
 export interface ThinkingChunkParams {
@@ -455,6 +461,8 @@ export interface ThinkingChunkParams {
   seq?: number;
   /** New thinking text only, never the accumulated text. */
   delta: string;
+  /** The id of the assistant message being streamed (as session/messages lists it). */
+  messageId?: string | null;
 }
 
 export interface TodoItem {
@@ -499,6 +507,8 @@ export interface ToolExecutionCompleteParams {
   title: string;
   summary?: string;
   content?: string;
+  /** The id of the assistant message that called the tool. */
+  messageId?: string | null;
 }
 
 export interface ToolExecutionErrorParams {
@@ -511,6 +521,8 @@ export interface ToolExecutionErrorParams {
   toolName: string;
   title: string;
   content: string;
+  /** The id of the assistant message that called the tool. */
+  messageId?: string | null;
 }
 
 export interface ToolExecutionStartParams {
@@ -523,6 +535,8 @@ export interface ToolExecutionStartParams {
   toolName: string;
   title: string;
   input?: Record<string, unknown>;
+  /** The id of the assistant message that called the tool. */
+  messageId?: string | null;
 }
 
 export interface ToolExecutionUpdateParams {
@@ -535,6 +549,8 @@ export interface ToolExecutionUpdateParams {
   toolName: string;
   /** New output only (e.g. Bash stdout/stderr), in order. */
   delta: string;
+  /** The id of the assistant message that called the tool. */
+  messageId?: string | null;
 }
 
 export interface ToolListItem {
