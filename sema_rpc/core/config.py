@@ -27,7 +27,11 @@ gets the default); `thinking` (extended thinking, default false); `streamIdleTim
 (seconds a model stream may send nothing before the turn fails, default
 `$SEMA_STREAM_IDLE_TIMEOUT`, else 300); `transport` (`"http"`, the default: the request is
 sent and its stream read by sema-rpc itself, with the official SDK's retry policy and
-defaults; `"sdk"`: through the provider's official SDK, for what only the SDK does).
+defaults; `"sdk"`: through the provider's official SDK, for what only the SDK does);
+`images` (whether the model takes image input; default: inferred from the model id for
+known families — Claude 3 and later, GPT-4o/4.1/5, o1/o3/o4-mini — else false); `price`
+(`{"input", "output", "cacheRead", "cacheWrite"}` in USD per million tokens; default: the
+built-in list price of a known model, else none, and costs are reported as null).
 
 Stdlib only: this module is imported at startup and must stay cheap.
 """
@@ -40,6 +44,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sema_rpc.core.catalog import Price, builtin_price, infer_images, price_from_json
 from sema_rpc.core.errors import ConfigError
 from sema_rpc.core.secrets import register_secret
 
@@ -49,6 +54,7 @@ __all__ = [
     "ConfigError",
     "ModelProfile",
     "ModelsConfig",
+    "Price",
     "bundled_cassette",
     "load_models",
     "max_retries",
@@ -130,6 +136,18 @@ class ModelProfile:
     """Seconds; None: `$SEMA_STREAM_IDLE_TIMEOUT`, else the default (`stream_idle_timeout`)."""
     transport: str = "http"
     """http (sema-rpc's own request path) | sdk (the provider's official SDK)"""
+    images: bool | None = None
+    """Whether the model takes image input; None at construction: inferred from the model
+    id for known families (`core.catalog.infer_images`), so it is a bool afterwards."""
+    price: Price | None = None
+    """USD per million tokens; None at construction: the built-in list price of a known
+    model, else it stays None (costs unknown)."""
+
+    def __post_init__(self) -> None:
+        if self.images is None:
+            self.images = infer_images(self.provider, self.model_name)
+        if self.price is None and self.provider != "replay":
+            self.price = builtin_price(self.model_name)
 
     def public(self) -> dict[str, Any]:
         """A JSON-safe view without the API key (for model/list, logs, events)."""
@@ -143,6 +161,8 @@ class ModelProfile:
             "thinking": self.thinking,
             "streamIdleTimeout": stream_idle_timeout(self.stream_idle_timeout),
             "transport": self.transport,
+            "images": bool(self.images),
+            "price": self.price.public() if self.price else None,
         }
 
 
@@ -199,6 +219,15 @@ def _profile_from_json(name: str, raw: Any, path: Path) -> ModelProfile:
         raise ConfigError(
             f'{where}: "transport" must be one of {", ".join(TRANSPORTS)}, got {transport!r}'
         )
+    images = raw.get("images")
+    if images is not None and not isinstance(images, bool):
+        raise ConfigError(f'{where}: "images" must be true or false, got {images!r}')
+    price: Price | None = None
+    if raw.get("price") is not None:
+        try:
+            price = price_from_json(raw["price"], where)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     register_secret(api_key)
     return ModelProfile(
         name=name,
@@ -213,6 +242,8 @@ def _profile_from_json(name: str, raw: Any, path: Path) -> ModelProfile:
         thinking=bool(raw.get("thinking", False)),
         stream_idle_timeout=_seconds(raw.get("streamIdleTimeout"), f"{where}: streamIdleTimeout"),
         transport=transport,
+        images=images,
+        price=price,
     )
 
 

@@ -264,3 +264,96 @@ def test_profile_keys_are_redacted_once_loaded(root: Path) -> None:
     assert redact("key plain-local-key-42 here") == "key plain-local-key-42 here"
     load_models()
     assert redact("key plain-local-key-42 here") == "key [REDACTED] here"
+
+
+def test_images_capability_explicit_or_inferred(root: Path) -> None:
+    write_models(
+        root,
+        {
+            "profiles": {
+                "sonnet": {
+                    "provider": "anthropic",
+                    "modelName": "claude-sonnet-4-5",
+                    "apiKey": "k",
+                },
+                "mini": {"provider": "openai", "modelName": "o3-mini", "apiKey": "k"},
+                "local": {"provider": "openai", "modelName": "qwen3", "apiKey": "none"},
+                "vl": {
+                    "provider": "openai",
+                    "modelName": "qwen2.5-vl",
+                    "apiKey": "none",
+                    "images": True,
+                },
+                "blind": {
+                    "provider": "anthropic",
+                    "modelName": "claude-haiku-4-5",
+                    "apiKey": "k",
+                    "images": False,
+                },
+            }
+        },
+    )
+    got = {name: p.images for name, p in load_models().profiles.items()}
+    assert got == {"sonnet": True, "mini": False, "local": False, "vl": True, "blind": False}
+    assert load_models().profiles["vl"].public()["images"] is True
+    # A spec without a profile is inferred from its model id too.
+    for spec, images in (("openai/gpt-4o-2024-08-06", True), ("openai/gpt-3.5-turbo", False)):
+        p = ModelProfile(name=spec, provider="openai", model_name=spec.split("/", 1)[1])
+        assert p.images is images, spec
+
+
+def test_price_builtin_override_or_unknown(root: Path) -> None:
+    write_models(
+        root,
+        {
+            "profiles": {
+                "sonnet": {
+                    "provider": "anthropic",
+                    "modelName": "claude-sonnet-4-5-20250929",
+                    "apiKey": "k",
+                },
+                "cheap": {
+                    "provider": "anthropic",
+                    "modelName": "claude-sonnet-4-5",
+                    "apiKey": "k",
+                    "price": {"input": 1, "output": 2, "cacheRead": 0.5},
+                },
+                "local": {"provider": "openai", "modelName": "qwen3", "apiKey": "none"},
+                "pro": {"provider": "openai", "modelName": "o3-pro", "apiKey": "k"},
+            }
+        },
+    )
+    profiles = load_models().profiles
+    # Anthropic's published list price for Sonnet 4.5, dated snapshot included.
+    assert profiles["sonnet"].public()["price"] == {
+        "input": 3.0,
+        "output": 15.0,
+        "cacheRead": 0.3,
+        "cacheWrite": 3.75,
+    }
+    # A cache price left out of an override is the input price.
+    assert profiles["cheap"].public()["price"] == {
+        "input": 1.0,
+        "output": 2.0,
+        "cacheRead": 0.5,
+        "cacheWrite": 1.0,
+    }
+    # Unknown models (also a sibling of a known one) have no price, not a guess.
+    assert profiles["local"].price is None and profiles["pro"].price is None
+
+
+@pytest.mark.parametrize(
+    ("field", "match"),
+    [
+        ({"images": "yes"}, '"images" must be true or false'),
+        ({"price": {"input": 1}}, '"price" needs "output"'),
+        ({"price": {"input": 1, "output": -2}}, 'price "output" must be a number >= 0'),
+        ({"price": 3}, '"price" must be an object'),
+    ],
+)
+def test_images_and_price_validation(root: Path, field: dict[str, object], match: str) -> None:
+    write_models(
+        root, {"profiles": {"p": {"provider": "openai", "modelName": "m", "apiKey": "k", **field}}}
+    )
+    with pytest.raises(ConfigError, match=match):
+        load_models()
