@@ -219,9 +219,9 @@ export class SemaConnection {
     }
   }
 
-  /** The models the server offers (its profiles) and the current default. */
-  listModels(): Promise<ModelListResult> {
-    return this.request("model/list", {});
+  /** The models the server offers (its profiles); with a session, `current` is its model. */
+  listModels(sessionId?: string): Promise<ModelListResult> {
+    return this.request("model/list", sessionId ? { sessionId } : {});
   }
 
   /**

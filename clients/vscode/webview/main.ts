@@ -871,7 +871,7 @@ function renderConversation(messages: TranscriptMessage[]): void {
     }
     for (const call of m.toolCalls ?? []) {
       const card = toolCard(main, call.id, call.name, call.title, call.input);
-      setStatus(card, call.status === "completed" ? "done" : "error");
+      setStatus(card, call.status === "completed" ? "done" : call.status === "running" ? "running" : "error");
       if (call.result) card.output.set(call.result);
     }
     main.settle();

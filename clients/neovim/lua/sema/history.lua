@@ -49,7 +49,7 @@ local function render(chat, m)
       chat:append(lines(text))
     end
     for _, call in ipairs(m.toolCalls or {}) do
-      local mark = call.status == "completed" and "✓" or (call.status == "interrupted" and "■" or "✗")
+      local mark = ({ completed = "✓", interrupted = "■", running = "⋯" })[call.status] or "✗"
       chat:append({ "  " .. mark .. " " .. (call.title or call.name or "?") })
     end
   end

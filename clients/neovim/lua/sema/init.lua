@@ -437,11 +437,11 @@ function M.pick_model()
         vim.log.levels.WARN
       )
     end
-    client:request("model/list", {}, function(err, result)
+    client:request("model/list", { sessionId = chat.session_id }, function(err, result)
       if err then
         return notify("model/list failed: " .. (err.message or "?"), vim.log.levels.ERROR)
       end
-      local current = chat.info.model or result.current
+      local current = result.current or chat.info.model
       vim.ui.select(result.models or {}, {
         prompt = "Sema model (now " .. (current or "?") .. ")",
         kind = "sema.model",
