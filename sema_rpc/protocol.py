@@ -414,6 +414,65 @@ class SessionDisposeResult(WireModel):
     interrupted: bool = Field(False, description="A turn was running and was interrupted.")
 
 
+class SessionMessagesParams(WireModel):
+    session_id: str
+    cursor: str | None = Field(
+        None, description="`nextCursor` of the previous page; omitted: the first page."
+    )
+    limit: int = Field(100, ge=1, le=1000, description="Messages per page (1-1000).")
+
+
+class TranscriptContent(WireModel):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class TranscriptToolCall(WireModel):
+    id: str
+    name: str
+    title: str = Field(description="A short human title, e.g. `Read src/app.py`.")
+    input: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["completed", "error", "interrupted", "running"] = Field(
+        description="`running`: its result has not come yet (the session's turn runs)."
+    )
+    result: str | None = Field(
+        None, description="The tool's result as the model got it (cut past 10,000 characters)."
+    )
+
+
+class TranscriptMessage(WireModel):
+    id: str
+    role: Literal["user", "assistant"]
+    content: list[TranscriptContent] = Field(default_factory=list)
+    thinking: str | None = None
+    tool_calls: list[TranscriptToolCall] | None = None
+    kind: Literal["prompt", "summary", "notice"] | None = Field(
+        None,
+        description="User messages: `prompt` (what the user sent), `summary` (what a "
+        "compaction put in place of the older conversation), `notice` (an interrupt note).",
+    )
+
+
+class SessionMessagesResult(WireModel):
+    messages: list[TranscriptMessage] = Field(description="Oldest first.")
+    next_cursor: str | None = Field(None, description="Present when more messages follow.")
+
+
+class SessionForkParams(WireModel):
+    session_id: str
+    message_id: str | None = Field(
+        None,
+        description="A user prompt message id: the fork holds the conversation just before "
+        "it. Omitted: the whole conversation.",
+    )
+
+
+class SessionForkResult(SessionReadyParams):
+    input: str | None = Field(
+        None, description="The text of the message forked before (to prefill the input)."
+    )
+
+
 class SessionCompactParams(WireModel):
     session_id: str
     instructions: str | None = Field(
@@ -666,6 +725,18 @@ METHODS: dict[str, MethodSpec] = {
             SessionCompactParams,
             SessionCompactResult,
             "Compact the session's history now (like `/compact`). Emits `compact:exec`.",
+        ),
+        MethodSpec(
+            "session/messages",
+            SessionMessagesParams,
+            SessionMessagesResult,
+            "The conversation for display, paged; a live session or one on disk (read-only).",
+        ),
+        MethodSpec(
+            "session/fork",
+            SessionForkParams,
+            SessionForkResult,
+            "A new session holding the conversation before a prompt. Emits `session:ready`.",
         ),
         MethodSpec(
             "command/list",

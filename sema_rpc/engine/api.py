@@ -327,6 +327,6 @@ class ConversationManager:
             threshold=self.threshold,
         )
 
-    async def _take_steering(self) -> list[ContentBlock]:
+    async def _take_steering(self) -> list[Message]:
         taken, self._steering = self._steering, []
-        return taken
+        return [Message(role="user", content=taken, kind="prompt")] if taken else []

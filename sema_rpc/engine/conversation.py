@@ -68,7 +68,7 @@ from sema_rpc.protocol import (
 from sema_rpc.tools.base import RebuildContext, Tool
 
 
-async def _no_steering() -> list[ContentBlock]:
+async def _no_steering() -> list[Message]:
     return []
 
 
@@ -129,9 +129,9 @@ class Conversation:
     compactor: Compactor | None = None
     on_rebuild: Callable[[RebuildContext], ContextRebuild] | None = None
     """Applies a tool's RebuildContext result (see `_rebuild`). Contract: does not raise."""
-    take_steering: Callable[[], Awaitable[list[ContentBlock]]] = _no_steering
-    """Inputs sent with `delivery: steer` while this turn runs (prepared as user content);
-    they join it after a batch. Contract: does not raise (an exception would escape the
+    take_steering: Callable[[], Awaitable[list[Message]]] = _no_steering
+    """Inputs sent with `delivery: steer` while this turn runs (prepared as user messages,
+    kind `prompt`, each with its id); they join it after a batch. Contract: does not raise (an exception would escape the
     turn as a bug, not end it as a value)."""
 
     async def query(
@@ -213,9 +213,9 @@ class Conversation:
             for rebuild in self.runner.controls:
                 if self.on_rebuild is not None:
                     self._rebuild(self.on_rebuild(rebuild))
-            steered = await self.take_steering()
-            if steered:  # after the whole batch, never between a call and its result
-                self._append(Message(role="user", content=steered, kind="prompt"))
+            # After the whole batch, never between a call and its result.
+            for steered in await self.take_steering():
+                self._append(steered)
         return TurnOutcome("max_turns")
 
     async def call_model(self) -> ResponseDone | ResponseFailed | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sema_rpc.core.config import ModelProfile
-from sema_rpc.core.messages import Message
+from sema_rpc.core.messages import Message, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.compaction import CompactionState
 from sema_rpc.engine.control import TurnControl
@@ -24,6 +24,8 @@ from sema_rpc.tools.base import FileSnapshot, ToolServices
 @dataclass
 class SteerInput:
     text: str
+    message_id: str = field(default_factory=new_message_id)
+    """The id of the user message it becomes when it joins the running turn."""
     joined: bool = False
     result: SessionPromptResult | None = None
     failed: BaseException | None = None

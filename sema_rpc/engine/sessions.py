@@ -19,6 +19,7 @@ from sema_rpc.core.errors import (
     SessionNotFound,
 )
 from sema_rpc.core.errors import working_dir as checked_working_dir
+from sema_rpc.core.messages import Message
 from sema_rpc.core.policy.permissions import RuleStore
 from sema_rpc.engine.events import ClientBridge, EventBus
 from sema_rpc.engine.history import (
@@ -27,9 +28,13 @@ from sema_rpc.engine.history import (
     InputHistory,
     LoadedHistory,
     append_curated,
+    cut_before,
     dangling_tool_results,
+    find_message,
     list_sessions,
     load_history,
+    message_kind,
+    split_parts,
     valid_session_id,
 )
 from sema_rpc.engine.pipeline import InputPipeline
@@ -46,9 +51,13 @@ from sema_rpc.protocol import (
     SessionDisposeResult,
     SessionErrorDetail,
     SessionErrorParams,
+    SessionForkParams,
+    SessionForkResult,
     SessionListItem,
     SessionListParams,
     SessionListResult,
+    SessionMessagesParams,
+    SessionMessagesResult,
     SessionReadyEventParams,
     SessionReadyParams,
     TodoItem,
@@ -246,6 +255,109 @@ class SessionRegistry:
                 for s in summaries
             ]
         )
+
+    async def _conversation(
+        self, session_id: str
+    ) -> tuple[list[Message], Session | None, LoadedHistory | None]:
+        """The curated history of a live session, or of one on disk (read, not resumed)."""
+        live = self.sessions.get(session_id)
+        if live is not None and not live.disposed:
+            return list(live.history), live, None
+        if not valid_session_id(session_id):
+            raise SessionNotFound(session_id)
+        try:
+            loaded = await asyncio.to_thread(load_history, session_id)
+        except HistoryError as exc:
+            raise HistoryUnreadable(str(exc), session_id) from exc
+        if loaded is None:
+            raise SessionNotFound(session_id)
+        return loaded.messages, None, loaded
+
+    async def session_messages(self, params: SessionMessagesParams) -> SessionMessagesResult:
+        """`session/messages`: the conversation for display, one page (transcript.py)."""
+        from sema_rpc.engine.transcript import transcript
+
+        history, _live, _loaded = await self._conversation(params.session_id)
+        entries = transcript(history)
+        start = 0
+        if params.cursor is not None:
+            after = next((i for i, e in enumerate(entries) if e.id == params.cursor), None)
+            if after is None:
+                raise InvalidArgument(
+                    f"cursor {params.cursor!r} names no message of session {params.session_id}"
+                    " (the conversation was compacted, cleared or rewound since): start again"
+                    " without a cursor"
+                )
+            start = after + 1
+        page = entries[start : start + params.limit]
+        more = start + params.limit < len(entries)
+        return SessionMessagesResult(messages=page, next_cursor=page[-1].id if more else None)
+
+    async def fork_session(self, params: SessionForkParams) -> SessionForkResult:
+        """`session/fork`: a new session whose history is the conversation just before a
+        prompt (the whole conversation without `messageId`); the original is untouched.
+        The fork's messages keep their ids."""
+        from sema_rpc.engine.transcript import prompt_text
+
+        history, live, loaded = await self._conversation(params.session_id)
+        todos: list[Any] | None = None
+        text = None
+        if params.message_id is not None:
+            mid = params.message_id
+            try:
+                kind = message_kind(history, mid)
+            except KeyError:
+                raise InvalidArgument(
+                    f"messageId {mid!r} names no message of session {params.session_id}"
+                ) from None
+            if kind != "prompt":
+                found = find_message(history, mid)
+                assert found is not None
+                what = (
+                    "an assistant message"
+                    if history[found[0]].role == "assistant"
+                    else f"a {kind} message"
+                    if kind
+                    else "a tool-result message"
+                )
+                raise InvalidArgument(
+                    f"messageId {mid!r} is {what}: session/fork takes the id of a user prompt"
+                    " message (role user, kind prompt)"
+                )
+            i, _at = find_message(history, mid) or (0, 0)
+            text = next(
+                prompt_text(blocks) for pid, _k, blocks in split_parts(history[i]) if pid == mid
+            )
+            history = cut_before(history, mid)
+        else:
+            todos = live.services.todos if live is not None else loaded.todos if loaded else None
+        if live is not None:
+            working_dir: str | None = str(live.working_dir)
+            mode, model = live.mode, live.model_spec
+        else:
+            assert loaded is not None
+            working_dir, mode, model = loaded.working_dir, loaded.mode or "Agent", None
+        if working_dir is None:
+            raise InvalidArgument(
+                f"session {params.session_id} has no working directory on record: cannot fork it"
+            )
+        checked = checked_working_dir(working_dir)
+        fork_id = uuid.uuid4().hex
+        store = HistoryStore(fork_id, checked.resolve())
+        store.import_messages(history, as_dicts(todos) if todos else None)
+        store.close()
+        await store.synced()
+        ready = await self.create_session(
+            SessionCreateParams(
+                session_id=fork_id,
+                working_dir=working_dir,
+                mode=mode,  # type: ignore[arg-type]
+                model=model,
+                permission_mode=live.permission_mode if live is not None else "default",  # type: ignore[arg-type]
+                use_tools=live.use_tools if live is not None else None,
+            )
+        )
+        return SessionForkResult(**ready.model_dump(), input=text)
 
     async def dispose(self, params: SessionDisposeParams) -> SessionDisposeResult:
         """Interrupt the running turn, wait for it to answer, drop the session from memory.

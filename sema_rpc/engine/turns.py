@@ -17,7 +17,7 @@ import enum
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from sema_rpc.core.messages import ContentBlock, TextBlock
+from sema_rpc.core.messages import ContentBlock, Message, TextBlock
 from sema_rpc.engine.control import PromptCancel, TurnControl
 from sema_rpc.protocol import SessionPromptResult, StateUpdateParams
 
@@ -83,16 +83,18 @@ async def exclusive_turn(
 
 async def take_steering(
     session: Session, expand: Callable[[str], Awaitable[list[ContentBlock]]] | None
-) -> list[ContentBlock]:
+) -> list[Message]:
     """The loop's hook after each tool batch: steer inputs join the running turn, each
-    expanded by `expand` (custom commands, @references) as a prompt's input is."""
+    expanded by `expand` (custom commands, @references) as a prompt's input is, each a
+    `prompt` message of its own with the id its prompt's result gives."""
     taken = [s for s in session.steering if not s.joined]
     for steer in taken:
         steer.joined = True
-    blocks: list[ContentBlock] = []
+    messages: list[Message] = []
     for steer in taken:
-        blocks += [TextBlock(text=steer.text)] if expand is None else await expand(steer.text)
-    return blocks
+        blocks = [TextBlock(text=steer.text)] if expand is None else await expand(steer.text)
+        messages.append(Message(role="user", content=blocks, id=steer.message_id, kind="prompt"))
+    return messages
 
 
 def settle_steering(
@@ -108,6 +110,8 @@ def settle_steering(
     for steer in waiting:
         if steer.joined:
             steer.result, steer.failed = result, failure if result is None else None
+            if result is not None:  # answered with the turn's result, but its own message
+                steer.result = result.model_copy(update={"message_id": steer.message_id})
         steer.settled.set()
 
 

@@ -74,8 +74,18 @@ async def test_steer_joins_after_the_whole_batch_and_follow_up_waits_for_the_end
     assert len(scripted_llm.requests) == 3
     states = [e.params["state"] for e in client.events("state:update", sid)]
     assert states == ["processing", "idle", "processing", "idle"]
-    # The steered prompt answered when the turn it joined ended, with that turn's result.
+    # The steered prompt answered when the turn it joined ended, with that turn's result,
+    # and the id of the message it added (merged with the results for the model, listed
+    # on its own for display).
+    ids = [r.pop("messageId") for r in results]
     assert results[1] == results[0]
+    page = await client.call("session/messages", {"sessionId": sid})
+    listed = [(m["id"], m["content"][0]["text"]) for m in page["messages"] if m["role"] == "user"]
+    assert listed == [
+        (ids[0], "run both"),
+        (ids[1], "also check @logs.txt"),
+        (ids[2], "then summarise"),
+    ]
 
 
 async def test_steer_with_no_batch_left_runs_as_its_own_turn(

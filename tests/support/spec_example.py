@@ -7,9 +7,9 @@ Each block follows a marker line `<!-- captured: NAME -->` in the README; everyt
 in the section is prose written by hand. A block is a real `sema-rpc --jsonl` subprocess
 driven over its pipes (HOME and SEMA_ROOT in a temporary directory): `main` plays the
 bundled `replay/demo` recording, `permission` uses the scripted model server, `errors`
-sends malformed input. The lines are then made readable and stable: session ids, temporary
-paths and the package's install path are replaced by fixed stand-ins, long strings and
-lists are cut with `…`, and a run of text chunks keeps its first two (a line
+sends malformed input. The lines are then made readable and stable: session ids, message
+ids, temporary paths and the package's install path are replaced by fixed stand-ins, long
+strings and lists are cut with `…`, and a run of text chunks keeps its first two (a line
 `   … N more message:text:chunk` stands for the rest). Every shown message is still valid
 JSON. tests/e2e/test_spec_example.py fails when the README and the build disagree.
 """
@@ -205,7 +205,15 @@ def _stand_ins(text: str, workspace: Path, sessions: dict[str, str]) -> str:
             sessions[sid] = SESSION_STANDINS[len(sessions) % len(SESSION_STANDINS)]
         return sessions[sid]
 
-    return re.sub(r"\b[0-9a-f]{32}\b", session, text)
+    text = re.sub(r"\b[0-9a-f]{32}\b", session, text)
+
+    def message(match: re.Match[str]) -> str:  # fresh in every run: numbered stand-ins
+        mid = match.group(0)
+        if mid not in sessions:
+            sessions[mid] = f"m_{sum(k.startswith('m_') for k in sessions) + 1:02d}…"
+        return sessions[mid]
+
+    return re.sub(r"\bm_[0-9a-f]{12}\b", message, text)
 
 
 def _in_call_order(messages: list[Line]) -> list[Line]:

@@ -32,9 +32,13 @@ from sema_rpc.protocol import (
     SessionCompactResult,
     SessionCreateParams,
     SessionDisposeResult,
+    SessionForkParams,
+    SessionForkResult,
     SessionInterruptResult,
     SessionListParams,
     SessionListResult,
+    SessionMessagesParams,
+    SessionMessagesResult,
     SessionPromptParams,
     SessionPromptResult,
     SessionReadyParams,
@@ -229,6 +233,38 @@ class Methods:
             msg_id=msg_id,
         )
         return SessionCompactResult.model_validate(result)
+
+    async def session_messages(
+        self,
+        params: SessionMessagesParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionMessagesResult:
+        """`session/messages`: The conversation for display, paged; a live session or one on disk (read-only)."""
+        result = await self._client.request(
+            "session/messages",
+            _wire(SessionMessagesParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionMessagesResult.model_validate(result)
+
+    async def session_fork(
+        self,
+        params: SessionForkParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionForkResult:
+        """`session/fork`: A new session holding the conversation before a prompt. Emits `session:ready`."""
+        result = await self._client.request(
+            "session/fork",
+            _wire(SessionForkParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionForkResult.model_validate(result)
 
     async def command_list(
         self,

@@ -322,6 +322,26 @@ export interface SessionErrorParams {
   error: SessionErrorDetail;
 }
 
+export interface SessionForkParams {
+  sessionId: string;
+  /** A user prompt message id: the fork holds the conversation just before it. Omitted: the whole conversation. */
+  messageId?: string | null;
+}
+
+export interface SessionForkResult {
+  sessionId: string;
+  workingDir: string;
+  historyLoaded?: boolean;
+  usage?: TokenUsage;
+  projectInputHistory?: string[];
+  mode?: "Agent" | "Plan";
+  permissionMode?: "default" | "acceptEdits" | "bypass";
+  model?: string | null;
+  mcpServers?: McpServerStatus[];
+  /** The text of the message forked before (to prefill the input). */
+  input?: string | null;
+}
+
 export interface SessionInterruptResult {
   /** True when a turn was running and is now stopping. */
   interrupted: boolean;
@@ -358,6 +378,21 @@ export interface SessionListParams {
 export interface SessionListResult {
   /** Newest first. */
   sessions: SessionListItem[];
+}
+
+export interface SessionMessagesParams {
+  sessionId: string;
+  /** `nextCursor` of the previous page; omitted: the first page. */
+  cursor?: string | null;
+  /** Messages per page (1-1000). */
+  limit?: number;
+}
+
+export interface SessionMessagesResult {
+  /** Oldest first. */
+  messages: TranscriptMessage[];
+  /** Present when more messages follow. */
+  nextCursor?: string | null;
 }
 
 export interface SessionPromptParams {
@@ -570,6 +605,33 @@ export interface ToolListResult {
   tools: ToolListItem[];
 }
 
+export interface TranscriptContent {
+  type?: "text";
+  text: string;
+}
+
+export interface TranscriptMessage {
+  id: string;
+  role: "user" | "assistant";
+  content?: TranscriptContent[];
+  thinking?: string | null;
+  toolCalls?: TranscriptToolCall[] | null;
+  /** User messages: `prompt` (what the user sent), `summary` (what a compaction put in place of the older conversation), `notice` (an interrupt note). */
+  kind?: "prompt" | "summary" | "notice" | null;
+}
+
+export interface TranscriptToolCall {
+  id: string;
+  name: string;
+  /** A short human title, e.g. `Read src/app.py`. */
+  title: string;
+  input?: Record<string, unknown>;
+  /** `running`: its result has not come yet (the session's turn runs). */
+  status: "completed" | "error" | "interrupted" | "running";
+  /** The tool's result as the model got it (cut past 10,000 characters). */
+  result?: string | null;
+}
+
 /** Client → server methods: params and result of each. */
 export interface Methods {
   /** Handshake. Declares which server→client requests the client answers. */
@@ -594,6 +656,10 @@ export interface Methods {
   "session/dispose": { params: SessionRef; result: SessionDisposeResult };
   /** Compact the session's history now (like `/compact`). Emits `compact:exec`. */
   "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
+  /** The conversation for display, paged; a live session or one on disk (read-only). */
+  "session/messages": { params: SessionMessagesParams; result: SessionMessagesResult };
+  /** A new session holding the conversation before a prompt. Emits `session:ready`. */
+  "session/fork": { params: SessionForkParams; result: SessionForkResult };
   /** The custom slash commands of a project (`.sema/commands`) and the user's. */
   "command/list": { params: CommandListParams; result: CommandListResult };
   /** The tools of a session: built-in, skill and MCP, and which are offered now. */
