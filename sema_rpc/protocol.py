@@ -56,6 +56,7 @@ class ErrorCode:
     NO_MODEL_CONFIGURED = -32012
     CONFIG_ERROR = -32014
     HISTORY_UNREADABLE = -32015
+    SESSION_BUSY = -32016
 
 
 class RpcError(Exception):
@@ -509,6 +510,83 @@ class SessionClearedParams(EventParams):
     event: ClassVar[str] = "session:cleared"
 
 
+# --------------------------------------------------------------------------- checkpoints
+
+
+RewindRestore = Literal["code", "conversation", "both"]
+
+
+class SessionRewindParams(WireModel):
+    session_id: str
+    message_id: str | None = Field(
+        None,
+        description="A user prompt's message id: back to the state just before it was sent. "
+        "Required unless `redo`.",
+    )
+    restore: RewindRestore = Field(
+        "both",
+        description="`code` (files), `conversation` (messages) or `both`. With `redo`: "
+        "ignored (the undone rewind's own).",
+    )
+    redo: bool = Field(False, description="Undo the last rewind (nothing may have run since).")
+    force: bool = Field(
+        False, description="Restore files the user changed since the agent wrote them too."
+    )
+
+    @model_validator(mode="after")
+    def _target(self) -> SessionRewindParams:
+        if self.redo and self.message_id is not None:
+            raise ValueError("give either messageId or redo: true, not both")
+        if not self.redo and not self.message_id:
+            raise ValueError("messageId is required (or redo: true)")
+        return self
+
+
+class RewindConflict(WireModel):
+    path: str
+    reason: Literal["modified", "notCaptured"] = Field(
+        description="`modified`: changed since the agent (or a rewind) last wrote it; "
+        "`notCaptured`: its earlier content was not kept (a command changed a file it did "
+        "not name), so it cannot be restored."
+    )
+
+
+class SessionRewindResult(WireModel):
+    rewound: bool = Field(
+        description="False when conflicts stopped it (without `force`): nothing changed."
+    )
+    restore: RewindRestore
+    restored_files: list[str] = Field(
+        default_factory=list, description="Files written or deleted (workspace-relative)."
+    )
+    conflicts: list[RewindConflict] = Field(default_factory=list)
+    input: str | None = Field(
+        None, description="The text of the message rewound to (to prefill the input)."
+    )
+    message_count: int = Field(
+        description="Messages in the conversation afterwards (tool results folded into "
+        "their calls, as `session/messages` lists them)."
+    )
+
+
+class TurnDiffFile(WireModel):
+    path: str
+    status: Literal["added", "modified", "deleted"]
+    additions: int
+    deletions: int
+    diff: str = Field(description="Unified diff of this file over the whole turn.")
+
+
+class TurnDiffParams(EventParams):
+    event: ClassVar[str] = "turn:diff"
+    message_id: str | None = Field(None, description="The turn's user message.")
+    files: list[TurnDiffFile]
+    diff: str = Field(description="Every file's diff, concatenated.")
+    truncated: bool = Field(
+        False, description="Some diffs were cut (64 KiB per file, 256 KiB in all)."
+    )
+
+
 # --------------------------------------------------------------------------- server → client requests
 
 
@@ -739,6 +817,13 @@ METHODS: dict[str, MethodSpec] = {
             "A new session holding the conversation before a prompt. Emits `session:ready`.",
         ),
         MethodSpec(
+            "session/rewind",
+            SessionRewindParams,
+            SessionRewindResult,
+            "Undo turns: files (`code`), messages (`conversation`) or both, back to just "
+            "before a prompt; or `redo` the last rewind. Refused while a turn runs.",
+        ),
+        MethodSpec(
             "command/list",
             CommandListParams,
             CommandListResult,
@@ -776,6 +861,7 @@ _EVENT_MODELS: list[type[EventParams]] = [
     ModeUpdateEventParams,
     SessionClearedParams,
     CompactExecParams,
+    TurnDiffParams,
     # context and extensibility
     FileReferenceParams,
     TaskAgentStartParams,

@@ -32,6 +32,14 @@ class SessionNotFound(DomainError):
         self.session_id = session_id
 
 
+class SessionBusy(DomainError):
+    """The session runs a turn, and the request needs it idle (e.g. deleting it)."""
+
+    def __init__(self, message: str, session_id: str):
+        super().__init__(message, {"sessionId": session_id})
+        self.session_id = session_id
+
+
 class NoModelConfigured(DomainError):
     """The session has no model, and the request needs one."""
 

@@ -18,6 +18,7 @@ import logging
 
 from sema_rpc.core.errors import (
     NoModelConfigured,
+    SessionBusy,
     SessionNotFound,
 )
 from sema_rpc.core.errors import working_dir as checked_working_dir
@@ -33,6 +34,8 @@ from sema_rpc.engine.events import ClientBridge
 from sema_rpc.engine.history import (
     synced_all,
 )
+from sema_rpc.engine.rewind import emit_turn_diff
+from sema_rpc.engine.rewind import rewind as rewind_session
 from sema_rpc.engine.session import Session, SteerInput
 from sema_rpc.engine.sessions import (
     NO_MODEL_SUGGESTION,
@@ -60,6 +63,8 @@ from sema_rpc.protocol import (
     SessionCompactResult,
     SessionPromptParams,
     SessionPromptResult,
+    SessionRewindParams,
+    SessionRewindResult,
     TodosUpdateParams,
     ToolListParams,
     ToolListResult,
@@ -105,6 +110,21 @@ class SemaEngine(SessionRegistry):
         if session.policy is not None:
             session.policy.mode = params.permission_mode
         return PermissionModeUpdateResult(permission_mode=params.permission_mode)
+
+    async def rewind(self, params: SessionRewindParams) -> SessionRewindResult:
+        """session/rewind (rewind.py), while the session runs no turn: one that runs (or
+        waits to) makes it refuse; a prompt sent meanwhile waits for it."""
+        session = self.session(params.session_id)
+        if session.turn_lock.locked() or session.control is not None:
+            raise SessionBusy(
+                "a turn is running in this session: interrupt it (session/interrupt) or "
+                "wait for it to end, then rewind",
+                session.id,
+            )
+        async with session.turn_lock:
+            if session.disposed:
+                raise SessionNotFound(session.id)
+            return await rewind_session(session, params)
 
     async def shutdown(self, grace_s: float = 5.0) -> None:
         """Interrupt every running turn and wait (briefly) for them to settle. Nothing
@@ -245,6 +265,7 @@ class SemaEngine(SessionRegistry):
         session.history.clear()
         session.tokens.reset()
         session.read_files.clear()
+        session.redo = None
         had_todos = bool(session.services.todos)
         session.services.todos = []
         if session.pipeline is not None:
@@ -264,6 +285,7 @@ class SemaEngine(SessionRegistry):
         assert session.pipeline is not None
         setup = session.pipeline.turn_setup()
         session.tokens.set_overhead(setup.system_prompt, setup.specs)
+        session.redo = None  # the history the redo would restore is gone
         compactor = assembly.compactor(session, control, self.record_dir)
         return await compactor.compact(session.history, "manual", instructions)
 
@@ -273,6 +295,10 @@ class SemaEngine(SessionRegistry):
         profile = session.profile
         assert profile is not None and session.pipeline is not None
         user_content, setup = await session.pipeline.prepare(text)
+        session.redo = None  # a new prompt makes the last rewind final
+        if session.checkpoints is not None:
+            await asyncio.to_thread(session.checkpoints.load)
+            session.checkpoints.begin_turn(message_id)
         runner = assembly.tool_runner(
             session, setup, control, client_answers=self.client_answers_permissions
         )
@@ -311,6 +337,7 @@ class SemaEngine(SessionRegistry):
         finally:
             session.services.run_subagent = None
         session.usage = conversation.last_usage
+        await emit_turn_diff(session, message_id)
         return outcome
 
     def _set_mode(self, session: Session, mode: str) -> None:

@@ -23,6 +23,14 @@ Entries (`t` is the kind, `n` the number of messages written so far, `at` a Unix
     {"t":"clear","n":7,"at":…}
     {"t":"compact","n":7,"at":…,"strategy":"summary","trigger":"auto","tokenBefore":…,
      "tokenCompact":…,"messages":[…the curated history after compaction…]}
+    {"t":"rewind","n":7,"at":…,"messageId":"m_…","restore":"both",
+     "files":[{"path":…,"found":sha|null|"?","wrote":sha|null}]}      session/rewind
+    {"t":"redo","n":7,"at":…}                                         the last rewind undone
+
+A `rewind` with `restore` conversation or both cuts the curated history just before
+`messageId` (`cut_before`); a `redo` right after it (no message in between) puts it back.
+`files` are what the rewind found and wrote in each file (contents in the session's
+checkpoint store, `"?"` unknown), so a resumed session can still redo it.
 
 `u` on an assistant message is the provider's usage for the prompt it answered plus its
 output: `k` tokens for the first `c` curated messages. A resumed session starts from that
@@ -558,6 +566,19 @@ class LoadedHistory:
     skipped: int = 0
     source: str = "jsonl"
     """`jsonl`, or `json` for the older JSON format (not yet imported)."""
+    redo: Redo | None = None
+    """The last rewind, when nothing happened since (what a redo puts back)."""
+
+
+@dataclass
+class Redo:
+    """What `session/rewind {redo: true}` puts back: the last rewind, undone."""
+
+    restore: str
+    history: list[Message] | None
+    """The curated history before the rewind (None: it left the conversation alone)."""
+    files: list[dict[str, Any]]
+    """`{path, found, wrote}` per file the rewind wrote, as its history entry has them."""
 
 
 class HistoryError(Exception):
@@ -612,20 +633,29 @@ def parse_history(data: bytes, where: str = "history", session_id: str = "") -> 
             if kind == "message":
                 message = Message.model_validate(obj)
                 out.message_count += 1
+                out.redo = None
                 if message.id is None:
                     message.id = stable_id(session_id, f"n{obj.get('n', out.message_count)}")
                 append_curated(curated, message)
                 u = obj.get("u")
                 if isinstance(u, dict) and u.get("c") == len(curated) and curated[-1] is message:
                     mark = (len(curated), message, int(u.get("k", 0)))
+            elif kind == "rewind":
+                curated, out.redo = _rewound(curated, obj, where)
+            elif kind == "redo":
+                if out.redo is not None and out.redo.history is not None:
+                    curated = out.redo.history
+                out.redo = None
             elif kind == "compact":
                 curated = [Message.model_validate(m) for m in obj.get("messages") or []]
                 for i, m in enumerate(curated):
                     if m.id is None:
                         m.id = stable_id(session_id, f"c{obj.get('n')}.{i}")
                 mark = None
+                out.redo = None
             elif kind == "clear":
                 curated = []
+                out.redo = None
                 out.todos = []
                 mark = None
             elif kind == "todos":
@@ -648,6 +678,26 @@ def parse_history(data: bytes, where: str = "history", session_id: str = "") -> 
     if mark is not None and mark[0] <= len(curated) and curated[mark[0] - 1] is mark[1]:
         out.mark = (mark[0], mark[2])
     return out
+
+
+def _rewound(
+    curated: list[Message], entry: dict[str, Any], where: str
+) -> tuple[list[Message], Redo | None]:
+    """A `rewind` entry applied to the curated history, and what a redo would put back."""
+    restore = entry.get("restore")
+    files = [f for f in entry.get("files") or [] if isinstance(f, dict) and "path" in f]
+    if restore not in ("code", "conversation", "both"):
+        raise ValueError(f"unknown restore {restore!r}")
+    if restore == "code":
+        return curated, Redo(restore, None, files)
+    try:
+        cut = cut_before(curated, str(entry.get("messageId")))
+    except KeyError:
+        log.warning(
+            "%s: a rewind to %s, which is not in the conversation", where, entry.get("messageId")
+        )
+        return curated, None
+    return cut, Redo(restore, list(curated), files)
 
 
 def _load_seed_json(session_id: str) -> LoadedHistory | None:

@@ -40,7 +40,14 @@ from sema_rpc.protocol import (
     ToolExecutionStartParams,
     ToolExecutionUpdateParams,
 )
-from sema_rpc.tools.base import RebuildContext, Tool, ToolContext, ToolError, ToolOutput
+from sema_rpc.tools.base import (
+    ChangeWatch,
+    RebuildContext,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+)
 
 log = logging.getLogger(__name__)
 
@@ -185,16 +192,22 @@ class ToolRunner:
             return self._error(call, title, denial)
 
         output: ToolOutput | None = None
-        with self.control.cancellable():
-            try:
-                output = await tool.call(p.args, ctx)
-            except ToolError as exc:
-                output = ToolOutput(content=str(exc), is_error=True)
-            except Exception as exc:
-                log.exception("tool %s raised", call.name)
-                output = ToolOutput(
-                    content=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True
-                )
+        watch = await self._watch_changes(tool, p.args, ctx)
+        try:
+            with self.control.cancellable():
+                try:
+                    output = await tool.call(p.args, ctx)
+                except ToolError as exc:
+                    output = ToolOutput(content=str(exc), is_error=True)
+                except Exception as exc:
+                    log.exception("tool %s raised", call.name)
+                    output = ToolOutput(
+                        content=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True
+                    )
+        finally:
+            if watch is not None:
+                with anyio.CancelScope(shield=True):  # what the call changed is recorded
+                    await watch[0].after(watch[1])
         if held := without_surrogates(redactor.flush()):
             self._emit(
                 ToolExecutionUpdateParams(tool_call_id=call.id, tool_name=call.name, delta=held)
@@ -217,6 +230,22 @@ class ToolRunner:
             )
         )
         return ToolResultBlock(tool_use_id=call.id, content=output.content)
+
+    async def _watch_changes(
+        self, tool: Tool, args: Any, ctx: ToolContext
+    ) -> tuple[ChangeWatch, Any] | None:
+        """Start watching the files this call may change (checkpoints), if it declares any."""
+        watch = ctx.services.changes
+        if watch is None:
+            return None
+        try:
+            effect = tool.changes_files(args, ctx)
+        except Exception:
+            log.exception("changes_files of %s failed", tool.name)
+            return None
+        if effect is None:
+            return None
+        return watch, await watch.before(tool.name, effect, ctx)
 
     async def _check_permission(
         self, tool: Tool, args: Any, ctx: ToolContext, title: str

@@ -10,10 +10,11 @@ from typing import Any
 from sema_rpc.core.config import ModelProfile
 from sema_rpc.core.messages import Message, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
+from sema_rpc.engine.checkpoints import CheckpointStore
 from sema_rpc.engine.compaction import CompactionState
 from sema_rpc.engine.control import TurnControl
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.history import HistoryStore, InputHistory
+from sema_rpc.engine.history import HistoryStore, InputHistory, Redo
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import TokenTracker
@@ -69,6 +70,10 @@ class Session:
     the turn's next tool call, not only to the next turn."""
     record_dir: Path | None = None
     """session/create `recordDir`: this session's recording folder (its cassette)."""
+    checkpoints: CheckpointStore | None = None
+    """What the tools did to files (turn:diff, session/rewind)."""
+    redo: Redo | None = None
+    """The last rewind while nothing happened since: what `redo` puts back."""
 
     def ready_params(self) -> SessionReadyParams:
         return SessionReadyParams(

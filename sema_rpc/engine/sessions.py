@@ -21,6 +21,7 @@ from sema_rpc.core.errors import (
 from sema_rpc.core.errors import working_dir as checked_working_dir
 from sema_rpc.core.messages import Message
 from sema_rpc.core.policy.permissions import RuleStore
+from sema_rpc.engine.checkpoints import Checkpoints, CheckpointStore
 from sema_rpc.engine.events import ClientBridge, EventBus
 from sema_rpc.engine.history import (
     HistoryError,
@@ -170,6 +171,8 @@ class SessionRegistry:
             inputs=InputHistory(resolved_dir),
             record_dir=record_dir,
         )
+        session.checkpoints = CheckpointStore(session_id, resolved_dir)
+        session.services.changes = Checkpoints(session.checkpoints, session.read_files)
         session.rules = RuleStore(session.working_dir)
         session.pipeline = InputPipeline(session)
         session.services.on_todos = lambda todos: todos_changed(session, todos)
@@ -219,6 +222,7 @@ class SessionRegistry:
             session.tokens.set_mark(length, session.history[length - 1], tokens)
         if loaded.todos:
             session.services.todos = loaded.todos
+        session.redo = loaded.redo
         covered = loaded.mark is not None and loaded.mark[0] == len(session.history)
         if covered:  # the provider's persisted figure counts it all: nothing to tokenize
             session.set_usage(session.tokens.count(session.history))

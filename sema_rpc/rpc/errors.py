@@ -8,6 +8,7 @@ from sema_rpc.core.errors import (
     HistoryUnreadable,
     InvalidArgument,
     NoModelConfigured,
+    SessionBusy,
     SessionNotFound,
 )
 from sema_rpc.protocol import ErrorCode, RpcError
@@ -18,6 +19,7 @@ CODES: dict[type[DomainError], int] = {
     NoModelConfigured: ErrorCode.NO_MODEL_CONFIGURED,
     ConfigError: ErrorCode.CONFIG_ERROR,
     HistoryUnreadable: ErrorCode.HISTORY_UNREADABLE,
+    SessionBusy: ErrorCode.SESSION_BUSY,
 }
 
 

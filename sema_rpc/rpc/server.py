@@ -178,6 +178,7 @@ class SemaServer:
             "session/compact": self._on_engine("compact", is_async=True),
             "session/messages": self._on_engine("session_messages", is_async=True),
             "session/fork": self._on_engine("fork_session", is_async=True),
+            "session/rewind": self._on_engine("rewind", is_async=True),
         }
         missing = set(METHODS) - set(handlers)
         assert not missing, f"methods without a handler: {missing}"

@@ -51,6 +51,28 @@ class SubagentRun(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class FileEffect:
+    """The files a call may change (`Tool.changes_files`)."""
+
+    paths: tuple[Path, ...] = ()
+    """Files it names (Write, Edit)."""
+    workspace: bool = False
+    """It may change any file in the workspace (a command)."""
+    mentions: str = ""
+    """Text that may name the files it changes (a command line)."""
+
+
+class ChangeWatch(Protocol):
+    """Sees what a tool call does to files (the engine's checkpoints): `before` is awaited
+    just before the call runs, `after` once it ended (also when it failed or was
+    cancelled) with what `before` returned. Contract: neither raises."""
+
+    async def before(self, tool: str, effect: FileEffect, ctx: ToolContext) -> Any: ...
+
+    async def after(self, token: Any) -> None: ...
+
+
 @dataclass
 class ToolServices:
     """What the engine lends the tools of one session (the main agent's and its
@@ -68,6 +90,8 @@ class ToolServices:
     cannot answer."""
     run_subagent: SubagentRun | None = None
     """Task: set for the duration of a main-agent turn."""
+    changes: ChangeWatch | None = None
+    """Sees the files each call that changes files touches (`Tool.changes_files`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +154,11 @@ class Tool:
 
     async def validate_input(self, args: Any, ctx: ToolContext) -> str | None:
         """Return an error message to refuse the call before it runs, or None."""
+        return None
+
+    def changes_files(self, args: Any, ctx: ToolContext) -> FileEffect | None:
+        """The files this call may change (None: none). What it declares here is shown
+        per turn (`turn:diff`) and can be rewound (engine/checkpoints.py)."""
         return None
 
     def permission(self, args: Any, ctx: ToolContext) -> PermissionAsk | None:

@@ -26,7 +26,7 @@ from sema_rpc.core.policy.bash_safety import (
 from sema_rpc.core.policy.paths import is_inside
 from sema_rpc.core.secrets import SECRET_ENV
 
-from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from .base import FileEffect, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 
 DEFAULT_TIMEOUT_MS = 60_000
 MAX_TIMEOUT_MS = 180_000
@@ -86,6 +86,11 @@ class BashTool(Tool):
 
     def is_read_only(self, args: BashInput) -> bool:
         return is_safe_readonly_command(args.command)
+
+    def changes_files(self, args: BashInput, ctx: ToolContext) -> FileEffect | None:
+        if is_safe_readonly_command(args.command, ctx.working_dir):
+            return None
+        return FileEffect(workspace=True, mentions=args.command)
 
     def title(self, args: BashInput) -> str:
         text = args.description or args.command.strip().split("\n", 1)[0]

@@ -9,7 +9,7 @@ from pydantic import Field, PrivateAttr
 from sema_rpc.core.policy.paths import resolve_path
 from sema_rpc.core.policy.permissions import EDIT_RULE
 
-from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from .base import FileEffect, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 from .write import (
     FileChange,
     FileChangeError,
@@ -57,6 +57,9 @@ class EditTool(Tool):
 
     def target_path(self, args: EditInput, ctx: ToolContext) -> Path:
         return resolve_path(args.file_path, ctx.working_dir)
+
+    def changes_files(self, args: EditInput, ctx: ToolContext) -> FileEffect:
+        return FileEffect(paths=(self.target_path(args, ctx),))
 
     def plan(self, args: EditInput, ctx: ToolContext) -> FileChange:
         if args._change is not None:

@@ -15,7 +15,7 @@ from pydantic import Field, PrivateAttr
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
 from sema_rpc.core.policy.permissions import EDIT_RULE
 
-from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from .base import FileEffect, FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
 
 BOM = "\ufeff"
 
@@ -260,6 +260,9 @@ class WriteTool(Tool):
 
     def target_path(self, args: WriteInput, ctx: ToolContext) -> Path:
         return resolve_path(args.file_path, ctx.working_dir)
+
+    def changes_files(self, args: WriteInput, ctx: ToolContext) -> FileEffect:
+        return FileEffect(paths=(self.target_path(args, ctx),))
 
     def plan(self, args: WriteInput, ctx: ToolContext) -> FileChange:
         if args._change is None:

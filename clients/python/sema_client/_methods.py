@@ -43,6 +43,8 @@ from sema_rpc.protocol import (
     SessionPromptResult,
     SessionReadyParams,
     SessionRef,
+    SessionRewindParams,
+    SessionRewindResult,
     ToolListParams,
     ToolListResult,
     WireModel,
@@ -265,6 +267,22 @@ class Methods:
             msg_id=msg_id,
         )
         return SessionForkResult.model_validate(result)
+
+    async def session_rewind(
+        self,
+        params: SessionRewindParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionRewindResult:
+        """`session/rewind`: Undo turns: files (`code`), messages (`conversation`) or both, back to just before a prompt; or `redo` the last rewind. Refused while a turn runs."""
+        result = await self._client.request(
+            "session/rewind",
+            _wire(SessionRewindParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionRewindResult.model_validate(result)
 
     async def command_list(
         self,

@@ -245,6 +245,12 @@ export interface PlanExitResult {
   feedback?: string | null;
 }
 
+export interface RewindConflict {
+  path: string;
+  /** `modified`: changed since the agent (or a rewind) last wrote it; `notCaptured`: its earlier content was not kept (a command changed a file it did not name), so it cannot be restored. */
+  reason: "modified" | "notCaptured";
+}
+
 export interface ServerCapabilities {
   methods: string[];
   notifications: string[];
@@ -442,6 +448,31 @@ export interface SessionRef {
   sessionId: string;
 }
 
+export interface SessionRewindParams {
+  sessionId: string;
+  /** A user prompt's message id: back to the state just before it was sent. Required unless `redo`. */
+  messageId?: string | null;
+  /** `code` (files), `conversation` (messages) or `both`. With `redo`: ignored (the undone rewind's own). */
+  restore?: "code" | "conversation" | "both";
+  /** Undo the last rewind (nothing may have run since). */
+  redo?: boolean;
+  /** Restore files the user changed since the agent wrote them too. */
+  force?: boolean;
+}
+
+export interface SessionRewindResult {
+  /** False when conflicts stopped it (without `force`): nothing changed. */
+  rewound: boolean;
+  restore: "code" | "conversation" | "both";
+  /** Files written or deleted (workspace-relative). */
+  restoredFiles?: string[];
+  conflicts?: RewindConflict[];
+  /** The text of the message rewound to (to prefill the input). */
+  input?: string | null;
+  /** Messages in the conversation afterwards (tool results folded into their calls, as `session/messages` lists them). */
+  messageCount: number;
+}
+
 export interface StateUpdateParams {
   sessionId?: string;
   /** `main`, or the id of the subagent that emitted it */
@@ -632,6 +663,30 @@ export interface TranscriptToolCall {
   result?: string | null;
 }
 
+export interface TurnDiffFile {
+  path: string;
+  status: "added" | "modified" | "deleted";
+  additions: number;
+  deletions: number;
+  /** Unified diff of this file over the whole turn. */
+  diff: string;
+}
+
+export interface TurnDiffParams {
+  sessionId?: string;
+  /** `main`, or the id of the subagent that emitted it */
+  agentId?: string;
+  /** Per-session sequence number, increasing by one per event. */
+  seq?: number;
+  /** The turn's user message. */
+  messageId?: string | null;
+  files: TurnDiffFile[];
+  /** Every file's diff, concatenated. */
+  diff: string;
+  /** Some diffs were cut (64 KiB per file, 256 KiB in all). */
+  truncated?: boolean;
+}
+
 /** Client → server methods: params and result of each. */
 export interface Methods {
   /** Handshake. Declares which server→client requests the client answers. */
@@ -660,6 +715,8 @@ export interface Methods {
   "session/messages": { params: SessionMessagesParams; result: SessionMessagesResult };
   /** A new session holding the conversation before a prompt. Emits `session:ready`. */
   "session/fork": { params: SessionForkParams; result: SessionForkResult };
+  /** Undo turns: files (`code`), messages (`conversation`) or both, back to just before a prompt; or `redo` the last rewind. Refused while a turn runs. */
+  "session/rewind": { params: SessionRewindParams; result: SessionRewindResult };
   /** The custom slash commands of a project (`.sema/commands`) and the user's. */
   "command/list": { params: CommandListParams; result: CommandListResult };
   /** The tools of a session: built-in, skill and MCP, and which are offered now. */
@@ -685,6 +742,7 @@ export interface Notifications {
   "mode:update": ModeUpdateEventParams;
   "session:cleared": SessionClearedParams;
   "compact:exec": CompactExecParams;
+  "turn:diff": TurnDiffParams;
   "file:reference": FileReferenceParams;
   "task:agent:start": TaskAgentStartParams;
   "task:agent:end": TaskAgentEndParams;
@@ -722,6 +780,7 @@ export const NOTIFICATION_NAMES: readonly NotificationName[] = [
   "mode:update",
   "session:cleared",
   "compact:exec",
+  "turn:diff",
   "file:reference",
   "task:agent:start",
   "task:agent:end",
@@ -738,4 +797,5 @@ export const ErrorCode = {
   NO_MODEL_CONFIGURED: -32012,
   CONFIG_ERROR: -32014,
   HISTORY_UNREADABLE: -32015,
+  SESSION_BUSY: -32016,
 } as const;

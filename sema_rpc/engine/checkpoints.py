@@ -1,0 +1,619 @@
+"""Checkpoints: what the agent's tools did to files, so a turn's changes can be shown
+(`turn:diff`) and undone (`session/rewind`).
+
+    $SEMA_ROOT/checkpoints/<sessionId>/            folder 0700
+        blobs/<sha256>                             file contents, 0600, content-addressed
+        index.jsonl                                0600, append-only
+
+Index entries (`t` is the kind; paths are absolute; a content is a sha256, or null for
+"the file did not exist"):
+
+    {"t":"turn","turn":M}                          a turn started (M: its user message id)
+    {"t":"change","turn":M,"path":P,"before":S,"after":S,"tool":"Edit"}
+    {"t":"restore","path":P,"before":S,"after":S}  a rewind or redo wrote P
+
+A change whose previous content is unknown carries `"lost":true` (a command changed a
+file it did not name: see below); a content too large to keep carries `"afterLost":true`.
+
+How a tool's changes are seen (`Tool.changes_files`):
+- Write and Edit name their file: its content is kept just before the call and after it.
+- Bash (a command that is not read-only) may change anything in the workspace: the
+  workspace's file stamps (mtime_ns, size, inode) are scanned before and after it
+  (skipping `SKIP_DIRS`, at most `SCAN_LIMIT` files; a log line says when the scan was
+  cut). Contents cannot be recovered after the fact, so *before* the command the store
+  keeps the files the command names (literal words and globs, e.g. `sed -i s/a/b/ src/*.py`)
+  and the files the session has read or written; a stamp cache makes keeping an
+  unchanged file cost one `stat`. A file the command created can always be rewound (it is
+  deleted); one it changed or deleted without naming it is listed as a conflict with
+  reason `notCaptured`.
+
+Blocking work (hashing, scanning, writing) runs in worker threads; the store's state is
+guarded by one lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import glob as globmod
+import hashlib
+import json
+import logging
+import os
+import shlex
+import stat as statmod
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from sema_rpc.core.config import sema_root
+from sema_rpc.core.policy.paths import SKIP_DIRS, display_path, has_glob_magic, is_inside
+from sema_rpc.tools.base import FileEffect, ToolContext
+
+log = logging.getLogger(__name__)
+
+SCAN_LIMIT = 50_000
+"""Files a Bash stamp scan looks at, at most (env SEMA_CHECKPOINT_SCAN_LIMIT)."""
+KEEP_MAX_BYTES = 16 * 1024 * 1024
+"""A file larger than this is not kept (its change is recorded as not captured)."""
+NAMED_MAX_FILES = 500
+"""Files kept before one command, at most (named by it, or read/written by the session)."""
+NAMED_MAX_BYTES = 64 * 1024 * 1024
+DIFF_FILE_MAX_CHARS = 64 * 1024
+DIFF_TOTAL_MAX_CHARS = 256 * 1024
+"""`turn:diff` caps: a file's diff, and the whole notification's diffs."""
+
+Stamp = tuple[int, int, int]
+"""(mtime_ns, size, inode)"""
+
+
+def checkpoints_dir(session_id: str) -> Path:
+    return sema_root() / "checkpoints" / session_id
+
+
+def scan_limit() -> int:
+    try:
+        value = int(os.environ.get("SEMA_CHECKPOINT_SCAN_LIMIT", ""))
+    except ValueError:
+        return SCAN_LIMIT
+    return value if value > 0 else SCAN_LIMIT
+
+
+def scan_stamps(root: Path, limit: int | None = None) -> tuple[dict[str, Stamp], bool]:
+    """Every regular file below `root` (symlinks not followed, `SKIP_DIRS` skipped) with
+    its stamp; and whether the scan stopped at `limit` files."""
+    limit = scan_limit() if limit is None else limit
+    out: dict[str, Stamp] = {}
+    stack = [str(root)]
+    while stack:
+        top = stack.pop()
+        try:
+            entries = os.scandir(top)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name not in SKIP_DIRS:
+                            stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        out[entry.path] = (st.st_mtime_ns, st.st_size, st.st_ino)
+                        if len(out) >= limit:
+                            return out, True
+                except OSError:
+                    continue
+    return out, False
+
+
+def _stamp(path: str) -> Stamp | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not statmod.S_ISREG(st.st_mode):
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _private_dir(path: Path) -> None:
+    if not path.is_dir():
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o700)
+
+
+@dataclass(frozen=True, slots=True)
+class Content:
+    """What a file held: `sha` (None: it did not exist), or `lost` when unknown."""
+
+    sha: str | None
+    lost: bool = False
+
+    def wire(self, key: str) -> dict[str, Any]:
+        if self.lost:
+            return {key: None, ("lost" if key == "before" else f"{key}Lost"): True}
+        return {key: self.sha}
+
+
+ABSENT = Content(None)
+LOST = Content(None, lost=True)
+
+
+@dataclass(slots=True)
+class Change:
+    kind: Literal["change", "restore"]
+    path: str
+    before: Content
+    after: Content
+    turn: str | None = None
+    tool: str = ""
+
+
+@dataclass(slots=True)
+class Conflict:
+    path: str
+    reason: Literal["modified", "notCaptured"]
+
+
+@dataclass(slots=True)
+class RestorePlan:
+    """What a rewind (or redo) would write: path → the content to put back."""
+
+    targets: dict[str, Content] = field(default_factory=dict)
+    conflicts: list[Conflict] = field(default_factory=list)
+    current: dict[str, Content] = field(default_factory=dict)
+    """What each target path holds now."""
+
+
+@dataclass(slots=True)
+class FileDiff:
+    path: str
+    status: Literal["added", "modified", "deleted"]
+    additions: int
+    deletions: int
+    diff: str
+
+
+@dataclass(slots=True)
+class BashWatch:
+    before: dict[str, Stamp]
+    kept: dict[str, Content]
+
+
+class CheckpointStore:
+    """One session's checkpoints. Created lazily: nothing touches the disk until a tool
+    changes a file (or a rewind needs the index)."""
+
+    def __init__(self, session_id: str, working_dir: Path):
+        self.session_id = session_id
+        self.working_dir = working_dir
+        self.root = checkpoints_dir(session_id)
+        self.blobs = self.root / "blobs"
+        self.index = self.root / "index.jsonl"
+        self.events: list[Change] = []
+        self.turn_pos: dict[str, int] = {}
+        """Turn id → the number of events recorded before it started."""
+        self.turn: str | None = None
+        self._turn_written = False
+        self._loaded = False
+        self._lock = threading.RLock()
+        self._cache: dict[str, tuple[Stamp, str]] = {}
+        """path → (stamp, sha) of the last content kept: an unchanged file is not re-read."""
+
+    # ------------------------------------------------------------------ persistence
+
+    def load(self) -> None:
+        """Read the index once (a resumed session). Blocking."""
+        with self._lock:
+            if self._loaded:
+                return
+            self._loaded = True
+            try:
+                data = self.index.read_bytes()
+            except OSError:
+                return
+            for raw in data.split(b"\n"):
+                if not raw.strip():
+                    continue
+                try:
+                    obj = json.loads(raw)
+                    kind = obj["t"]
+                    if kind == "turn":
+                        self.turn_pos.setdefault(str(obj["turn"]), len(self.events))
+                    elif kind in ("change", "restore"):
+                        self.events.append(
+                            Change(
+                                kind=kind,
+                                path=str(obj["path"]),
+                                before=LOST if obj.get("lost") else Content(obj.get("before")),
+                                after=LOST if obj.get("afterLost") else Content(obj.get("after")),
+                                turn=obj.get("turn"),
+                                tool=str(obj.get("tool", "")),
+                            )
+                        )
+                except (ValueError, KeyError, TypeError):
+                    log.warning("%s: skipping an unreadable checkpoint entry", self.index)
+
+    def _append(self, entries: list[dict[str, Any]]) -> None:
+        _private_dir(self.root)
+        data = b"".join(
+            json.dumps(e, separators=(",", ":")).encode("utf-8") + b"\n" for e in entries
+        )
+        fd = os.open(self.index, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+    def put(self, data: bytes) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        path = self.blobs / sha
+        if not path.exists():
+            _private_dir(self.blobs)
+            tmp = self.blobs / f".{sha}.{threading.get_ident()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        return sha
+
+    def get(self, sha: str) -> bytes:
+        return (self.blobs / sha).read_bytes()
+
+    def keep(self, path: str, max_bytes: int = KEEP_MAX_BYTES) -> Content:
+        """The file's current content, kept in the store (ABSENT when there is none)."""
+        stamp = _stamp(path)
+        if stamp is None:
+            return LOST if os.path.lexists(path) and not os.path.isfile(path) else ABSENT
+        cached = self._cache.get(path)
+        if cached is not None and cached[0] == stamp:
+            return Content(cached[1])
+        if stamp[1] > max_bytes:
+            return LOST
+        try:
+            data = Path(path).read_bytes()
+        except FileNotFoundError:
+            return ABSENT
+        except OSError:
+            return LOST
+        sha = self.put(data)
+        self._cache[path] = (stamp, sha)
+        return Content(sha)
+
+    def current(self, path: str) -> Content:
+        """What `path` holds now (hashed, not kept)."""
+        stamp = _stamp(path)
+        if stamp is None:
+            return LOST if os.path.lexists(path) else ABSENT
+        cached = self._cache.get(path)
+        if cached is not None and cached[0] == stamp:
+            return Content(cached[1])
+        try:
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    digest.update(chunk)
+        except FileNotFoundError:
+            return ABSENT
+        except OSError:
+            return LOST
+        return Content(digest.hexdigest())
+
+    # ------------------------------------------------------------------ turns
+
+    def begin_turn(self, turn_id: str | None) -> None:
+        """A turn starts: its changes belong to `turn_id` (its user message id)."""
+        with self._lock:
+            self.turn = turn_id
+            self._turn_written = False
+            if turn_id is not None:
+                self.turn_pos.setdefault(turn_id, len(self.events))
+
+    def record(self, changes: list[Change]) -> None:
+        """Add a tool's (or a rewind's) changes to the index. Blocking."""
+        if not changes:
+            return
+        with self._lock:
+            self.load()
+            entries: list[dict[str, Any]] = []
+            for change in changes:
+                if change.kind == "change" and self.turn is not None:
+                    change.turn = self.turn
+                    if not self._turn_written:
+                        self._turn_written = True
+                        self.turn_pos.setdefault(self.turn, len(self.events))
+                        entries.append({"t": "turn", "turn": self.turn})
+                entry: dict[str, Any] = {"t": change.kind}
+                if change.kind == "change":
+                    entry["turn"] = change.turn
+                entry["path"] = change.path
+                entry.update(change.before.wire("before"))
+                entry.update(change.after.wire("after"))
+                if change.tool:
+                    entry["tool"] = change.tool
+                entries.append(entry)
+                self.events.append(change)
+            self._append(entries)
+
+    def turn_changes(self, turn_id: str | None) -> dict[str, tuple[Content, Content]]:
+        """path → (content before the turn's first change, after its last one)."""
+        out: dict[str, tuple[Content, Content]] = {}
+        with self._lock:
+            start = self.turn_pos.get(turn_id, len(self.events)) if turn_id else len(self.events)
+            for event in self.events[start:]:
+                if event.kind != "change" or event.turn != turn_id:
+                    continue
+                first = out.get(event.path)
+                out[event.path] = (first[0] if first else event.before, event.after)
+        return {p: ba for p, ba in out.items() if ba[0] != ba[1]}
+
+    # ------------------------------------------------------------------ tool calls
+
+    def before_write(self, paths: Iterable[Path]) -> dict[str, Content]:
+        return {str(p): self.keep(str(p)) for p in paths}
+
+    def after_write(self, kept: dict[str, Content], tool: str) -> None:
+        changes = []
+        for path, before in kept.items():
+            after = self.keep(path)
+            if after != before:
+                changes.append(Change("change", path, before, after, tool=tool))
+        self.record(changes)
+
+    def before_command(self, command: str, read: Iterable[str]) -> BashWatch:
+        stamps, capped = scan_stamps(self.working_dir)
+        if capped:
+            log.warning(
+                "checkpoints: the workspace has more than %d files; a command's changes "
+                "beyond them are not seen (SEMA_CHECKPOINT_SCAN_LIMIT)",
+                len(stamps),
+            )
+        kept: dict[str, Content] = {}
+        total = 0
+        for path in self._named(command, read):
+            stamp = stamps.get(path)
+            if stamp is None or len(kept) >= NAMED_MAX_FILES:
+                continue
+            if total + stamp[1] > NAMED_MAX_BYTES:
+                continue
+            kept[path] = self.keep(path)
+            total += stamp[1]
+        return BashWatch(before=stamps, kept=kept)
+
+    def after_command(self, watch: BashWatch) -> None:
+        after, _capped = scan_stamps(self.working_dir)
+        changes = []
+        for path in set(watch.before) | set(after):
+            old, new = watch.before.get(path), after.get(path)
+            if old == new:
+                continue
+            before = ABSENT if old is None else watch.kept.get(path, LOST)
+            now = ABSENT if new is None else self.keep(path)
+            if before != now or before.lost:
+                changes.append(Change("change", path, before, now, tool="Bash"))
+        changes.sort(key=lambda c: c.path)
+        self.record(changes)
+
+    def _named(self, command: str, read: Iterable[str]) -> list[str]:
+        """Files a command may change that can be kept before it runs: the words of the
+        command that name workspace files (globs expanded), and the files the session
+        has read or written."""
+        root = str(self.working_dir)
+        try:
+            words = shlex.split(command, comments=True)
+        except ValueError:
+            words = command.split()
+        out: dict[str, None] = {}
+        for word in words:
+            word = word.lstrip("<>&|;(")
+            if "=" in word and not word.startswith(("/", ".")):
+                word = word.split("=", 1)[1]  # --in-place=x, VAR=path
+            if not word or word.startswith("-"):
+                continue
+            candidates: list[str]
+            pattern = word if os.path.isabs(word) else os.path.join(root, word)
+            if has_glob_magic(word):
+                candidates = globmod.glob(pattern, recursive=True)[:NAMED_MAX_FILES]
+            else:
+                candidates = [pattern]
+            for c in candidates:
+                resolved = os.path.realpath(c)
+                if is_inside(Path(resolved), self.working_dir) and os.path.isfile(resolved):
+                    out[resolved] = None
+        for path in read:
+            if is_inside(Path(path), self.working_dir):
+                out[path] = None
+        return list(out)
+
+    # ------------------------------------------------------------------ rewind
+
+    def known(self, path: str) -> Content | None:
+        """What the last recorded event left in `path` (None: never recorded)."""
+        for event in reversed(self.events):
+            if event.path == path:
+                return event.after
+        return None
+
+    def plan_rewind(self, start: int) -> RestorePlan:
+        """Put back every file the events from `start` on changed, as it was before the
+        first of them; a file changed since the store last wrote it (by the user) or whose
+        old content is unknown is a conflict. Blocking (hashes the files)."""
+        plan = RestorePlan()
+        with self._lock:
+            self.load()
+            firsts: dict[str, Content] = {}
+            for event in self.events[start:]:
+                if event.kind == "change" and event.path not in firsts:
+                    firsts[event.path] = event.before
+            for path, target in sorted(firsts.items()):
+                self._plan_one(plan, path, target, self.known(path))
+        return plan
+
+    def plan_redo(self, files: list[tuple[str, Content, Content]]) -> RestorePlan:
+        """Undo a rewind: each file back to what it held before (`files`: path, what the
+        rewind found, what it wrote)."""
+        plan = RestorePlan()
+        with self._lock:
+            self.load()
+            for path, found, wrote in files:
+                self._plan_one(plan, path, found, wrote)
+        return plan
+
+    def _plan_one(
+        self, plan: RestorePlan, path: str, target: Content, expected: Content | None
+    ) -> None:
+        now = self.current(path)
+        if now == target and not target.lost:
+            return  # already as wanted
+        plan.current[path] = now
+        if target.lost:
+            plan.conflicts.append(Conflict(path, "notCaptured"))
+            return
+        if expected is None or expected.lost or now != expected:
+            plan.conflicts.append(Conflict(path, "modified"))
+        plan.targets[path] = target
+
+    def apply(self, plan: RestorePlan) -> list[tuple[str, Content, Content]]:
+        """Write the plan's targets (conflicting ones included: the caller decided);
+        returns (path, what it held, what it holds now) for each file written. Blocking."""
+        from sema_rpc.tools.write import atomic_write
+
+        done: list[tuple[str, Content, Content]] = []
+        changes: list[Change] = []
+        for path, target in plan.targets.items():
+            before = plan.current.get(path, ABSENT)
+            if before.sha is not None or before.lost:
+                kept = self.keep(path)  # what the rewind overwrites can be redone
+                before = kept if not kept.lost else before
+            try:
+                if target.sha is None:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+                else:
+                    atomic_write(Path(path), self.get(target.sha))
+            except OSError as exc:
+                log.error("rewind: cannot restore %s: %s", path, exc)
+                continue
+            self._cache.pop(path, None)
+            done.append((path, before, target))
+            changes.append(Change("restore", path, before, target))
+        self.record(changes)
+        return done
+
+    # ------------------------------------------------------------------ diffs
+
+    def diffs(self, turn_id: str | None) -> tuple[list[FileDiff], bool]:
+        """The turn's changes as unified diffs (capped; the flag says some were cut)."""
+        from sema_rpc.tools.write import diff_stats
+
+        out: list[FileDiff] = []
+        truncated = False
+        total = 0
+        for path, (before, after) in sorted(self.turn_changes(turn_id).items()):
+            shown = display_path(Path(path), self.working_dir)
+            status: Literal["added", "modified", "deleted"] = (
+                "added"
+                if before.sha is None and not before.lost
+                else "deleted"
+                if after.sha is None and not after.lost
+                else "modified"
+            )
+            text = self._diff_text(shown, before, after)
+            additions, deletions = diff_stats(text)
+            if len(text) > DIFF_FILE_MAX_CHARS or total + len(text) > DIFF_TOTAL_MAX_CHARS:
+                room = max(0, min(DIFF_FILE_MAX_CHARS, DIFF_TOTAL_MAX_CHARS - total))
+                text = text[:room].rsplit("\n", 1)[0] + "\n" if room else ""
+                truncated = True
+            total += len(text)
+            out.append(FileDiff(shown, status, additions, deletions, text))
+        return out, truncated
+
+    def _diff_text(self, shown: str, before: Content, after: Content) -> str:
+        old = self._text(before)
+        new = self._text(after)
+        if old is None or new is None:
+            what = "previous" if old is None else "new"
+            return f"--- a/{shown}\n+++ b/{shown}\n@@ ({what} content not captured) @@\n"
+        if isinstance(old, bytes) or isinstance(new, bytes):
+            return f"Binary files a/{shown} and b/{shown} differ\n"
+        from_file = "/dev/null" if before.sha is None else f"a/{shown}"
+        to_file = "/dev/null" if after.sha is None else f"b/{shown}"
+        lines = difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=from_file,
+            tofile=to_file,
+            n=3,
+        )
+        parts = []
+        for line in lines:
+            parts.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+        return "".join(parts)
+
+    def _text(self, content: Content) -> str | bytes | None:
+        if content.lost:
+            return None
+        if content.sha is None:
+            return ""
+        try:
+            data = self.get(content.sha)
+        except OSError:
+            return None
+        if b"\x00" in data[:8192]:
+            return data
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data
+
+
+class Checkpoints:
+    """The session's `ToolServices.changes`: keeps what each call that changes files
+    found and left (in worker threads). A failure here is logged, never the tool's."""
+
+    def __init__(self, store: CheckpointStore, read_files: dict[str, Any]):
+        self.store = store
+        self.read_files = read_files
+
+    async def before(self, tool: str, effect: FileEffect, ctx: ToolContext) -> Any:
+        try:
+            if effect.workspace:
+                read = list(self.read_files)
+                watch: Any = await asyncio.to_thread(
+                    self.store.before_command, effect.mentions, read
+                )
+            else:
+                watch = await asyncio.to_thread(self.store.before_write, effect.paths)
+        except Exception:
+            log.exception("checkpoints: cannot keep the files %s may change", tool)
+            return None
+        return (tool, watch)
+
+    async def after(self, token: Any) -> None:
+        if token is None:
+            return
+        tool, watch = token
+        try:
+            if isinstance(watch, BashWatch):
+                await asyncio.to_thread(self.store.after_command, watch)
+            else:
+                await asyncio.to_thread(self.store.after_write, watch, tool)
+        except Exception:
+            log.exception("checkpoints: cannot record what %s changed", tool)
+
+
+def remove_checkpoints(session_id: str) -> None:
+    """Delete a session's checkpoint folder (the session is deleted). Blocking."""
+    import shutil
+
+    shutil.rmtree(checkpoints_dir(session_id), ignore_errors=True)
