@@ -112,7 +112,8 @@ def _render_method(spec: MethodSpec) -> str:
 def render() -> str:
     names = sorted(
         {spec.params.__name__ for spec in METHODS.values()}
-        | {spec.result.__name__ for spec in METHODS.values() if spec.result is not None}
+        | {spec.result.__name__ for spec in METHODS.values() if spec.result is not None},
+        key=lambda n: (n.lower(), n),  # the order ruff's import sorting keeps
     )
     for spec in METHODS.values():
         for model in (spec.params, spec.result):

@@ -85,6 +85,33 @@ class TokenUsage(WireModel):
     prompt_tokens: int = Field(0, description="tokens of the whole prompt the model last read")
 
 
+class UsageTotals(WireModel):
+    """Running token and cost totals (of a turn, or of a session over its whole life)."""
+
+    input_tokens: int = Field(0, description="input tokens not read from or written to the cache")
+    output_tokens: int = Field(0, description="tokens the model wrote (reasoning included)")
+    cache_read_tokens: int = Field(0, description="input tokens read from the prompt cache")
+    cache_write_tokens: int = Field(0, description="input tokens written to the prompt cache")
+    cost_usd: float | None = Field(
+        0.0,
+        description="USD at the models' prices; null when a model that used tokens has no "
+        "known price",
+    )
+
+
+class _CarriesTotals(WireModel):
+    """A message with `turn` / `session` totals: their `costUsd: null` is information
+    ("unknown"), not an absent field, so it survives the `exclude_none` of `wire()`."""
+
+    def wire(self) -> dict[str, Any]:
+        data = super().wire()
+        for key in ("turn", "session"):
+            totals = getattr(self, key, None)
+            if isinstance(totals, UsageTotals) and totals.cost_usd is None:
+                data[key]["costUsd"] = None
+        return data
+
+
 class ClientInfo(WireModel):
     name: str
     version: str | None = None
@@ -208,7 +235,7 @@ class SessionErrorDetail(WireModel):
     details: Any = None
 
 
-class SessionPromptResult(WireModel):
+class SessionPromptResult(_CarriesTotals):
     stop_reason: StopReasonWire
     usage: TokenUsage
     error: SessionErrorDetail | None = None
@@ -216,6 +243,10 @@ class SessionPromptResult(WireModel):
         None,
         description="The id of the user message this prompt added to the conversation "
         "(absent when it added none: a command such as /clear, or cancelled before it ran).",
+    )
+    turn: UsageTotals | None = Field(None, description="this turn's tokens and cost")
+    session: UsageTotals | None = Field(
+        None, description="the session's tokens and cost so far (across restarts)"
     )
 
 
@@ -246,6 +277,48 @@ class PermissionModeUpdateParams(WireModel):
 
 class PermissionModeUpdateResult(WireModel):
     permission_mode: PermissionMode
+
+
+class ModelListParams(WireModel):
+    session_id: str | None = Field(
+        None, description="With a live session's id, the result's `current` names its model."
+    )
+
+
+class ModelPrice(WireModel):
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+
+class ModelInfo(WireModel):
+    name: str = Field(description="what `session/setModel` and `session/create` take")
+    provider: str
+    model: str = Field(description="the provider's model id")
+    context_length: int
+    images: bool = Field(description="the model takes image input")
+    thinking: bool = Field(description="extended thinking is on by default")
+    default: bool = Field(description="a session created without `model` uses this one")
+    price: ModelPrice | None = Field(None, description="absent: no known price")
+
+
+class ModelListResult(WireModel):
+    models: list[ModelInfo]
+    current: str | None = Field(None, description="the session's model, with `sessionId`")
+
+
+class SessionSetModelParams(WireModel):
+    session_id: str
+    model: str = Field(description="a name from `model/list` (or any `session/create` model)")
+    thinking: bool | None = Field(None, description="omitted: the profile's setting")
+
+
+class SessionSetModelResult(WireModel):
+    model: str
+    thinking: bool
 
 
 # --------------------------------------------------------------------------- notifications
@@ -336,9 +409,11 @@ class ToolExecutionErrorParams(EventParams):
     message_id: str | None = Field(None, description=_CALLER_ID)
 
 
-class ConversationUsageParams(EventParams):
+class ConversationUsageParams(_CarriesTotals, EventParams):
     event: ClassVar[str] = "conversation:usage"
     usage: TokenUsage
+    turn: UsageTotals | None = Field(None, description="the running turn's tokens and cost")
+    session: UsageTotals | None = Field(None, description="the session's tokens and cost so far")
 
 
 class SessionInterruptedParams(EventParams):
@@ -369,6 +444,18 @@ class ConfigNoModelsParams(EventParams):
 class ModeUpdateEventParams(EventParams):
     event: ClassVar[str] = "mode:update"
     mode: Mode
+
+
+class ModelUpdateParams(EventParams):
+    """The session's model changed (`session/setModel`); the next model call uses it."""
+
+    event: ClassVar[str] = "model:update"
+    model: str = Field(description="the name, as in `model/list`")
+    provider: str
+    model_name: str = Field(description="the provider's model id")
+    context_length: int
+    images: bool
+    thinking: bool
 
 
 class TodoItem(WireModel):
@@ -835,6 +922,19 @@ METHODS: dict[str, MethodSpec] = {
             ToolListResult,
             "The tools of a session: built-in, skill and MCP, and which are offered now.",
         ),
+        # models
+        MethodSpec(
+            "model/list",
+            ModelListParams,
+            ModelListResult,
+            "The models a session can use (models.json profiles), and a session's current one.",
+        ),
+        MethodSpec(
+            "session/setModel",
+            SessionSetModelParams,
+            SessionSetModelResult,
+            "Switch a session's model from its next model call on. Emits `model:update`.",
+        ),
     ]
 }
 
@@ -859,6 +959,7 @@ _EVENT_MODELS: list[type[EventParams]] = [
     SessionErrorParams,
     ConfigNoModelsParams,
     ModeUpdateEventParams,
+    ModelUpdateParams,
     SessionClearedParams,
     CompactExecParams,
     TurnDiffParams,

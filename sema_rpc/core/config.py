@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from sema_rpc.core.catalog import Price, builtin_price, infer_images, price_from_json
-from sema_rpc.core.errors import ConfigError
+from sema_rpc.core.errors import ConfigError, UnknownModel
 from sema_rpc.core.secrets import register_secret
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "ModelProfile",
     "ModelsConfig",
     "Price",
+    "UnknownModel",
     "bundled_cassette",
     "load_models",
     "max_retries",
@@ -388,14 +389,17 @@ def resolve_model(spec: str | None, pointer: str = "main") -> ModelProfile | Non
         return _with_env(cfg.profiles[spec], cfg.path)
     if "/" in spec:
         provider, model = spec.split("/", 1)
-        provider = _normalise_provider(provider, f"model {spec!r}")
+        try:
+            provider = _normalise_provider(provider, f"model {spec!r}")
+        except ConfigError as e:
+            raise UnknownModel(e.message) from None
         if not model:
-            raise ConfigError(f"model {spec!r}: missing the model id after {provider!r}/")
+            raise UnknownModel(f"model {spec!r}: missing the model id after {provider!r}/")
         return _with_env(ModelProfile(name=spec, provider=provider, model_name=model))
     inferred = _infer_provider(spec)
     if inferred is None:
         known = ", ".join(cfg.profiles) or "none"
-        raise ConfigError(
+        raise UnknownModel(
             f"unknown model {spec!r}: not a profile in {cfg.path} (profiles: {known})"
             " and not of the form provider/model-id"
         )

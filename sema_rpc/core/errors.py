@@ -48,6 +48,12 @@ class ConfigError(DomainError):
     """The configuration is unusable; the message says what and where, for the user."""
 
 
+class UnknownModel(ConfigError):
+    """A model spec names no profile and no usable `provider/model-id`. A ConfigError
+    where the spec comes from configuration; the caller that took it from a request may
+    treat it as a bad argument instead."""
+
+
 class HistoryUnreadable(DomainError):
     """The session's history file exists but cannot be read."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.config import ModelProfile
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
@@ -18,7 +18,7 @@ from sema_rpc.engine.compaction import CompactionResult, Compactor, compact_thre
 from sema_rpc.engine.control import TurnControl
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.subagents import SubagentRunner
-from sema_rpc.protocol import ConversationUsageParams
+from sema_rpc.engine.usage import metered
 from sema_rpc.tools.base import ToolContext
 
 if TYPE_CHECKING:
@@ -38,11 +38,26 @@ def record_to(session: Session, server_record_dir: Path | str | None) -> list[Pa
 
 
 def provider(session: Session, server_record_dir: Path | str | None) -> Provider:
-    """The session's model, recorded where the session records."""
+    """The session's model, recorded where the session records, its usage counted on the
+    session's meter."""
     from sema_rpc.providers.registry import provider_for
 
-    assert session.profile is not None
-    return provider_for(session.profile, record_to=record_to(session, server_record_dir) or None)
+    profile = session.profile
+    assert profile is not None
+    inner = provider_for(profile, record_to=record_to(session, server_record_dir) or None)
+    return metered(inner, session.meter, profile.price)
+
+
+def model_settings(profile: ModelProfile) -> dict[str, Any]:
+    """The loop settings (`LoopConfig` fields) a profile decides."""
+    return {
+        "model": profile.model_name,
+        "max_tokens": profile.max_tokens,
+        "context_length": profile.context_length,
+        "thinking_budget": max(1024, min(profile.max_tokens // 2, 4000))
+        if profile.thinking
+        else None,
+    }
 
 
 def subagent_providers(
@@ -57,7 +72,8 @@ def subagent_providers(
             # A replayed session plays its subagents' calls from its cassette too.
             return provider(session, server_record_dir)
         # Recorded to the session's cassette(s), between the main agent's exchanges.
-        return provider_for(profile, record_to=record_to(session, server_record_dir) or None)
+        inner = provider_for(profile, record_to=record_to(session, server_record_dir) or None)
+        return metered(inner, session.meter, profile.price)
 
     return get
 
@@ -122,7 +138,7 @@ def compactor(
                 **({"errMsg": result.err_msg} if result.err_msg else {}),
             )
         session.set_usage(result.token_compact)
-        session.bus.emit(ConversationUsageParams(usage=session.usage))
+        session.bus.emit(session.usage_event())
 
     return Compactor(
         provider=provider(session, server_record_dir),

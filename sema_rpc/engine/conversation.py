@@ -64,6 +64,7 @@ from sema_rpc.protocol import (
     ThinkingChunkParams,
     TokenUsage,
     ToolCallSummary,
+    UsageTotals,
 )
 from sema_rpc.tools.base import RebuildContext, Tool
 
@@ -129,6 +130,9 @@ class Conversation:
     compactor: Compactor | None = None
     on_rebuild: Callable[[RebuildContext], ContextRebuild] | None = None
     """Applies a tool's RebuildContext result (see `_rebuild`). Contract: does not raise."""
+    totals: Callable[[], tuple[UsageTotals, UsageTotals]] | None = None
+    """The turn's and the session's running token and cost totals, for
+    `conversation:usage` (None: the event carries only the context snapshot)."""
     take_steering: Callable[[], Awaitable[list[Message]]] = _no_steering
     """Inputs sent with `delivery: steer` while this turn runs (prepared as user messages,
     kind `prompt`, each with its id); they join it after a batch. Contract: does not raise (an exception would escape the
@@ -188,7 +192,7 @@ class Conversation:
                 )
             )
             if self.config.emits_usage:
-                self._emit(ConversationUsageParams(usage=self.last_usage))
+                self._emit(self._usage_event())
 
             if self.control.observe(1):
                 if tool_uses:
@@ -360,7 +364,7 @@ class Conversation:
             )
         )
         if self.config.emits_usage:
-            self._emit(ConversationUsageParams(usage=self.last_usage))
+            self._emit(self._usage_event())
         return TurnOutcome("interrupted")
 
     def _fail(self, error: ProviderError) -> TurnOutcome:
@@ -391,6 +395,10 @@ class Conversation:
             max_tokens=self.config.context_length,
             prompt_tokens=prompt,
         )
+
+    def _usage_event(self) -> ConversationUsageParams:
+        turn, session = self.totals() if self.totals is not None else (None, None)
+        return ConversationUsageParams(usage=self.last_usage, turn=turn, session=session)
 
     def _emit(self, event) -> None:
         self.bus.emit(event, agent_id=self.agent_id)

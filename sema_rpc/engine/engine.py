@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 
+from sema_rpc.core.config import ModelProfile, UnknownModel, load_models, resolve_model
 from sema_rpc.core.errors import (
+    InvalidArgument,
     NoModelConfigured,
     SessionBusy,
     SessionNotFound,
@@ -52,7 +55,11 @@ from sema_rpc.engine.turns import (
 from sema_rpc.protocol import (
     CommandListParams,
     CommandListResult,
-    ConversationUsageParams,
+    ModelInfo,
+    ModelListParams,
+    ModelListResult,
+    ModelPrice,
+    ModelUpdateParams,
     ModeUpdateEventParams,
     ModeUpdateParams,
     ModeUpdateResult,
@@ -65,6 +72,8 @@ from sema_rpc.protocol import (
     SessionPromptResult,
     SessionRewindParams,
     SessionRewindResult,
+    SessionSetModelParams,
+    SessionSetModelResult,
     TodosUpdateParams,
     ToolListParams,
     ToolListResult,
@@ -101,6 +110,85 @@ class SemaEngine(SessionRegistry):
         session = self.session(params.session_id)
         self._set_mode(session, params.mode)
         return ModeUpdateResult(mode=params.mode)
+
+    # ------------------------------------------------------------------ models
+
+    def list_models(self, session_id: str | None = None) -> ModelListResult:
+        """The models a session can use: the models.json profiles (`default`: the one the
+        `main` pointer names; without one, the model the environment's key gives, listed
+        too), plus the session's own model when it is none of them. `current`: the
+        session's model, with `session_id`. Raises ConfigError for a broken models.json,
+        SessionNotFound for an unknown session."""
+        session = self.session(session_id) if session_id is not None else None
+        config = load_models()
+        default = config.pointers.get("main")
+        profiles = list(config.profiles.values())
+        if default is None:
+            fallback = resolve_model(None)  # the environment's default, if any
+            if fallback is not None:
+                default = fallback.name
+                profiles.append(fallback)
+        current = session.profile if session is not None else None
+        if current is not None and current.name not in {p.name for p in profiles}:
+            profiles.append(current)
+        return ModelListResult(
+            models=[model_info(p, default=p.name == default) for p in profiles],
+            current=current.name if current is not None else None,
+        )
+
+    def set_model(
+        self, session_id: str, name: str, thinking: bool | None = None
+    ) -> SessionSetModelResult:
+        """Switch the session's model. It takes effect at the next model call — in a
+        running turn, the call after the current one — and is recorded in the history,
+        so a resumed session keeps it. `thinking`: turn extended thinking on or off
+        (None: the profile's setting). Emits `model:update`.
+
+        Raises InvalidArgument for a name that is no profile and no `provider/model-id`
+        (the message lists the profiles), ConfigError when the model cannot run (no API
+        key, a broken models.json), SessionNotFound."""
+        session = self.session(session_id)
+        try:
+            profile = resolve_model(name)
+        except UnknownModel as exc:
+            known = ", ".join(load_models().profiles) or "none in models.json"
+            raise InvalidArgument(
+                f"unknown model {name!r}: the known models are {known}"
+                " (or give provider/model-id, e.g. anthropic/claude-sonnet-4-5)",
+                {"model": name},
+            ) from exc
+        if profile is None:  # an empty name
+            raise InvalidArgument("model must name a model (see model/list)", {"model": name})
+        if thinking is not None and thinking != profile.thinking:
+            profile = replace(profile, thinking=thinking)
+        session.profile = profile
+        session.model_spec = name
+        session.usage = session.usage.model_copy(update={"max_tokens": profile.context_length})
+        if session.store is not None:
+            session.store.append_event("model", model=name, thinking=thinking)
+        running = session.conversation
+        if running is not None and session.control is not None:
+            # The running turn's next model call (and compaction) use the new model.
+            running.provider = assembly.provider(session, self.record_dir)
+            running.config = replace(running.config, **assembly.model_settings(profile))
+            running.compactor = assembly.compactor(session, session.control, self.record_dir)
+        session.bus.emit(
+            ModelUpdateParams(
+                model=profile.name,
+                provider=profile.provider,
+                model_name=profile.model_name,
+                context_length=profile.context_length,
+                images=bool(profile.images),
+                thinking=profile.thinking,
+            )
+        )
+        return SessionSetModelResult(model=profile.name, thinking=profile.thinking)
+
+    def model_list(self, params: ModelListParams) -> ModelListResult:
+        return self.list_models(params.session_id)
+
+    def session_set_model(self, params: SessionSetModelParams) -> SessionSetModelResult:
+        return self.set_model(params.session_id, params.model, params.thinking)
 
     def update_permission_mode(
         self, params: PermissionModeUpdateParams
@@ -164,7 +252,7 @@ class SemaEngine(SessionRegistry):
         session = self.session(params.session_id)
         cancel = cancel if cancel is not None else PromptCancel()
         if cancel.cancelled or self.closing:  # cancelled before it started: nothing runs
-            return SessionPromptResult(stop_reason="interrupted", usage=session.usage)
+            return session.prompt_result("interrupted", ran=False)
         if session.inputs is not None:
             session.inputs.add(params.input)
         command = system_command(params.input)
@@ -202,10 +290,9 @@ class SemaEngine(SessionRegistry):
                 await self._compact(session, control, command[1] or None)
                 outcome = TurnOutcome("interrupted" if control.interrupted else "command")
             await session.synced()  # answered once the turn is on disk
-            return SessionPromptResult(
-                stop_reason=outcome.stop_reason,  # type: ignore[arg-type]
-                usage=session.usage,
-                error=outcome.error,
+            return session.prompt_result(
+                outcome.stop_reason,  # type: ignore[arg-type]
+                outcome.error,
                 message_id=message_id,
             )
 
@@ -218,7 +305,7 @@ class SemaEngine(SessionRegistry):
             on_end=lambda result, failure: settle_steering(session, result, failure),
         )
         if isinstance(result, NotStarted):
-            return SessionPromptResult(stop_reason="interrupted", usage=session.usage)
+            return session.prompt_result("interrupted", ran=False)
         return result
 
     async def compact(self, params: SessionCompactParams) -> SessionCompactResult:
@@ -276,7 +363,7 @@ class SemaEngine(SessionRegistry):
         session.bus.emit(SessionClearedParams())
         if had_todos:
             session.bus.emit(TodosUpdateParams(todos=[]))
-        session.bus.emit(ConversationUsageParams(usage=session.usage))
+        session.bus.emit(session.usage_event())
         return TurnOutcome("command")
 
     async def _compact(
@@ -304,20 +391,14 @@ class SemaEngine(SessionRegistry):
         )
         policy = runner.policy
         assembly.arm_subagents(session, setup, control, policy, self.record_dir)
-        thinking_budget = (
-            max(1024, min(profile.max_tokens // 2, 4000)) if profile.thinking else None
-        )
         conversation = Conversation(
             agent_id="main",
             history=session.history,
             provider=assembly.provider(session, self.record_dir),
             config=LoopConfig(
-                model=profile.model_name,
                 system_prompt=setup.system_prompt,
                 tool_specs=setup.specs,
-                max_tokens=profile.max_tokens,
-                context_length=profile.context_length,
-                thinking_budget=thinking_budget,
+                **assembly.model_settings(profile),
             ),
             bus=session.bus,
             runner=runner,
@@ -331,11 +412,14 @@ class SemaEngine(SessionRegistry):
             take_steering=lambda: take_steering(
                 session, session.pipeline.input_blocks if session.pipeline else None
             ),
+            totals=session.totals,
         )
+        session.conversation = conversation
         try:
             outcome = await conversation.query(user_content, message_id)
         finally:
             session.services.run_subagent = None
+            session.conversation = None
         session.usage = conversation.last_usage
         await emit_turn_diff(session, message_id)
         return outcome
@@ -394,3 +478,17 @@ class SemaEngine(SessionRegistry):
         session = self.session(params.session_id)
         assert session.pipeline is not None
         return ToolListResult(tools=session.pipeline.tool_list())
+
+
+def model_info(profile: ModelProfile, *, default: bool) -> ModelInfo:
+    """A profile as `model/list` shows it (never its key or endpoint)."""
+    return ModelInfo(
+        name=profile.name,
+        provider=profile.provider,
+        model=profile.model_name,
+        context_length=profile.context_length,
+        images=bool(profile.images),
+        thinking=profile.thinking,
+        default=default,
+        price=ModelPrice.model_validate(profile.price.public()) if profile.price else None,
+    )

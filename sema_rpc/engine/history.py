@@ -20,6 +20,10 @@ Entries (`t` is the kind, `n` the number of messages written so far, `at` a Unix
     {"t":"message","n":7,"at":…,"role":"assistant","content":[…],"u":{"c":7,"k":1234}}
     {"t":"todos","n":7,"at":…,"todos":[…]}
     {"t":"mode","n":7,"at":…,"mode":"Plan"}
+    {"t":"model","n":7,"at":…,"model":"gpt","thinking":null}    session/setModel
+    {"t":"usage","n":7,"at":…,"inputTokens":…,"outputTokens":…,"cacheReadTokens":…,
+     "cacheWriteTokens":…,"costUsd":0.0123}       the session's running totals, after each
+                                                  model response (the last one counts)
     {"t":"clear","n":7,"at":…}
     {"t":"compact","n":7,"at":…,"strategy":"summary","trigger":"auto","tokenBefore":…,
      "tokenCompact":…,"messages":[…the curated history after compaction…]}
@@ -560,6 +564,12 @@ class LoadedHistory:
     """Messages in the comprehensive history (every completed message ever written)."""
     todos: list[dict[str, Any]] | None = None
     mode: str | None = None
+    model: str | None = None
+    """The model `session/setModel` chose last (a profile name or model spec)."""
+    thinking: bool | None = None
+    """Its thinking override (None: the profile's setting)."""
+    usage: dict[str, Any] | None = None
+    """The session's running token and cost totals, as last stored."""
     mark: tuple[int, int] | None = None
     """(curated length, tokens): the provider's last figure, when still valid."""
     working_dir: str | None = None
@@ -665,6 +675,13 @@ def parse_history(data: bytes, where: str = "history", session_id: str = "") -> 
             elif kind == "mode":
                 if obj.get("mode") in ("Agent", "Plan"):
                     out.mode = obj["mode"]
+            elif kind == "model":
+                if isinstance(obj.get("model"), str) and obj["model"]:
+                    out.model = obj["model"]
+                    thinking = obj.get("thinking")
+                    out.thinking = thinking if isinstance(thinking, bool) else None
+            elif kind == "usage":
+                out.usage = obj
             elif kind == "meta":
                 if isinstance(obj.get("workingDir"), str):
                     out.working_dir = out.working_dir or obj["workingDir"]

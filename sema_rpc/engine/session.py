@@ -18,7 +18,16 @@ from sema_rpc.engine.history import HistoryStore, InputHistory, Redo
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import TokenTracker
-from sema_rpc.protocol import McpServerStatus, SessionPromptResult, SessionReadyParams, TokenUsage
+from sema_rpc.engine.usage import UsageMeter
+from sema_rpc.protocol import (
+    ConversationUsageParams,
+    McpServerStatus,
+    SessionPromptResult,
+    SessionReadyParams,
+    StopReasonWire,
+    TokenUsage,
+    UsageTotals,
+)
 from sema_rpc.tools.base import FileSnapshot, ToolServices
 
 
@@ -74,6 +83,42 @@ class Session:
     """What the tools did to files (turn:diff, session/rewind)."""
     redo: Redo | None = None
     """The last rewind while nothing happened since: what `redo` puts back."""
+    meter: UsageMeter = field(default_factory=UsageMeter)
+    """Tokens and cost: the session's running totals and the current turn's."""
+    conversation: Any = None
+    """The running turn's main-agent loop (a `Conversation`): a model switch reaches its
+    next model call."""
+
+    def usage_event(self) -> ConversationUsageParams:
+        """`conversation:usage` now: the context snapshot and the running totals."""
+        turn, total = self.totals()
+        return ConversationUsageParams(usage=self.usage, turn=turn, session=total)
+
+    def totals(self) -> tuple[UsageTotals, UsageTotals]:
+        return (
+            UsageTotals.model_validate(self.meter.turn.as_dict()),
+            UsageTotals.model_validate(self.meter.session.as_dict()),
+        )
+
+    def prompt_result(
+        self,
+        stop_reason: StopReasonWire,
+        error: Any = None,
+        *,
+        ran: bool = True,
+        message_id: str | None = None,
+    ) -> SessionPromptResult:
+        """A `session/prompt` answer; `ran` False: the input never ran (its turn's
+        totals are zero). `message_id`: the user message the prompt added."""
+        turn, total = self.totals()
+        return SessionPromptResult(
+            stop_reason=stop_reason,
+            usage=self.usage,
+            error=error,
+            message_id=message_id,
+            turn=turn if ran else UsageTotals(),
+            session=total,
+        )
 
     def ready_params(self) -> SessionReadyParams:
         return SessionReadyParams(

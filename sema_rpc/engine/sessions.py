@@ -9,10 +9,11 @@ import logging
 import os
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sema_rpc.core.config import resolve_model
+from sema_rpc.core.config import ConfigError, ModelProfile, resolve_model
 from sema_rpc.core.errors import (
     HistoryUnreadable,
     InvalidArgument,
@@ -41,6 +42,7 @@ from sema_rpc.engine.history import (
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.session import Session
 from sema_rpc.engine.tokens import TokenCounter, TokenTracker, counter_for_model
+from sema_rpc.engine.usage import Totals
 from sema_rpc.protocol import (
     AskQuestionRequestParams,
     AskQuestionResult,
@@ -151,13 +153,19 @@ class SessionRegistry:
         mode = params.mode
         if loaded is not None and loaded.mode and "mode" not in params.model_fields_set:
             mode = loaded.mode  # type: ignore[assignment]
+        model_spec = params.model
+        if loaded is not None and loaded.model and params.model is None:
+            # The model session/setModel chose last; a model the request names wins.
+            chosen = _recorded_model(loaded.model, loaded.thinking, session_id)
+            if chosen is not None:
+                profile, model_spec = chosen, loaded.model
         session = Session(
             id=session_id,
             working_dir=resolved_dir,
             bus=EventBus(session_id, self.bridge),
             mode=mode,
             permission_mode=params.permission_mode,
-            model_spec=params.model,
+            model_spec=model_spec,
             profile=profile,
             use_tools=params.use_tools,
             tokens=TokenTracker(
@@ -173,6 +181,11 @@ class SessionRegistry:
         )
         session.checkpoints = CheckpointStore(session_id, resolved_dir)
         session.services.changes = Checkpoints(session.checkpoints, session.read_files)
+        if loaded is not None and loaded.usage is not None:
+            session.meter.restore(Totals.from_dict(loaded.usage))
+        store = session.store
+        assert store is not None
+        session.meter.on_change = lambda totals: store.append_event("usage", **totals.as_dict())
         session.rules = RuleStore(session.working_dir)
         session.pipeline = InputPipeline(session)
         session.services.on_todos = lambda todos: todos_changed(session, todos)
@@ -417,6 +430,20 @@ class SessionRegistry:
         if session.mcp is not None:
             manager, session.mcp = session.mcp, None
             await manager.aclose()
+
+
+def _recorded_model(spec: str, thinking: bool | None, session_id: str) -> ModelProfile | None:
+    """The profile of the model a history recorded, or None (logged) when it no longer
+    resolves (a profile removed from models.json, a key gone): the session then resumes
+    with the default model rather than not at all."""
+    try:
+        profile = resolve_model(spec)
+    except ConfigError as exc:
+        log.warning("session %s: its model %r is unusable now (%s)", session_id, spec, exc)
+        return None
+    if profile is not None and thinking is not None and thinking != profile.thinking:
+        profile = replace(profile, thinking=thinking)
+    return profile
 
 
 def todos_changed(session: Session, todos: list) -> None:

@@ -62,6 +62,7 @@ async def exclusive_turn(
             return NotStarted.CLOSING
         control = TurnControl()
         session.control = control
+        session.meter.start_turn()
         cancel.on_cancel(lambda: control.interrupt("user"))
         session.bus.emit(StateUpdateParams(state="processing"))
         result: T | None = None
@@ -105,7 +106,7 @@ def settle_steering(
     """A turn ended: steer inputs that joined it get its answer (or its failure); the
     others (no tool batch came to take them) are released to run as turns of their own."""
     if result is None and (failure is None or isinstance(failure, asyncio.CancelledError)):
-        result = SessionPromptResult(stop_reason="interrupted", usage=session.usage)
+        result = session.prompt_result("interrupted")
     waiting, session.steering = session.steering, []
     for steer in waiting:
         if steer.joined:
@@ -127,5 +128,5 @@ def drop_steer(session: Session, steer: SteerInput) -> None:
         return
     if steer in session.steering:
         session.steering.remove(steer)
-    steer.result = SessionPromptResult(stop_reason="interrupted", usage=session.usage)
+    steer.result = session.prompt_result("interrupted", ran=False)
     steer.settled.set()

@@ -172,6 +172,8 @@ class SemaServer:
             "permissionMode/update": self._on_engine("update_permission_mode", is_async=False),
             "command/list": self._on_engine("command_list", is_async=False),
             "tool/list": self._on_engine("tool_list", is_async=False),
+            "model/list": self._on_engine("model_list", is_async=False),
+            "session/setModel": self._on_engine("session_set_model", is_async=False),
             # sessions that last
             "session/list": self._on_engine("list_sessions", is_async=True),
             "session/dispose": self._on_engine("dispose", is_async=True),

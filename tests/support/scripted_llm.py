@@ -107,7 +107,9 @@ def _split(text: str, n: int) -> list[str]:
 class Reply:
     """One scripted model response. Build it with the classmethods, not the constructor.
 
-    Common options on every builder: `usage=(input_tokens, output_tokens)`, `delay_s`
+    Common options on every builder: `usage=(input_tokens, output_tokens)`, `cache=(read,
+    write)` (prompt-cache tokens on top of the input tokens: Anthropic reports both,
+    OpenAI only reads, counted inside its prompt/input tokens), `delay_s`
     (pause between streamed pieces), `gate` (a `threading.Event`: the stream pauses
     before its final events until the test sets it; `at_gate` is set when it pauses),
     `headers` (extra response headers).
@@ -128,6 +130,7 @@ class Reply:
     abrupt: bool = False
     """For `cut`: drop the TCP connection mid-body instead of ending the HTTP body cleanly."""
     usage: tuple[int, int] = (10, 5)
+    cache: tuple[int, int] = (0, 0)
     delay_s: float = 0.0
     gate: threading.Event | None = None
     at_gate: threading.Event = field(default_factory=threading.Event)
@@ -326,8 +329,8 @@ class Reply:
                     "stop_sequence": None,
                     "usage": {
                         "input_tokens": inp,
-                        "cache_creation_input_tokens": 0,
-                        "cache_read_input_tokens": 0,
+                        "cache_creation_input_tokens": self.cache[1],
+                        "cache_read_input_tokens": self.cache[0],
                         "output_tokens": 1,
                     },
                 },
@@ -489,10 +492,10 @@ class Reply:
             chunk(
                 None,
                 usage={
-                    "prompt_tokens": inp,
+                    "prompt_tokens": inp + self.cache[0],
                     "completion_tokens": outp,
-                    "total_tokens": inp + outp,
-                    "prompt_tokens_details": {"cached_tokens": 0},
+                    "total_tokens": inp + self.cache[0] + outp,
+                    "prompt_tokens_details": {"cached_tokens": self.cache[0]},
                 },
             )
             out.append(b"data: [DONE]\n\n")
@@ -629,11 +632,11 @@ class Reply:
         out.append(b"__GATE__")
         inp, outp = self.usage
         usage = {
-            "input_tokens": inp,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens": inp + self.cache[0],
+            "input_tokens_details": {"cached_tokens": self.cache[0]},
             "output_tokens": outp,
             "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": inp + outp,
+            "total_tokens": inp + self.cache[0] + outp,
         }
         if self.end == "ok":
             reason = {"max_tokens": "max_output_tokens", "refusal": "content_filter"}.get(

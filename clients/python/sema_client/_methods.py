@@ -24,6 +24,8 @@ from sema_rpc.protocol import (
     EmptyResult,
     InitializeParams,
     InitializeResult,
+    ModelListParams,
+    ModelListResult,
     ModeUpdateParams,
     ModeUpdateResult,
     PermissionModeUpdateParams,
@@ -45,6 +47,8 @@ from sema_rpc.protocol import (
     SessionRef,
     SessionRewindParams,
     SessionRewindResult,
+    SessionSetModelParams,
+    SessionSetModelResult,
     ToolListParams,
     ToolListResult,
     WireModel,
@@ -315,3 +319,35 @@ class Methods:
             msg_id=msg_id,
         )
         return ToolListResult.model_validate(result)
+
+    async def model_list(
+        self,
+        params: ModelListParams | Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> ModelListResult:
+        """`model/list`: The models a session can use (models.json profiles), and a session's current one."""
+        result = await self._client.request(
+            "model/list",
+            _wire(ModelListParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return ModelListResult.model_validate(result)
+
+    async def session_set_model(
+        self,
+        params: SessionSetModelParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionSetModelResult:
+        """`session/setModel`: Switch a session's model from its next model call on. Emits `model:update`."""
+        result = await self._client.request(
+            "session/setModel",
+            _wire(SessionSetModelParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionSetModelResult.model_validate(result)

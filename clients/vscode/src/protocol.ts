@@ -98,6 +98,10 @@ export interface ConversationUsageParams {
   /** Per-session sequence number, increasing by one per event. */
   seq?: number;
   usage: TokenUsage;
+  /** the running turn's tokens and cost */
+  turn?: UsageTotals | null;
+  /** the session's tokens and cost so far */
+  session?: UsageTotals | null;
 }
 
 export interface EmptyParams {
@@ -189,6 +193,59 @@ export interface ModeUpdateParams {
 
 export interface ModeUpdateResult {
   mode: "Agent" | "Plan";
+}
+
+export interface ModelInfo {
+  /** what `session/setModel` and `session/create` take */
+  name: string;
+  provider: string;
+  /** the provider's model id */
+  model: string;
+  contextLength: number;
+  /** the model takes image input */
+  images: boolean;
+  /** extended thinking is on by default */
+  thinking: boolean;
+  /** a session created without `model` uses this one */
+  default: boolean;
+  /** absent: no known price */
+  price?: ModelPrice | null;
+}
+
+export interface ModelListParams {
+  /** With a live session's id, the result's `current` names its model. */
+  sessionId?: string | null;
+}
+
+export interface ModelListResult {
+  models: ModelInfo[];
+  /** the session's model, with `sessionId` */
+  current?: string | null;
+}
+
+/** USD per million tokens. */
+export interface ModelPrice {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+/** The session's model changed (`session/setModel`); the next model call uses it. */
+export interface ModelUpdateParams {
+  sessionId?: string;
+  /** `main`, or the id of the subagent that emitted it */
+  agentId?: string;
+  /** Per-session sequence number, increasing by one per event. */
+  seq?: number;
+  /** the name, as in `model/list` */
+  model: string;
+  provider: string;
+  /** the provider's model id */
+  modelName: string;
+  contextLength: number;
+  images: boolean;
+  thinking: boolean;
 }
 
 export interface PermissionModeUpdateParams {
@@ -413,6 +470,10 @@ export interface SessionPromptResult {
   error?: SessionErrorDetail | null;
   /** The id of the user message this prompt added to the conversation (absent when it added none: a command such as /clear, or cancelled before it ran). */
   messageId?: string | null;
+  /** this turn's tokens and cost */
+  turn?: UsageTotals | null;
+  /** the session's tokens and cost so far (across restarts) */
+  session?: UsageTotals | null;
 }
 
 export interface SessionReadyEventParams {
@@ -471,6 +532,19 @@ export interface SessionRewindResult {
   input?: string | null;
   /** Messages in the conversation afterwards (tool results folded into their calls, as `session/messages` lists them). */
   messageCount: number;
+}
+
+export interface SessionSetModelParams {
+  sessionId: string;
+  /** a name from `model/list` (or any `session/create` model) */
+  model: string;
+  /** omitted: the profile's setting */
+  thinking?: boolean | null;
+}
+
+export interface SessionSetModelResult {
+  model: string;
+  thinking: boolean;
 }
 
 export interface StateUpdateParams {
@@ -687,6 +761,20 @@ export interface TurnDiffParams {
   truncated?: boolean;
 }
 
+/** Running token and cost totals (of a turn, or of a session over its whole life). */
+export interface UsageTotals {
+  /** input tokens not read from or written to the cache */
+  inputTokens?: number;
+  /** tokens the model wrote (reasoning included) */
+  outputTokens?: number;
+  /** input tokens read from the prompt cache */
+  cacheReadTokens?: number;
+  /** input tokens written to the prompt cache */
+  cacheWriteTokens?: number;
+  /** USD at the models' prices; null when a model that used tokens has no known price */
+  costUsd?: number | null;
+}
+
 /** Client → server methods: params and result of each. */
 export interface Methods {
   /** Handshake. Declares which server→client requests the client answers. */
@@ -721,6 +809,10 @@ export interface Methods {
   "command/list": { params: CommandListParams; result: CommandListResult };
   /** The tools of a session: built-in, skill and MCP, and which are offered now. */
   "tool/list": { params: ToolListParams; result: ToolListResult };
+  /** The models a session can use (models.json profiles), and a session's current one. */
+  "model/list": { params: ModelListParams; result: ModelListResult };
+  /** Switch a session's model from its next model call on. Emits `model:update`. */
+  "session/setModel": { params: SessionSetModelParams; result: SessionSetModelResult };
 }
 
 /** Server → client notifications: the params of each event. */
@@ -740,6 +832,7 @@ export interface Notifications {
   "session:error": SessionErrorParams;
   "config:no_models": ConfigNoModelsParams;
   "mode:update": ModeUpdateEventParams;
+  "model:update": ModelUpdateParams;
   "session:cleared": SessionClearedParams;
   "compact:exec": CompactExecParams;
   "turn:diff": TurnDiffParams;
@@ -778,6 +871,7 @@ export const NOTIFICATION_NAMES: readonly NotificationName[] = [
   "session:error",
   "config:no_models",
   "mode:update",
+  "model:update",
   "session:cleared",
   "compact:exec",
   "turn:diff",
