@@ -13,9 +13,17 @@ almost nothing before the first message.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 PROTOCOL_VERSION = 1
@@ -204,6 +212,11 @@ class SessionCreateParams(WireModel):
         "an absolute path; its wire transcript and model cassette go to "
         "`<recordDir>/<timestamp>-<pid>-<sessionId>/`, replayable with `sema-rpc replay`.",
     )
+    check_continuation: bool = Field(
+        False,
+        description="When a reply without a tool call announces an action it did not take "
+        '("Now I\'ll run the tests."), continue the turn once (`turn:continued`).',
+    )
 
 
 class SessionReadyParams(WireModel):
@@ -223,9 +236,62 @@ class SessionReadyParams(WireModel):
 SessionCreateResult = SessionReadyParams
 
 
+class TextInputBlock(WireModel):
+    type: Literal["text"]
+    text: str
+
+
+class ImageInputBlock(WireModel):
+    """An image: its bytes (`data`, base64, with `mediaType`) or a file in the workspace
+    (`path`, absolute or relative to the workspace)."""
+
+    type: Literal["image"]
+    data: str | None = Field(None, description="The image's bytes, base64-encoded.")
+    media_type: str | None = Field(
+        None, description="image/png, image/jpeg, image/gif or image/webp (with `data`)."
+    )
+    path: str | None = Field(None, description="A PNG, JPEG, GIF or WebP file in the workspace.")
+
+    @model_validator(mode="after")
+    def _data_or_path(self) -> ImageInputBlock:
+        if (self.data is None) == (self.path is None):
+            raise ValueError("an image block has either `data` (with `mediaType`) or `path`")
+        if self.data is not None and not self.media_type:
+            raise ValueError("an image block with `data` needs its `mediaType`")
+        return self
+
+
+class ResourceInputBlock(WireModel):
+    """A file's content for the model: `text` as given, else the server reads the
+    `file://` uri (inside the workspace, text only)."""
+
+    type: Literal["resource"]
+    uri: str
+    text: str | None = None
+    mime_type: str | None = None
+
+
+PromptInputBlock = Annotated[
+    TextInputBlock | ImageInputBlock | ResourceInputBlock, Field(discriminator="type")
+]
+
+
+def _input_kind(value: Any) -> str:
+    return "blocks" if isinstance(value, list) else "text"
+
+
+PromptInput = Annotated[
+    Annotated[str, Tag("text")] | Annotated[list[PromptInputBlock], Tag("blocks")],
+    # Chosen by the value's JSON type, so an error names the block at fault only.
+    Discriminator(_input_kind),
+]
+
+
 class SessionPromptParams(WireModel):
     session_id: str
-    input: str
+    input: PromptInput = Field(
+        description="What the user typed, or a list of content blocks (text, image, resource)."
+    )
     delivery: Literal["followUp", "steer"] = "followUp"
 
 
@@ -433,6 +499,16 @@ class SessionErrorParams(EventParams):
         "mcp_error",
     ]
     error: SessionErrorDetail
+
+
+class TurnContinuedParams(EventParams):
+    """The continuation check (session/create `checkContinuation`) found that the reply
+    announced an action without taking it: the turn goes on with `nudge` as a user
+    message. At most once per prompt."""
+
+    event: ClassVar[str] = "turn:continued"
+    sentence: str = Field(description="The reply's sentence that announced the action.")
+    nudge: str = Field(description="The user message the turn continues with.")
 
 
 class ConfigNoModelsParams(EventParams):
@@ -960,6 +1036,7 @@ _EVENT_MODELS: list[type[EventParams]] = [
     ConfigNoModelsParams,
     ModeUpdateEventParams,
     ModelUpdateParams,
+    TurnContinuedParams,
     SessionClearedParams,
     CompactExecParams,
     TurnDiffParams,

@@ -23,6 +23,25 @@ class TextBlock(_Block):
     text: str
 
 
+class ImageSource(_Block):
+    type: Literal["base64"] = "base64"
+    media_type: str
+    """image/png | image/jpeg | image/gif | image/webp (checked against the bytes on input)."""
+    data: str
+    """The image's bytes, base64-encoded."""
+
+
+class ImageBlock(_Block):
+    """An image in a user message (prompt input). Stored in the history with its bytes,
+    so a resumed session sends the same image again."""
+
+    type: Literal["image"] = "image"
+    source: ImageSource
+    path: str | None = None
+    """The workspace path it was read from (relative to the workspace), when the input
+    named a file: for display only, never sent to a model."""
+
+
 class ThinkingBlock(_Block):
     type: Literal["thinking"] = "thinking"
     thinking: str
@@ -54,7 +73,7 @@ class ToolResultBlock(_Block):
 
 
 ContentBlock = Annotated[
-    TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ToolResultBlock,
+    TextBlock | ImageBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ToolResultBlock,
     Field(discriminator="type"),
 ]
 
@@ -106,6 +125,9 @@ class Message(BaseModel):
 
     def thinking(self) -> str:
         return "".join(b.thinking for b in self.content if isinstance(b, ThinkingBlock))
+
+    def images(self) -> list[ImageBlock]:
+        return [b for b in self.content if isinstance(b, ImageBlock)]
 
     def tool_uses(self) -> list[ToolUseBlock]:
         return [b for b in self.content if isinstance(b, ToolUseBlock)]

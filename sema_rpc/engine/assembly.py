@@ -7,6 +7,7 @@ these functions decide how.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,8 +23,11 @@ from sema_rpc.engine.usage import metered
 from sema_rpc.tools.base import ToolContext
 
 if TYPE_CHECKING:
+    from sema_rpc.engine.continuation import ContinuationCheck
     from sema_rpc.engine.pipeline import TurnSetup
     from sema_rpc.engine.session import Session
+
+log = logging.getLogger(__name__)
 
 
 def record_to(session: Session, server_record_dir: Path | str | None) -> list[Path]:
@@ -116,6 +120,30 @@ def arm_subagents(
     """The Task tool's service for this turn (and its tools, after a context rebuild)."""
     session.services.run_subagent = SubagentRunner(
         session, setup, control, policy, subagent_providers(session, server_record_dir)
+    )
+
+
+def continuation_check(
+    session: Session, server_record_dir: Path | str | None
+) -> ContinuationCheck | None:
+    """The session's continuation check (None when off): on the quick model (the `quick`
+    pointer of models.json), else on the session's model."""
+    if not session.check_continuation or session.profile is None:
+        return None
+    from sema_rpc.core.config import ConfigError, load_models, resolve_model
+    from sema_rpc.engine.continuation import ContinuationCheck
+
+    profile = session.profile
+    replaying = profile.provider == "replay"
+    try:
+        if not replaying and "quick" in load_models().pointers:
+            profile = resolve_model(None, pointer="quick") or profile
+    except ConfigError as exc:
+        log.warning("quick model unusable (%s); the continuation check uses the session's", exc)
+    if profile is session.profile:
+        return ContinuationCheck(provider(session, server_record_dir), profile.model_name)
+    return ContinuationCheck(
+        subagent_providers(session, server_record_dir)(profile), profile.model_name
     )
 
 

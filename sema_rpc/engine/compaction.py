@@ -30,6 +30,7 @@ from typing import Literal
 
 from sema_rpc.core.messages import (
     ContentBlock,
+    ImageBlock,
     Message,
     TextBlock,
     ThinkingBlock,
@@ -415,7 +416,7 @@ def _pending_start(history: list[Message]) -> int:
 
 def _own_blocks(message: Message) -> list[ContentBlock]:
     """The user's own blocks of a (possibly merged) user message: no tool results."""
-    return [b for b in message.content if _is_real_text(b)]
+    return [b for b in message.content if _is_real_text(b) or isinstance(b, ImageBlock)]
 
 
 def render_transcript(messages: list[Message], budget_chars: int) -> str:
@@ -447,6 +448,10 @@ def _render(message: Message) -> str:
     for block in message.content:
         if isinstance(block, TextBlock):
             lines.append(f"{message.role.capitalize()}: {block.text}")
+        elif isinstance(block, ImageBlock):
+            lines.append(
+                f"{message.role.capitalize()}: [image {block.path or ''}]".replace(" ]", "]")
+            )
         elif isinstance(block, ToolUseBlock):
             lines.append(f"Assistant called {block.name} {_clip(str(block.input), 500)}")
         elif isinstance(block, ToolResultBlock):

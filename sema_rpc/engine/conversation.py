@@ -27,6 +27,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from sema_rpc.core.messages import (
     ContentBlock,
@@ -64,9 +65,13 @@ from sema_rpc.protocol import (
     ThinkingChunkParams,
     TokenUsage,
     ToolCallSummary,
+    TurnContinuedParams,
     UsageTotals,
 )
 from sema_rpc.tools.base import RebuildContext, Tool
+
+if TYPE_CHECKING:
+    from sema_rpc.engine.continuation import Continuation
 
 
 async def _no_steering() -> list[Message]:
@@ -137,6 +142,10 @@ class Conversation:
     """Inputs sent with `delivery: steer` while this turn runs (prepared as user messages,
     kind `prompt`, each with its id); they join it after a batch. Contract: does not raise (an exception would escape the
     turn as a bug, not end it as a value)."""
+    continuation: Callable[[Message, TurnControl], Awaitable[Continuation | None]] | None = None
+    """The continuation check (continuation.py), when the session has it on: asked about
+    a reply without a tool call; a Continuation continues the turn once with its nudge.
+    Contract: does not raise."""
 
     async def query(
         self, user_content: list[ContentBlock], message_id: str | None = None
@@ -153,6 +162,7 @@ class Conversation:
         # batch the model waits for, so a response after it is progress; without one, a
         # second compaction could only shrink the same thing again (a loop).
         compacted = False
+        continued = False  # the continuation check continues a turn at most once
         for _ in range(self.config.max_turns):
             if self._compacting and not compacted:
                 assert self.compactor is not None
@@ -209,7 +219,17 @@ class Conversation:
                     )
                 return self._interrupted(1)
             if not tool_uses:
-                return TurnOutcome("end_turn")
+                if self.continuation is None or continued:
+                    return TurnOutcome("end_turn")
+                go_on = await self.continuation(message, self.control)
+                if self.control.observe(1):
+                    return self._interrupted(1)
+                if go_on is None:
+                    return TurnOutcome("end_turn")
+                continued = True
+                self._emit(TurnContinuedParams(sentence=go_on.sentence, nudge=go_on.nudge))
+                self._append(Message(role="user", content=[TextBlock(text=go_on.nudge)]))
+                continue
 
             await self.run_tools(tool_uses, truncated=set(streamed.raw_tool_inputs))
             if self.control.observe(2):

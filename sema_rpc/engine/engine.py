@@ -25,7 +25,7 @@ from sema_rpc.core.errors import (
     SessionNotFound,
 )
 from sema_rpc.core.errors import working_dir as checked_working_dir
-from sema_rpc.core.messages import TextBlock, new_message_id
+from sema_rpc.core.messages import ContentBlock, TextBlock, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy
 from sema_rpc.engine import assembly
 from sema_rpc.engine.compaction import (
@@ -37,6 +37,7 @@ from sema_rpc.engine.events import ClientBridge
 from sema_rpc.engine.history import (
     synced_all,
 )
+from sema_rpc.engine.inputs import PromptContent, to_content
 from sema_rpc.engine.rewind import emit_turn_diff
 from sema_rpc.engine.rewind import rewind as rewind_session
 from sema_rpc.engine.session import Session, SteerInput
@@ -93,6 +94,12 @@ def system_command(text: str) -> tuple[str, str] | None:
     if name in ("/clear", "/compact"):
         return name[1:], arg.strip()
     return None
+
+
+def _untitled(content: PromptContent) -> str:
+    """A title for an input without typed text: what it attached."""
+    names = [b.path or "image" for b in content.images]
+    return "[" + ", ".join(names or ["resource"]) + "]"
 
 
 class SemaEngine(SessionRegistry):
@@ -253,14 +260,30 @@ class SemaEngine(SessionRegistry):
         cancel = cancel if cancel is not None else PromptCancel()
         if cancel.cancelled or self.closing:  # cancelled before it started: nothing runs
             return session.prompt_result("interrupted", ran=False)
-        if session.inputs is not None:
-            session.inputs.add(params.input)
-        command = system_command(params.input)
+        # Every refusal (a block that cannot be used, images for a model without them)
+        # comes before anything is recorded: nothing of a refused input is kept.
+        content = await to_content(params.input, session.working_dir)
+        text = content.text
+        user_input: str | list[ContentBlock] = text if content.text_only else content.blocks
+        command = system_command(text)
+        if command is not None and not content.text_only:
+            raise InvalidArgument(
+                f"/{command[0]} takes no images or resources: send it as text on its own"
+            )
         if session.profile is None and (command is None or command[0] != "clear"):
             # config:no_models went out once, with session:ready; the error says it again.
             raise NoModelConfigured("no model configured: " + NO_MODEL_SUGGESTION)
+        profile = session.profile
+        if content.images and profile is not None and not profile.images:
+            raise InvalidArgument(
+                f"the model {profile.name!r} does not take images; send text only, or use"
+                ' a model that does (a models.json profile with "images": true)',
+                {"model": profile.name},
+            )
+        if session.inputs is not None and text:
+            session.inputs.add(text)
         if params.delivery == "steer" and command is None and session.control is not None:
-            steer = SteerInput(params.input)
+            steer = SteerInput(user_input)
             session.steering.append(steer)
             cancel.on_cancel(lambda: drop_steer(session, steer))
             try:
@@ -281,9 +304,10 @@ class SemaEngine(SessionRegistry):
                 if not session.history and session.store is not None:
                     # What the user typed names the session in session/list (the first
                     # message may be a custom command's expansion).
-                    session.store.append_event("title", title=params.input[:500])
+                    title = text.strip() or _untitled(content)
+                    session.store.append_event("title", title=title[:500])
                 message_id = new_message_id()
-                outcome = await self._run_turn(session, params.input, control, message_id)
+                outcome = await self._run_turn(session, user_input, control, message_id)
             elif command[0] == "clear":
                 outcome = self._clear(session)
             else:
@@ -377,11 +401,15 @@ class SemaEngine(SessionRegistry):
         return await compactor.compact(session.history, "manual", instructions)
 
     async def _run_turn(
-        self, session: Session, text: str, control: TurnControl, message_id: str
+        self,
+        session: Session,
+        user_input: str | list[ContentBlock],
+        control: TurnControl,
+        message_id: str,
     ) -> TurnOutcome:
         profile = session.profile
         assert profile is not None and session.pipeline is not None
-        user_content, setup = await session.pipeline.prepare(text)
+        user_content, setup = await session.pipeline.prepare(user_input)
         session.redo = None  # a new prompt makes the last rewind final
         if session.checkpoints is not None:
             await asyncio.to_thread(session.checkpoints.load)
@@ -413,6 +441,7 @@ class SemaEngine(SessionRegistry):
                 session, session.pipeline.input_blocks if session.pipeline else None
             ),
             totals=session.totals,
+            continuation=assembly.continuation_check(session, self.record_dir),
         )
         session.conversation = conversation
         try:

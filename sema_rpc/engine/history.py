@@ -745,7 +745,7 @@ def _load_seed_json(session_id: str) -> LoadedHistory | None:
     return out
 
 
-_KNOWN_BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "tool_result"}
+_KNOWN_BLOCKS = {"text", "image", "thinking", "redacted_thinking", "tool_use", "tool_result"}
 
 
 def import_message(item: Any) -> Message | None:

@@ -26,6 +26,7 @@ from sema_rpc.core.project.custom_commands import expand
 from sema_rpc.core.project.rules import load_rules
 from sema_rpc.core.project.skills import list_skills, skill_summaries
 from sema_rpc.core.stream import ToolSpec
+from sema_rpc.engine.inputs import is_resource
 from sema_rpc.engine.references import resolve_references_async
 from sema_rpc.engine.system_prompt import (
     build_system_prompt,
@@ -125,12 +126,14 @@ class InputPipeline:
         )
         return TurnSetup(offered, accepted, specs, system)
 
-    async def prepare(self, text: str) -> tuple[list[ContentBlock], TurnSetup]:
+    async def prepare(
+        self, user_input: str | list[ContentBlock]
+    ) -> tuple[list[ContentBlock], TurnSetup]:
         s = self.session
         if not self._git_checked:
             await self._git_snapshot()
         setup = self.turn_setup()
-        blocks = await self.input_blocks(text)
+        blocks = await self.input_blocks(user_input)
         if not s.history:
             blocks += self.first_query_blocks(setup)
         if s.mode == "Plan" and not self.plan_reminded:
@@ -138,16 +141,28 @@ class InputPipeline:
             self.plan_reminded = True
         return blocks, setup
 
-    async def input_blocks(self, text: str) -> list[ContentBlock]:
+    async def input_blocks(self, user_input: str | list[ContentBlock]) -> list[ContentBlock]:
         """One user input as content: its custom command expanded and its @references
         resolved (with their `file:reference`). A steer joining a running turn is just
-        this; a prompt starting a turn adds its reminders."""
+        this; a prompt starting a turn adds its reminders.
+
+        Content (inputs.to_content) keeps its order: a custom command in its first block
+        expands there, @references of every typed text block are resolved (never of a
+        resource's content), images pass through."""
         s = self.session
-        expanded = expand(text, s.working_dir) or text
-        refs = await resolve_references_async(expanded, s.working_dir, s.read_files)
+        content = [TextBlock(text=user_input)] if isinstance(user_input, str) else user_input
+        blocks: list[ContentBlock] = []
+        typed: list[str] = []
+        for i, block in enumerate(content):
+            if isinstance(block, TextBlock) and not is_resource(block):
+                text = (expand(block.text, s.working_dir) if i == 0 else None) or block.text
+                typed.append(text)
+                block = TextBlock(text=text)
+            blocks.append(block)
+        refs = await resolve_references_async("\n".join(typed), s.working_dir, s.read_files)
         if refs.references:
             s.bus.emit(FileReferenceParams(references=refs.references))
-        return [TextBlock(text=expanded), *(TextBlock(text=r) for r in refs.reminders)]
+        return [*blocks, *(TextBlock(text=r) for r in refs.reminders)]
 
     def first_query_blocks(self, setup: TurnSetup) -> list[ContentBlock]:
         rules = load_rules(self.session.working_dir)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sema_rpc.core.config import ModelProfile
-from sema_rpc.core.messages import Message, new_message_id
+from sema_rpc.core.messages import ContentBlock, Message, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.checkpoints import CheckpointStore
 from sema_rpc.engine.compaction import CompactionState
@@ -33,7 +33,8 @@ from sema_rpc.tools.base import FileSnapshot, ToolServices
 
 @dataclass
 class SteerInput:
-    text: str
+    input: str | list[ContentBlock]
+    """Typed text, or content (inputs.to_content) when the input had blocks."""
     message_id: str = field(default_factory=new_message_id)
     """The id of the user message it becomes when it joins the running turn."""
     joined: bool = False
@@ -119,6 +120,10 @@ class Session:
             turn=turn if ran else UsageTotals(),
             session=total,
         )
+
+    check_continuation: bool = False
+    """session/create `checkContinuation`: a reply that announces an action without
+    taking it continues the turn once (conversation.py)."""
 
     def ready_params(self) -> SessionReadyParams:
         return SessionReadyParams(

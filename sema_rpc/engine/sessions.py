@@ -136,6 +136,8 @@ class SessionRegistry:
         existing = self.sessions.get(session_id)
         if existing is not None and not existing.disposed:
             existing.record_dir = existing.record_dir or record_dir
+            if "check_continuation" in params.model_fields_set:
+                existing.check_continuation = params.check_continuation
             return self._ready(existing)
 
         loaded: LoadedHistory | None = None
@@ -178,6 +180,7 @@ class SessionRegistry:
             ),
             inputs=InputHistory(resolved_dir),
             record_dir=record_dir,
+            check_continuation=params.check_continuation,
         )
         session.checkpoints = CheckpointStore(session_id, resolved_dir)
         session.services.changes = Checkpoints(session.checkpoints, session.read_files)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sema_rpc.core.messages import (
+    ImageBlock,
     Message,
     RedactedThinkingBlock,
     TextBlock,
@@ -45,6 +46,10 @@ log = logging.getLogger(__name__)
 CHARS_PER_TOKEN = 2.5
 MESSAGE_OVERHEAD = 4
 """Tokens every message costs beyond its content (role markers, block framing)."""
+
+IMAGE_TOKENS = 1600
+"""What one image is counted as (its base64 is never tokenized): about what the providers
+charge for an image of the largest size they take without scaling it down."""
 
 ESTIMATE = "estimate"
 
@@ -203,7 +208,12 @@ class TokenCounter:
         return estimate_tokens(len(text))
 
     def count_message(self, message: Message) -> int:
-        return MESSAGE_OVERHEAD + sum(self.count_text(t) for t in _texts(message))
+        images = sum(isinstance(b, ImageBlock) for b in message.content)
+        return (
+            MESSAGE_OVERHEAD
+            + IMAGE_TOKENS * images
+            + sum(self.count_text(t) for t in _texts(message))
+        )
 
 
 def _texts(message: Message) -> Iterable[str]:

@@ -83,7 +83,8 @@ async def exclusive_turn(
 
 
 async def take_steering(
-    session: Session, expand: Callable[[str], Awaitable[list[ContentBlock]]] | None
+    session: Session,
+    expand: Callable[[str | list[ContentBlock]], Awaitable[list[ContentBlock]]] | None,
 ) -> list[Message]:
     """The loop's hook after each tool batch: steer inputs join the running turn, each
     expanded by `expand` (custom commands, @references) as a prompt's input is, each a
@@ -93,7 +94,12 @@ async def take_steering(
         steer.joined = True
     messages: list[Message] = []
     for steer in taken:
-        blocks = [TextBlock(text=steer.text)] if expand is None else await expand(steer.text)
+        if expand is not None:
+            blocks = await expand(steer.input)
+        elif isinstance(steer.input, str):
+            blocks = [TextBlock(text=steer.input)]
+        else:
+            blocks = list(steer.input)
         messages.append(Message(role="user", content=blocks, id=steer.message_id, kind="prompt"))
     return messages
 

@@ -10,12 +10,18 @@ import re
 import sys
 from typing import Any
 
+from sema_rpc.core.messages import ImageBlock
 from sema_rpc.core.stream import ProviderError
 from sema_rpc.providers._common import SdkProvider, kind_for_status
 from sema_rpc.providers.http import OPENAI_BASE_URL, StatusError, StreamError, classify_other
 
 # Models that take `max_completion_tokens` (and reject `max_tokens` / temperature).
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+
+
+def data_url(image: ImageBlock) -> str:
+    """An image as the `data:` URL the OpenAI APIs take for inline images."""
+    return f"data:{image.source.media_type};base64,{image.source.data}"
 
 
 def uses_max_completion_tokens(model: str) -> bool:

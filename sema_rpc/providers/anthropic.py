@@ -29,6 +29,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.messages import (
+    ImageBlock,
     Message,
     RedactedThinkingBlock,
     TextBlock,
@@ -165,6 +166,9 @@ def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
             if isinstance(b, TextBlock):
                 if b.text.strip():
                     blocks.append({"type": "text", "text": b.text})
+            elif isinstance(b, ImageBlock):
+                source = {"type": "base64", "media_type": b.source.media_type}
+                blocks.append({"type": "image", "source": {**source, "data": b.source.data}})
             elif isinstance(b, ToolResultBlock):
                 res: dict[str, Any] = {"type": "tool_result", "tool_use_id": b.tool_use_id}
                 if b.content:

@@ -55,6 +55,7 @@ from sema_rpc.providers._common import (
 )
 from sema_rpc.providers._openai import (
     classify_error,
+    data_url,
     error_fields,
     network_errors,
     openai_request_parts,
@@ -111,6 +112,7 @@ def to_api_messages(system: str, messages: list[Message]) -> list[dict[str, Any]
             out.append(msg)
         else:
             texts = []
+            parts: list[dict[str, Any]] = []  # only when the message has images
             for b in m.content:
                 if b.type == "tool_result":
                     content = b.content
@@ -119,7 +121,16 @@ def to_api_messages(system: str, messages: list[Message]) -> list[dict[str, Any]
                     out.append({"role": "tool", "tool_call_id": b.tool_use_id, "content": content})
                 elif b.type == "text":
                     texts.append(b.text)
-            if texts:
+                elif b.type == "image":
+                    if texts:
+                        parts.append({"type": "text", "text": "".join(texts)})
+                        texts = []
+                    parts.append({"type": "image_url", "image_url": {"url": data_url(b)}})
+            if parts:
+                if texts:
+                    parts.append({"type": "text", "text": "".join(texts)})
+                out.append({"role": "user", "content": parts})
+            elif texts:
                 out.append({"role": "user", "content": "".join(texts)})
     return out
 

@@ -46,6 +46,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.messages import (
+    ImageBlock,
     Message,
     TextBlock,
     ThinkingBlock,
@@ -68,7 +69,11 @@ from sema_rpc.providers._common import (
     looks_like_context_overflow,
     parse_tool_input,
 )
-from sema_rpc.providers._openai import openai_request_parts, uses_max_completion_tokens
+from sema_rpc.providers._openai import (
+    data_url,
+    openai_request_parts,
+    uses_max_completion_tokens,
+)
 from sema_rpc.providers.http import (
     OPENAI_MAX_RETRY_AFTER,
     SseReader,
@@ -100,11 +105,16 @@ def is_reasoning_model(model: str) -> bool:
 # ---- request ---------------------------------------------------------------------------
 
 
-def _user_message(texts: list[str]) -> dict[str, Any]:
+def _user_message(parts: list[str | ImageBlock]) -> dict[str, Any]:
     return {
         "type": "message",
         "role": "user",
-        "content": [{"type": "input_text", "text": t} for t in texts],
+        "content": [
+            {"type": "input_text", "text": p}
+            if isinstance(p, str)
+            else {"type": "input_image", "image_url": data_url(p), "detail": "auto"}
+            for p in parts
+        ],
     }
 
 
@@ -165,7 +175,7 @@ def to_input_items(messages: list[Message]) -> list[dict[str, Any]]:
         if m.role == "assistant":
             out.extend(_assistant_items(m))
             continue
-        texts: list[str] = []
+        parts: list[str | ImageBlock] = []
         for b in m.content:
             if isinstance(b, ToolResultBlock):
                 content = b.content
@@ -174,10 +184,10 @@ def to_input_items(messages: list[Message]) -> list[dict[str, Any]]:
                 out.append(
                     {"type": "function_call_output", "call_id": b.tool_use_id, "output": content}
                 )
-            elif isinstance(b, TextBlock):
-                texts.append(b.text)
-        if texts:
-            out.append(_user_message(texts))
+            elif isinstance(b, TextBlock | ImageBlock):
+                parts.append(b.text if isinstance(b, TextBlock) else b)
+        if parts:
+            out.append(_user_message(parts))
     return out
 
 

@@ -20,6 +20,7 @@ from sema_client import (
     SemaClient,
     SemaConnectionError,
     SemaRpcError,
+    image_block,
     permission_result,
 )
 from sema_client.framing import STREAM_LIMIT
@@ -48,6 +49,35 @@ def tool_result_text(request_body: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- real server
+
+
+async def test_prompt_takes_content_blocks(server_env, scripted_llm: ScriptedLLM, workspace: Path):
+    from tests.e2e.test_content_blocks import PNG, PNG_B64
+
+    profile = {"provider": "anthropic", "modelName": "claude-test", "images": True}
+    (Path(server_env["SEMA_ROOT"]) / "models.json").write_text(
+        json.dumps({"profiles": {"vision": profile}})
+    )
+    (workspace / "shot.png").write_bytes(PNG)
+    scripted_llm.script(Reply.text("Two grey pixels, twice."))
+    async with await SemaClient.spawn(env=server_env) as client:
+        await client.initialize()
+        ready = await client.create_session(workspace, model="vision")
+        result = await client.prompt(
+            ready.session_id,
+            [
+                {"type": "text", "text": "Same picture?"},
+                image_block(PNG, "image/png"),
+                {"type": "image", "path": "shot.png"},
+            ],
+        )
+    assert result.stop_reason == "end_turn"
+    content = scripted_llm.requests[0].body["messages"][-1]["content"]
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
+    }
+    assert content[:3] == [{"type": "text", "text": "Same picture?"}, image, image]
 
 
 async def test_spawn_initialize_create_and_prompt_with_a_permission_callback(

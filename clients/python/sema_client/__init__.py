@@ -17,6 +17,7 @@ from sema_client.client import (
     NotificationStream,
     PermissionDecision,
     SemaClient,
+    image_block,
     permission_result,
 )
 from sema_client.errors import SemaClientError, SemaConnectionError, SemaRpcError
@@ -36,6 +37,7 @@ __all__ = [
     "SemaConnectionError",
     "SemaRpcError",
     "__version__",
+    "image_block",
     "parse_notification",
     "permission_result",
 ]

@@ -18,6 +18,7 @@ the server can never block on a full pipe.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import inspect
 import itertools
@@ -47,6 +48,7 @@ from sema_rpc.protocol import (
     ClientCapabilities,
     ClientInfo,
     ErrorCode,
+    ImageInputBlock,
     InitializeParams,
     InitializeResult,
     ModeUpdateParams,
@@ -66,6 +68,7 @@ __all__ = [
     "NotificationStream",
     "PermissionDecision",
     "SemaClient",
+    "image_block",
     "permission_result",
 ]
 
@@ -741,14 +744,20 @@ class SemaClient:
     async def prompt(
         self,
         session_id: str,
-        text: str,
+        text: str | Iterable[Mapping[str, Any] | BaseModel],
         delivery: Literal["followUp", "steer"] = "followUp",
         *,
         timeout: float | None = None,
         msg_id: int | str | None = None,
     ) -> SessionPromptResult:
-        """`session/prompt`: answers once, when this input's turn ends."""
-        params = SessionPromptParams(session_id=session_id, input=text, delivery=delivery)
+        """`session/prompt`: answers once, when this input's turn ends. `text` is what
+        the user typed, or content blocks: dicts (`{"type": "image", "path": "shot.png"}`,
+        snake_case or camelCase) or the protocol's block models; `image_block()` builds
+        an image block from bytes."""
+        content: Any = text
+        if not isinstance(text, str):
+            content = [b.model_dump(by_alias=True) if isinstance(b, BaseModel) else b for b in text]
+        params = SessionPromptParams(session_id=session_id, input=content, delivery=delivery)
         return await self.rpc.session_prompt(params, timeout=timeout, msg_id=msg_id)
 
     async def interrupt(self, session_id: str) -> bool:
@@ -775,6 +784,13 @@ class SemaClient:
     async def exit(self) -> None:
         """The `exit` notification."""
         await self.notify("exit")
+
+
+def image_block(data: bytes, media_type: str) -> ImageInputBlock:
+    """An image input block from the image's bytes (`media_type`: image/png, image/jpeg,
+    image/gif or image/webp)."""
+    encoded = base64.b64encode(data).decode("ascii")
+    return ImageInputBlock(type="image", data=encoded, media_type=media_type)
 
 
 async def _await_logged(awaitable: Awaitable[Any], callback: Any) -> None:

@@ -129,6 +129,20 @@ export interface FileReferenceParams {
   references: FileReference[];
 }
 
+/**
+ * An image: its bytes (`data`, base64, with `mediaType`) or a file in the workspace
+ * (`path`, absolute or relative to the workspace).
+ */
+export interface ImageInputBlock {
+  type: "image";
+  /** The image's bytes, base64-encoded. */
+  data?: string | null;
+  /** image/png, image/jpeg, image/gif or image/webp (with `data`). */
+  mediaType?: string | null;
+  /** A PNG, JPEG, GIF or WebP file in the workspace. */
+  path?: string | null;
+}
+
 export interface InitializeParams {
   protocolVersion?: number;
   clientInfo?: ClientInfo | null;
@@ -302,6 +316,17 @@ export interface PlanExitResult {
   feedback?: string | null;
 }
 
+/**
+ * A file's content for the model: `text` as given, else the server reads the
+ * `file://` uri (inside the workspace, text only).
+ */
+export interface ResourceInputBlock {
+  type: "resource";
+  uri: string;
+  text?: string | null;
+  mimeType?: string | null;
+}
+
 export interface RewindConflict {
   path: string;
   /** `modified`: changed since the agent (or a rewind) last wrote it; `notCaptured`: its earlier content was not kept (a command changed a file it did not name), so it cannot be restored. */
@@ -361,6 +386,8 @@ export interface SessionCreateParams {
   mcpServers?: McpServerParams[] | null;
   /** Record this session (like `sema-rpc --record`, for this session only): an absolute path; its wire transcript and model cassette go to `<recordDir>/<timestamp>-<pid>-<sessionId>/`, replayable with `sema-rpc replay`. */
   recordDir?: string | null;
+  /** When a reply without a tool call announces an action it did not take ("Now I'll run the tests."), continue the turn once (`turn:continued`). */
+  checkContinuation?: boolean;
 }
 
 export interface SessionDisposeResult {
@@ -460,7 +487,8 @@ export interface SessionMessagesResult {
 
 export interface SessionPromptParams {
   sessionId: string;
-  input: string;
+  /** What the user typed, or a list of content blocks (text, image, resource). */
+  input: string | (TextInputBlock | ImageInputBlock | ResourceInputBlock)[];
   delivery?: "followUp" | "steer";
 }
 
@@ -591,6 +619,11 @@ export interface TextChunkParams {
   delta: string;
   /** The id of the assistant message being streamed (as session/messages lists it). */
   messageId?: string | null;
+}
+
+export interface TextInputBlock {
+  type: "text";
+  text: string;
 }
 
 export interface ThinkingChunkParams {
@@ -737,6 +770,23 @@ export interface TranscriptToolCall {
   result?: string | null;
 }
 
+/**
+ * The continuation check (session/create `checkContinuation`) found that the reply
+ * announced an action without taking it: the turn goes on with `nudge` as a user
+ * message. At most once per prompt.
+ */
+export interface TurnContinuedParams {
+  sessionId?: string;
+  /** `main`, or the id of the subagent that emitted it */
+  agentId?: string;
+  /** Per-session sequence number, increasing by one per event. */
+  seq?: number;
+  /** The reply's sentence that announced the action. */
+  sentence: string;
+  /** The user message the turn continues with. */
+  nudge: string;
+}
+
 export interface TurnDiffFile {
   path: string;
   status: "added" | "modified" | "deleted";
@@ -833,6 +883,7 @@ export interface Notifications {
   "config:no_models": ConfigNoModelsParams;
   "mode:update": ModeUpdateEventParams;
   "model:update": ModelUpdateParams;
+  "turn:continued": TurnContinuedParams;
   "session:cleared": SessionClearedParams;
   "compact:exec": CompactExecParams;
   "turn:diff": TurnDiffParams;
@@ -872,6 +923,7 @@ export const NOTIFICATION_NAMES: readonly NotificationName[] = [
   "config:no_models",
   "mode:update",
   "model:update",
+  "turn:continued",
   "session:cleared",
   "compact:exec",
   "turn:diff",
