@@ -17,6 +17,7 @@ import { readText, resolveInWorkspace, reversePatch } from "./util";
 import type {
   ChatState,
   Completion,
+  Features,
   FromWebview,
   ImageAttachment,
   Mode,
@@ -297,23 +298,33 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
    * Optional features, offered only when `initialize` lists their methods (a newer client
    * on an older server keeps working without them).
    */
-  private postFeatures(conn: SemaConnection): void {
-    const features = {
+  private features(conn: SemaConnection): Features {
+    return {
       models: conn.supports("model/list") && conn.supports("session/setModel"),
       messages: conn.supports("session/messages"),
       rewind: conn.supports("session/rewind"),
       fork: conn.supports("session/fork"),
     };
+  }
+
+  private postFeatures(conn: SemaConnection): void {
+    const features = this.features(conn);
     this.post({ type: "features", features, models: this.models });
-    if (features.models) {
-      conn.listModels().then(
-        ({ models }) => {
-          this.models = models;
-          this.post({ type: "features", features, models });
-          this.postState();
-        },
-        (err: unknown) => this.post({ type: "error", message: `model/list failed: ${String(err)}` }),
-      );
+    void this.refreshModels(conn, features);
+  }
+
+  /** `model/list` for the picker; with the chat's session, its `current` names the session's model. */
+  private async refreshModels(conn: SemaConnection, features = this.features(conn)): Promise<void> {
+    if (!features.models) return;
+    const session = this.session?.connection === conn ? this.session : undefined;
+    try {
+      const { models, current } = await conn.listModels(session?.id);
+      this.models = models;
+      if (session && current) session.modelName = current;
+      this.post({ type: "features", features, models });
+      this.postState();
+    } catch (err) {
+      this.post({ type: "error", message: `model/list failed: ${err instanceof Error ? err.message : String(err)}` });
     }
   }
 
@@ -331,7 +342,6 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.post({
       type: "turnDiff",
       id,
-      messageId: params.messageId,
       files: params.files.map((f) => ({
         path: f.path,
         status: f.status,
@@ -411,6 +421,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.permissionMode = session.permissionMode;
     this.post({ type: "inputHistory", items: session.ready?.projectInputHistory ?? [] });
     this.postState();
+    void this.refreshModels(session.connection);
   }
 
   /** After a server restart: the chat continues on the same session id (its history is on disk). */
@@ -632,8 +643,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     if (!session || !session.connection.supports("session/rewind")) return;
     const result = await session.rewind(messageId, restore, force);
     if (!result.rewound) {
-      if (result.conflicts.length) {
-        this.post({ type: "rewindConflicts", messageId, restore, conflicts: result.conflicts });
+      const conflicts = result.conflicts ?? [];
+      if (conflicts.length) {
+        this.post({ type: "rewindConflicts", messageId, restore, conflicts });
       } else {
         this.post({ type: "notice", message: "Nothing to rewind: the files and the conversation are as they were." });
       }
@@ -646,7 +658,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       // The message goes back into the input, to be edited and sent again.
       if (result.input) this.post({ type: "restoreInput", text: result.input, images: [] });
     }
-    this.post({ type: "rewound", messageId, restore, restoredFiles: result.restoredFiles });
+    this.post({ type: "rewound", messageId, restore, restoredFiles: result.restoredFiles ?? [] });
     this.postState();
   }
 

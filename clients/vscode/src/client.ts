@@ -266,6 +266,11 @@ export class ChatSession {
   mode: Mode = "Agent";
   permissionMode: PermissionMode = "default";
   usage: TokenUsage | undefined;
+  /**
+   * The session's model as `model/list` names it, once known (`setModel`, `model:update`,
+   * or `model/list`'s `current`); `ready.model` is its `provider/model-id`.
+   */
+  modelName: string | undefined;
   /** Running totals of the session (tokens and cost), from `conversation:usage`. */
   totals: UsageTotals | undefined;
   disposed = false;
@@ -298,7 +303,7 @@ export class ChatSession {
         this.totals = event.params.session ?? this.totals;
         break;
       case "model:update":
-        if (this.ready) this.ready = { ...this.ready, model: event.params.model };
+        this.modelName = event.params.model;
         break;
     }
     for (const listener of this.listeners) listener(event);
@@ -319,9 +324,9 @@ export class ChatSession {
     return this.running;
   }
 
-  /** The model profile the session uses now (`session:ready`, then `model:update`). */
+  /** The session's model: its `model/list` name when known, else its `provider/model-id`. */
   get model(): string | null | undefined {
-    return this.ready?.model;
+    return this.modelName ?? this.ready?.model;
   }
 
   /**
@@ -374,7 +379,7 @@ export class ChatSession {
       model,
       ...(thinking === undefined ? {} : { thinking }),
     });
-    if (this.ready) this.ready = { ...this.ready, model: result.model };
+    this.modelName = result.model;
     return result;
   }
 

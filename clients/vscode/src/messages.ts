@@ -11,6 +11,7 @@ import type {
 export type Mode = "Agent" | "Plan";
 export type PermissionMode = "default" | "acceptEdits" | "bypass";
 export type RestoreWhat = "code" | "conversation" | "both";
+export type RewindConflict = NonNullable<RewindResult["conflicts"]>[number];
 
 /** An image pasted or dropped into the input: base64 data, sent as an image block. */
 export interface ImageAttachment {
@@ -20,12 +21,7 @@ export interface ImageAttachment {
 }
 
 /** One file of a turn's diff, as the chat lists it (the patch stays in the extension host). */
-export interface TurnDiffFile {
-  path: string;
-  status: TurnDiff["files"][number]["status"];
-  additions: number;
-  deletions: number;
-}
+export type ChangedFile = Omit<TurnDiff["files"][number], "diff">;
 
 export interface ChatState {
   sessionId?: string;
@@ -69,7 +65,7 @@ export type ToWebview =
   /** The server's id of a user message (from the prompt's result): rewind and fork address it. */
   | { type: "messageId"; localId: number; messageId: string }
   | { type: "rewound"; messageId: string; restore: RestoreWhat; restoredFiles: string[] }
-  | { type: "rewindConflicts"; messageId: string; restore: RestoreWhat; conflicts: RewindResult["conflicts"] }
+  | { type: "rewindConflicts"; messageId: string; restore: RestoreWhat; conflicts: RewindConflict[] }
   /** Text (and images) put back into the input box: a rewound or forked message, a refused send. */
   | { type: "restoreInput"; text: string; images: ImageAttachment[] }
   | { type: "turnEnd"; stopReason: string; error?: string }
@@ -82,7 +78,7 @@ export type ToWebview =
   | { type: "server"; state: "starting" | "ready" | "restarting" | "missing" | "failed"; message?: string }
   | { type: "state"; state: ChatState }
   | { type: "features"; features: Features; models: ModelInfo[] }
-  | { type: "turnDiff"; id: number; messageId: string; files: TurnDiffFile[] }
+  | { type: "turnDiff"; id: number; files: ChangedFile[] }
   | { type: "messages"; messages: TranscriptMessage[] }
   | { type: "inputHistory"; items: string[] }
   | { type: "error"; message: string }

@@ -1,15 +1,16 @@
 // The chat webview. Streams are rendered in batches, once per animation frame, and only the
 // block that is growing is re-rendered (its settled paragraphs are rendered once).
-import type { ModelInfo, RewindResult, TranscriptMessage, UsageTotals } from "../src/client";
+import type { ModelInfo, TranscriptMessage, UsageTotals } from "../src/client";
 import type {
   ChatState,
   Completion,
   Features,
   FromWebview,
+  ChangedFile,
   ImageAttachment,
   RestoreWhat,
+  RewindConflict,
   ToWebview,
-  TurnDiffFile,
 } from "../src/messages";
 import type {
   AskQuestionRequestParams,
@@ -59,7 +60,7 @@ function fileLink(path: string, line?: number, label?: string): HTMLAnchorElemen
   );
 }
 
-function formatTokens(n: number): string {
+function formatTokens(n = 0): string {
   return n >= 1000 ? `${(n / 1000).toFixed(n >= 10000 ? 0 : 1)}k` : String(n);
 }
 
@@ -799,7 +800,7 @@ function userBubble(text: string, images: Array<{ name?: string; mediaType: stri
 }
 
 /** A rewind that found files changed since the agent wrote them: overwrite them, or not. */
-function conflictCard(messageId: string, restore: RestoreWhat, conflicts: RewindResult["conflicts"]): void {
+function conflictCard(messageId: string, restore: RestoreWhat, conflicts: RewindConflict[]): void {
   hideWelcome();
   const list = h("ul", { class: "conflicts" });
   for (const c of conflicts) list.append(h("li", {}, fileLink(c.path), h("span", { class: "muted" }, ` — ${c.reason}`)));
@@ -822,7 +823,7 @@ function conflictCard(messageId: string, restore: RestoreWhat, conflicts: Rewind
 }
 
 /** A turn's changed files, each opening its diff; "Review changes" opens the whole patch. */
-function turnDiffCard(id: number, files: TurnDiffFile[]): void {
+function turnDiffCard(id: number, files: ChangedFile[]): void {
   hideWelcome();
   const list = h("div", { class: "diff-files" });
   for (const f of files) {
@@ -840,8 +841,7 @@ function turnDiffCard(id: number, files: TurnDiffFile[]): void {
 function renderConversation(messages: TranscriptMessage[]): void {
   hideWelcome();
   for (const m of messages) {
-    const text = m.content.map((b) => (b.type === "text" ? b.text : "")).join("");
-    const images = m.content.flatMap((b) => (b.type === "image" ? [{ mediaType: b.mediaType, path: b.path }] : []));
+    const text = (m.content ?? []).map((b) => b.text).join("");
     if (m.kind === "summary") {
       const block = new MarkdownBlock("summary past");
       block.set(text);
@@ -853,8 +853,8 @@ function renderConversation(messages: TranscriptMessage[]): void {
       continue;
     }
     if (m.role === "user") {
-      if (!text && !images.length) continue;
-      const bubble = userBubble(text, images, { "data-message-id": m.id });
+      if (!text) continue;
+      const bubble = userBubble(text, [], { "data-message-id": m.id });
       bubble.classList.add("past");
       if (m.kind === "prompt" && (features.rewind || features.fork)) bubble.append(messageActions(m.id));
       log.append(bubble);
@@ -870,7 +870,7 @@ function renderConversation(messages: TranscriptMessage[]): void {
       log.append(block.el);
     }
     for (const call of m.toolCalls ?? []) {
-      const card = toolCard(main, call.id, call.name, call.title, call.input);
+      const card = toolCard(main, call.id, call.name, call.title, call.input ?? {});
       setStatus(card, call.status === "completed" ? "done" : call.status === "running" ? "running" : "error");
       if (call.result) card.output.set(call.result);
     }
