@@ -37,16 +37,20 @@ local function render(chat, m)
       chat:remember_prompt(m.id, text)
     end
     if text ~= "" then
-      chat:append({ "", "## You", "" })
-      chat:append(lines(text))
+      chat:append(vim.list_extend({ "", "## You", "" }, lines(text)))
     end
   elseif m.role == "assistant" then
-    chat:append({ "", "## Sema", "" })
+    local out = { "", "## Sema", "" }
     if m.thinking and m.thinking ~= "" and require("sema.config").options.show_thinking then
+      chat:append(out)
       chat:append_thinking(m.thinking)
+      out = {}
     end
     if text ~= "" then
-      chat:append(lines(text))
+      vim.list_extend(out, lines(text))
+    end
+    if #out > 0 then
+      chat:append(out)
     end
     for _, call in ipairs(m.toolCalls or {}) do
       local mark = ({ completed = "✓", interrupted = "■", running = "⋯" })[call.status] or "✗"
