@@ -374,6 +374,41 @@ def test_model_picker_switches_the_next_request_to_the_chosen_profile(
     assert "From the other one." in result["snapshots"]["end"]
 
 
+def test_rewind_over_a_changed_file_after_confirming_then_fork(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": "notes.txt", "content": "v1\n"})]),
+        Reply.text("Wrote v1."),
+        Reply.tools([("Write", {"file_path": "notes.txt", "content": "v2\n"})]),
+        Reply.text("Wrote v2."),
+    )
+    result = run_scenario("rewind", workspace, tmp_path, scripted_llm)
+
+    written = result["snapshots"]["written"]
+    assert "Δ 1 file changed (+1 −0) — :Sema diff" in written
+    assert "Δ 1 file changed (+1 −1) — :Sema diff" in written
+    assert result["diff"]["filetype"] == "diff"
+    assert "-v1" in result["diff"]["lines"] and "+v2" in result["diff"]["lines"]
+
+    # the conflict was asked about, naming the file; "overwrite" rewound it
+    [conflict] = [p for p in result["prompts"] if p.get("kind") == "sema.rewind_conflict"]
+    assert "notes.txt (modified)" in conflict["prompt"]
+    assert result["notes_after_rewind"] == ["v1"]
+    assert (workspace / "notes.txt").read_text() == "v1\n"
+    rewound = result["snapshots"]["rewound"]
+    assert "## You\n\nWrite the notes" in rewound and "Wrote v1." in rewound
+    assert "Change the notes" not in rewound and "Wrote v2." not in rewound
+    assert result["rewound_input"] == "> Change the notes"
+
+    # the fork: a new session with the conversation before the first message
+    assert result["fork_session"] != result["first_session"]
+    forked = result["snapshots"]["forked"]
+    assert "fork of " + result["first_session"] in forked
+    assert "Write the notes" not in forked.split("\n", 1)[1]
+    assert result["fork_input"] == "> Write the notes"
+
+
 def test_completion_of_files_and_commands_in_the_input(
     workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
 ):
