@@ -795,7 +795,7 @@ function messageActions(messageId: string): HTMLElement {
 
 function userBubble(text: string, images: Array<{ name?: string; mediaType: string; path?: string | null }>, attrs: Record<string, string>, tag = ""): HTMLElement {
   const el = h("div", { class: `user ${tag}`.trim(), ...attrs }, tag ? h("span", { class: "tag" }, tag) : null, h("span", { class: "text" }, text));
-  for (const img of images) el.append(h("span", { class: "image-chip" }, `🖼 ${img.name ?? img.path ?? img.mediaType}`));
+  for (const img of images) el.append(h("span", { class: "image-chip" }, `image: ${img.name ?? img.path ?? img.mediaType}`));
   return el;
 }
 
@@ -899,7 +899,7 @@ function setAttachments(items: ImageAttachment[]): void {
   attachments = items;
   attachmentsEl.replaceChildren(
     ...items.map((a, i) =>
-      h("span", { class: "attachment", title: a.mediaType }, `🖼 ${a.name}`,
+      h("span", { class: "attachment", title: a.mediaType }, `image: ${a.name}`,
         h("button", { class: "remove", title: "Remove", onclick: () => setAttachments(attachments.filter((_, j) => j !== i)) }, "×")),
     ),
   );

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import * as path from "node:path";
-import { EXT_DIR, openChat, setup, startModel, startVSCode } from "./harness.mjs";
+import { EXT_DIR, MODEL, openChat, setup, startModel, startVSCode } from "./harness.mjs";
 
 /** The extension's output channel as code-server writes it (it holds the server's pid). */
 function findSemaLog(userDir) {
@@ -39,7 +39,13 @@ const REWRITE = "Rewrite the README";
 const MODELS_JSON = {
   profiles: {
     "claude-test": { provider: "anthropic", modelName: "claude-test", contextLength: 200000 },
-    "gpt-test": { provider: "openai", modelName: "gpt-test", contextLength: 128000, images: true },
+    "gpt-test": {
+      provider: "openai",
+      modelName: "gpt-test",
+      contextLength: 128000,
+      images: true,
+      price: { input: 2, output: 8, cacheRead: 0.5, cacheWrite: 0 },
+    },
   },
 };
 const model = await startModel();
@@ -73,9 +79,14 @@ await model.script(
   // 6: after the server was killed and restarted
   { text: "Yes, still here.", chunks: 3 },
   // 7: in a new chat on the model picked from the list: a Write the user approves, then rewinds
+  { tools: [["Read", { file_path: "README.md" }, "toolu_read_2"]] },
   { tools: [["Write", { file_path: "README.md", content: README_REWRITTEN }, "toolu_write_2"]] },
   { text: "README rewritten.", chunks: 3 },
+  // 8: an image pasted into the input
+  { text: "A single red pixel.", chunks: 2 },
 );
+// A 1x1 PNG.
+const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
 const env = await startVSCode({
   cache,
@@ -148,8 +159,8 @@ try {
   const review = chat.locator(".turn-diff").last();
   await review.locator("button.review", { hasText: "1 file" }).waitFor({ timeout: 30000 });
   await review.locator(".diff-file", { hasText: "hello.txt" }).click();
-  await page.locator(".monaco-diff-editor .view-lines", { hasText: "Hello from Sema!" }).first().waitFor({ timeout: 20000 });
-  await page.locator(".tab", { hasText: "changes of the turn" }).first().waitFor({ timeout: 10000 });
+  await page.locator(".tab.active", { hasText: "hello.txt (changes of the turn)" }).waitFor({ timeout: 20000 });
+  await page.locator(".monaco-diff-editor:visible .modified .view-lines", { hasText: "Hello from Sema!" }).waitFor({ timeout: 20000 });
   await shot("review-changes");
   // The path in the tool card opens the file in the editor.
   await chat.locator(".tool .file-link", { hasText: "hello.txt" }).first().click();
@@ -283,9 +294,15 @@ try {
   const paths = await model.paths();
   assert.notEqual(paths.at(-1), "/v1/messages", `the picked model's API was called: ${paths.slice(-3)}`);
   assert.equal((await model.bodies()).at(-1).model, "gpt-test");
+  // The model has a price: the usage indicator shows the session's cost.
+  await chat.locator(".header .usage", { hasText: "$" }).waitFor({ timeout: 30000 });
+  assert.match(await chat.locator(".header .usage").innerText(), /\$0\.\d{4}$/);
   await chat.locator(".turn-diff button.review", { hasText: "1 file" }).waitFor({ timeout: 30000 });
   await chat.locator(".turn-diff .diff-file", { hasText: "README.md" }).click();
-  await page.locator(".monaco-diff-editor .view-lines", { hasText: "Rewritten by Sema." }).first().waitFor({ timeout: 20000 });
+  await page.locator(".tab.active", { hasText: "README.md (changes of the turn)" }).waitFor({ timeout: 20000 });
+  const reviewed = page.locator(".monaco-diff-editor:visible");
+  await reviewed.locator(".modified .view-lines", { hasText: "Rewritten by Sema." }).waitFor({ timeout: 20000 });
+  await reviewed.locator(".original .view-lines", { hasText: "# Demo workspace" }).waitFor({ timeout: 20000 });
   await shot("review-readme");
 
   // Rewind to the first message, files and conversation: the README is back, the chat is cut,
@@ -300,6 +317,23 @@ try {
   assert.equal(await chat.locator(".md.answer", { hasText: "README rewritten." }).count(), 0, "and its answer");
   assert.equal(await chat.locator("textarea.input").inputValue(), REWRITE, "the message is back in the input");
   await shot("rewound");
+
+  // An image pasted into the input goes to the model with the text, as an image block.
+  await chat.locator("textarea.input").fill("What is in this picture?");
+  await chat.locator("textarea.input").evaluate((el, data) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([bytes], "pixel.png", { type: "image/png" }));
+    el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true }));
+  }, PIXEL);
+  await chat.locator(".attachments .attachment", { hasText: "pixel.png" }).waitFor({ timeout: 10000 });
+  await shot("image-pasted");
+  await chat.locator("textarea.input").press("Enter");
+  await chat.locator(".md.answer", { hasText: "A single red pixel." }).waitFor({ timeout: 60000 });
+  await chat.locator(".log > .user .image-chip", { hasText: "pixel.png" }).waitFor({ timeout: 10000 });
+  const sent = JSON.stringify((await model.bodies()).at(-1).messages);
+  assert.ok(sent.includes(PIXEL), "the image reached the model");
+  assert.ok(sent.includes("What is in this picture?"));
   lap("PASS");
 } catch (err) {
   await shot("failure").catch(() => undefined);
