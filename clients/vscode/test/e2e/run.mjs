@@ -1,7 +1,7 @@
 // End to end in a real VS Code: code-server in headless Chromium, offline. `make test-vscode`.
 // Screenshots of every step go to clients/vscode/artifacts/e2e/.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { EXT_DIR, MODEL, openChat, setup, startModel, startVSCode } from "./harness.mjs";
 
@@ -309,8 +309,17 @@ try {
   // the message is back in the input.
   const bubble = chat.locator(".log > .user", { hasText: REWRITE });
   await bubble.locator(".message-actions").waitFor({ state: "attached", timeout: 30000 });
+  // The user edited the README after the agent: the rewind asks before overwriting that.
+  writeFileSync(path.join(dirs.workspace, "README.md"), "# Edited by hand\n");
   await bubble.hover();
   await bubble.locator("button.rewind-both").click();
+  const conflict = chat.locator(".request.rewind-conflict");
+  await conflict.waitFor({ timeout: 30000 });
+  assert.match(await conflict.innerText(), /README\.md — modified/);
+  assert.equal(readFileSync(path.join(dirs.workspace, "README.md"), "utf8"), "# Edited by hand\n", "nothing changed yet");
+  assert.equal(await chat.locator(".log > .user", { hasText: REWRITE }).count(), 1);
+  await shot("rewind-conflict");
+  await conflict.locator("button.overwrite").click();
   await chat.locator(".notice.rewound").waitFor({ timeout: 30000 });
   assert.equal(readFileSync(path.join(dirs.workspace, "README.md"), "utf8"), README, "the file is back");
   assert.equal(await chat.locator(".log > .user", { hasText: REWRITE }).count(), 0, "the message left the chat");
