@@ -190,19 +190,40 @@ def find_message(history: list[Message], message_id: str) -> tuple[int, int] | N
     return None
 
 
-def message_kind(history: list[Message], message_id: str) -> str | None:
-    """The kind of the (user) message with that id: `prompt`, `summary`, `notice`; None
-    for tool results and assistant messages. Raises KeyError when there is none."""
+@dataclass
+class Located:
+    """One message of a curated history, also one merged into another."""
+
+    index: int
+    """Its place in the history (the merged message's, for a part)."""
+    role: str
+    kind: str | None
+    """`prompt`, `summary`, `notice` (inferred for messages written before kinds were
+    stored); None for tool results and assistant messages."""
+    blocks: list[ContentBlock]
+    """Its own blocks."""
+
+
+def locate(history: list[Message], message_id: str) -> Located | None:
     found = find_message(history, message_id)
     if found is None:
-        raise KeyError(message_id)
-    i = found[0]
-    for mid, kind, blocks in split_parts(history[i]):
+        return None
+    message = history[found[0]]
+    for mid, kind, blocks in split_parts(message):
         if mid == message_id:
-            if history[i].role != "user":
-                return None
-            return kind or infer_kind(blocks)
+            if message.role != "user":
+                return Located(found[0], message.role, None, blocks)
+            return Located(found[0], message.role, kind or infer_kind(blocks), blocks)
     return None  # pragma: no cover - find_message found it
+
+
+def message_kind(history: list[Message], message_id: str) -> str | None:
+    """The kind of the message with that id (see `Located.kind`). Raises KeyError when
+    there is none."""
+    found = locate(history, message_id)
+    if found is None:
+        raise KeyError(message_id)
+    return found.kind
 
 
 def infer_kind(blocks: list[ContentBlock]) -> str | None:

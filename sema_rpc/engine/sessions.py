@@ -32,11 +32,9 @@ from sema_rpc.engine.history import (
     append_curated,
     cut_before,
     dangling_tool_results,
-    find_message,
     list_sessions,
     load_history,
-    message_kind,
-    split_parts,
+    locate,
     valid_session_id,
 )
 from sema_rpc.engine.pipeline import InputPipeline
@@ -324,30 +322,24 @@ class SessionRegistry:
         text = None
         if params.message_id is not None:
             mid = params.message_id
-            try:
-                kind = message_kind(history, mid)
-            except KeyError:
+            found = locate(history, mid)
+            if found is None:
                 raise InvalidArgument(
                     f"messageId {mid!r} names no message of session {params.session_id}"
-                ) from None
-            if kind != "prompt":
-                found = find_message(history, mid)
-                assert found is not None
+                )
+            if found.kind != "prompt":
                 what = (
                     "an assistant message"
-                    if history[found[0]].role == "assistant"
-                    else f"a {kind} message"
-                    if kind
+                    if found.role == "assistant"
+                    else f"a {found.kind} message"
+                    if found.kind
                     else "a tool-result message"
                 )
                 raise InvalidArgument(
                     f"messageId {mid!r} is {what}: session/fork takes the id of a user prompt"
                     " message (role user, kind prompt)"
                 )
-            i, _at = find_message(history, mid) or (0, 0)
-            text = next(
-                prompt_text(blocks) for pid, _k, blocks in split_parts(history[i]) if pid == mid
-            )
+            text = prompt_text(found.blocks)
             history = cut_before(history, mid)
         else:
             todos = live.services.todos if live is not None else loaded.todos if loaded else None

@@ -64,6 +64,39 @@ def normalise(messages: list[dict[str, Any]], replacements: list[tuple[str, str]
     return lines
 
 
+class MessageIds:
+    """Recorded message ids → the ids the replaying server gave the same messages: the
+    ids met in the recorded output and in the replayed output, paired in order of first
+    appearance. A client message that names a recorded id (a `session/messages` cursor,
+    a fork's `messageId`) is sent with the replayed one."""
+
+    def __init__(self) -> None:
+        self._recorded: list[str] = []
+        self._replayed: list[str] = []
+        self._seen: tuple[set[str], set[str]] = (set(), set())
+        self._scanned = (0, 0)
+
+    def learn(self, recorded: list[dict[str, Any]], replayed: list[dict[str, Any]]) -> None:
+        """Take in the messages added to both outputs since the last call."""
+        for side, messages, ids in ((0, recorded, self._recorded), (1, replayed, self._replayed)):
+            seen = self._seen[side]
+            for message in messages[self._scanned[side] :]:
+                for found in _MESSAGE_ID.findall(json.dumps(message)):
+                    if found not in seen:
+                        seen.add(found)
+                        ids.append(found)
+        self._scanned = (len(recorded), len(replayed))
+
+    def apply(self, message: Any) -> Any:
+        mapping = dict(zip(self._recorded, self._replayed, strict=False))
+        if not mapping:
+            return message
+        text = json.dumps(message)
+        if "m_" not in text:
+            return message
+        return json.loads(_MESSAGE_ID.sub(lambda m: mapping.get(m[0], m[0]), text))
+
+
 def path_forms(path: str) -> set[str]:
     """The ways a path appears in recorded text: as given, resolved, JSON-escaped."""
     forms = {path, str(Path(path).expanduser().resolve())}

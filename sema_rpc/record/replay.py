@@ -7,7 +7,9 @@ recorded server→client requests with the recorded answers, plays each session'
 from its cassette, and compares what the server sends with the recording after
 normalising what legitimately differs between runs (`normalise`). Tools run for real:
 `--cwd` maps the recorded working dir to another folder (a fresh copy of the workspace
-as it was), in the client messages, the saved state and the cassettes (`paths`).
+as it was), in the client messages, the saved state and the cassettes (`paths`). Message
+ids are fresh in every run: a client message that names one gets the replayed server's
+id for the same message (`MessageIds`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from sema_client import DEFERRED, SemaClient, SemaConnectionError
 
 from sema_rpc.protocol import SERVER_REQUESTS
 from sema_rpc.record.diff import diff
-from sema_rpc.record.normalise import normalise, path_forms, secrets_redacted
+from sema_rpc.record.normalise import MessageIds, normalise, path_forms, secrets_redacted
 from sema_rpc.record.paths import PathMap, rewrite_cassette_paths
 from sema_rpc.record.snapshot import Seeder
 from sema_rpc.record.transcript import Entry, load_transcript, write_private
@@ -179,6 +181,7 @@ async def replay(
 
         out_seen = 0
         model_replacements: list[tuple[str, str]] = []
+        message_ids = MessageIds()
         for entry in entries:
             if entry.direction == "out":
                 out_seen += 1
@@ -211,6 +214,9 @@ async def replay(
                 msg = {**msg, "params": params}
             if msg is not None and paths:
                 msg = paths.apply_json(msg)
+            if msg is not None:
+                message_ids.learn(recorded_out[:out_seen], received)
+                msg = message_ids.apply(msg)
             body = json.dumps(msg).encode() if msg is not None else entry.body()
             try:
                 await client.send_body(body)

@@ -28,6 +28,7 @@ from sema_client.framing import STREAM_LIMIT
 from sema_rpc.protocol import (
     PermissionRequestParams,
     PermissionResult,
+    SessionForkResult,
     SessionPromptResult,
     SessionReadyParams,
     StateUpdateParams,
@@ -109,6 +110,23 @@ async def test_spawn_initialize_create_and_prompt_with_a_permission_callback(
     assert isinstance(request, PermissionRequestParams)
     assert request.tool_name == "Write" and request.content_kind == "diff"
     assert request.session_id == ready.session_id and "+hello" in request.content
+
+
+async def test_messages_and_fork_helpers(server_env, scripted_llm: ScriptedLLM, workspace: Path):
+    scripted_llm.script(*(Reply.text(f"Answer {i}.") for i in range(3)))
+    async with await SemaClient.spawn(env=server_env) as client:
+        await client.initialize()
+        sid = (await client.create_session(workspace, model=MODEL)).session_id
+        ids = [(await client.prompt(sid, f"Question {i}")).message_id for i in range(3)]
+        first = await client.messages(sid, limit=4)
+        listed = await client.all_messages(sid, page=2)
+        fork = await client.fork(sid, ids[1])
+        forked = await client.all_messages(fork.session_id)
+    assert len(first.messages) == 4 and first.next_cursor == first.messages[-1].id
+    assert listed[:4] == first.messages and len(listed) == 6
+    assert [m.id for m in listed if m.role == "user"] == ids
+    assert isinstance(fork, SessionForkResult) and fork.input == "Question 1"
+    assert fork.session_id != sid and forked == listed[:2]
 
 
 async def test_two_iterators_each_see_every_notification(

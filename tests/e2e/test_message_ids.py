@@ -6,7 +6,9 @@ prompt into a new session that then goes its own way; bad params are refused cle
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,9 @@ from tests.support.wire_client import RpcFailure, WireClient
 pytestmark = pytest.mark.asyncio
 
 MODEL = "anthropic/claude-test"
+
+
+LONG = " It goes on." * 400
 
 
 def history_file(env: dict[str, str], session_id: str) -> Path:
@@ -306,6 +311,66 @@ async def test_a_prompt_merged_after_a_failed_turn_stays_addressable(
         fork = await client.call("session/fork", {"sessionId": sid, "messageId": ok["messageId"]})
         assert fork["input"] == "Second try"
         assert await messages(client, fork["sessionId"]) == listed[:1]
+    finally:
+        await client.close()
+
+
+async def test_interrupt_notes_and_compaction_summaries_are_listed_with_their_kind(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    gate = threading.Event()
+    streaming = Reply.text("Never finished.", gate=gate)
+    scripted_llm.script(
+        streaming,
+        Reply.text("Second answer." + LONG),
+        Reply.text("Third answer."),
+        Reply.text("The summary of it all."),
+    )
+    client = await start(server_env)
+    try:
+        sid = await create(client, workspace)
+        running = asyncio.ensure_future(prompt(client, sid, "First question"))
+        assert await asyncio.get_running_loop().run_in_executor(None, streaming.at_gate.wait, 20)
+        await client.call("session/interrupt", {"sessionId": sid})
+        gate.set()
+        interrupted = await running
+        assert interrupted["stopReason"] == "interrupted"
+        second = await prompt(client, sid, "Second question")
+        listed = await messages(client, sid)
+        assert [(m["role"], m.get("kind"), text_of(m)) for m in listed] == [
+            ("user", "prompt", "First question"),
+            ("user", "notice", "[Request interrupted by user]"),
+            ("user", "prompt", "Second question"),
+            ("assistant", None, "Second answer." + LONG),
+        ], "the cut response never joined; three user messages merged for the model"
+        assert [listed[0]["id"], listed[2]["id"]] == [
+            interrupted["messageId"],
+            second["messageId"],
+        ]
+        chunk_ids = {e.params["messageId"] for e in client.events("message:text:chunk", sid)}
+        assert listed[3]["id"] in chunk_ids and len(chunk_ids) == 2
+
+        err = await error_of(
+            client, "session/fork", {"sessionId": sid, "messageId": listed[1]["id"]}
+        )
+        assert err["code"] == -32602 and "notice" in err["message"]
+
+        await prompt(client, sid, "Third question")
+        listed = await messages(client, sid)
+        compacted = await client.call("session/compact", {"sessionId": sid})
+        assert compacted["strategy"] == "summary"
+        after = await messages(client, sid)
+        assert after[0]["kind"] == "summary" and "The summary of it all." in text_of(after[0])
+        assert after[0]["id"] not in {m["id"] for m in listed}
+        assert after[1:] == listed[-1:], "the kept tail keeps its ids"
+        err = await error_of(
+            client, "session/messages", {"sessionId": sid, "cursor": listed[0]["id"]}
+        )
+        assert err["code"] == -32602 and "start again" in err["message"]
+        err = await error_of(
+            client, "session/fork", {"sessionId": sid, "messageId": after[0]["id"]}
+        )
+        assert err["code"] == -32602 and "summary" in err["message"]
     finally:
         await client.close()
 

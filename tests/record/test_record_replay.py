@@ -193,6 +193,35 @@ async def prompt(client: WireClient, sid: str, text: str) -> dict:
     return await client.call("session/prompt", {"sessionId": sid, "input": text}, timeout=30)
 
 
+async def test_a_recorded_message_id_in_a_request_replays_as_the_new_id(
+    server_env, scripted_llm, workspace, tmp_path: Path
+):
+    """Message ids are fresh in every run: a request naming one (a session/messages
+    cursor here) is replayed with the id the replaying server gave that message."""
+    record_root = tmp_path / "records"
+    scripted_llm.script(Reply.text("First answer."), Reply.text("Second answer."))
+    async with WireClient(env=server_env, extra_args=["--record", str(record_root)]) as client:
+        await client.initialize()
+        sid = (await client.create_session(workspace, model="anthropic/claude-test"))["sessionId"]
+        await prompt(client, sid, "First question")
+        await prompt(client, sid, "Second question")
+        first = await client.call("session/messages", {"sessionId": sid, "limit": 1})
+        rest = await client.call(
+            "session/messages", {"sessionId": sid, "cursor": first["nextCursor"]}
+        )
+        assert [m["content"][0]["text"] for m in rest["messages"]] == [
+            "First answer.",
+            "Second question",
+            "Second answer.",
+        ]
+    scripted_llm.stop()
+    [run_dir] = list(record_root.iterdir())
+    replayed = await replay(run_dir, env=DEAD_MODEL_SERVER)
+    assert replayed.ok, replayed.diff + replayed.stderr[-2000:]
+    [answer] = [line for line in replayed.replayed if "Second answer." in line and '"id"' in line]
+    assert '"messages"' in answer and "nextCursor" not in answer
+
+
 async def test_no_secret_the_server_knows_reaches_the_cassette(
     server_env, scripted_llm, workspace, tmp_path: Path
 ):

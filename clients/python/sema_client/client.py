@@ -56,10 +56,15 @@ from sema_rpc.protocol import (
     PermissionRequestParams,
     PermissionResult,
     SessionCreateParams,
+    SessionForkParams,
+    SessionForkResult,
     SessionInterruptParams,
+    SessionMessagesParams,
+    SessionMessagesResult,
     SessionPromptParams,
     SessionPromptResult,
     SessionReadyParams,
+    TranscriptMessage,
 )
 
 __all__ = [
@@ -776,6 +781,31 @@ class SemaClient:
         """`permissionMode/update`: returns the permission mode now in effect."""
         params = PermissionModeUpdateParams(session_id=session_id, permission_mode=permission_mode)
         return (await self.rpc.permission_mode_update(params)).permission_mode
+
+    async def messages(
+        self, session_id: str, *, cursor: str | None = None, limit: int = 100
+    ) -> SessionMessagesResult:
+        """`session/messages`: one page of the conversation for display, oldest first
+        (`next_cursor` is set when more follow)."""
+        params = SessionMessagesParams(session_id=session_id, cursor=cursor, limit=limit)
+        return await self.rpc.session_messages(params)
+
+    async def all_messages(self, session_id: str, *, page: int = 1000) -> list[TranscriptMessage]:
+        """The whole conversation for display: every page of `session/messages`."""
+        out: list[TranscriptMessage] = []
+        cursor: str | None = None
+        while True:
+            result = await self.messages(session_id, cursor=cursor, limit=page)
+            out += result.messages
+            cursor = result.next_cursor
+            if cursor is None:
+                return out
+
+    async def fork(self, session_id: str, message_id: str | None = None) -> SessionForkResult:
+        """`session/fork`: a new session with the conversation before the prompt
+        `message_id` (the whole conversation without one); `.input` is that prompt's text."""
+        params = SessionForkParams(session_id=session_id, message_id=message_id)
+        return await self.rpc.session_fork(params)
 
     async def shutdown(self) -> None:
         """`shutdown`: the server stops accepting work (then `exit()` or `close()`)."""
