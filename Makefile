@@ -64,6 +64,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_history_stall.py
 	$(BIN)/python bench/bench_pipeline.py
 	$(BIN)/python bench/bench_recorder.py
+	$(BIN)/python bench/bench_checkpoints.py
 	$(BIN)/python bench/bench_neovim.py
 
 # The VS Code extension (clients/vscode): npm packages pinned by its package-lock.json.

@@ -38,6 +38,7 @@ import contextlib
 import difflib
 import glob as globmod
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -50,7 +51,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sema_rpc.core.config import sema_root
-from sema_rpc.core.policy.paths import SKIP_DIRS, display_path, has_glob_magic, is_inside
+from sema_rpc.core.policy.paths import (
+    SKIP_DIRS,
+    display_path,
+    has_glob_magic,
+    is_inside,
+    split_glob,
+)
 from sema_rpc.tools.base import FileEffect, ToolContext
 
 log = logging.getLogger(__name__)
@@ -183,6 +190,9 @@ class FileDiff:
 class BashWatch:
     before: dict[str, Stamp]
     kept: dict[str, Content]
+    capped: bool = False
+    """The scan before the command stopped at the limit: a file it did not list may have
+    existed (its earlier content is then unknown, never "absent")."""
 
 
 class CheckpointStore:
@@ -201,7 +211,10 @@ class CheckpointStore:
         self.turn: str | None = None
         self._turn_written = False
         self._loaded = False
+        self._warned_cap = False
         self._lock = threading.RLock()
+        self._last: dict[str, Content] = {}
+        """path → what the last event left in it."""
         self._cache: dict[str, tuple[Stamp, str]] = {}
         """path → (stamp, sha) of the last content kept: an unchanged file is not re-read."""
 
@@ -226,16 +239,16 @@ class CheckpointStore:
                     if kind == "turn":
                         self.turn_pos.setdefault(str(obj["turn"]), len(self.events))
                     elif kind in ("change", "restore"):
-                        self.events.append(
-                            Change(
-                                kind=kind,
-                                path=str(obj["path"]),
-                                before=LOST if obj.get("lost") else Content(obj.get("before")),
-                                after=LOST if obj.get("afterLost") else Content(obj.get("after")),
-                                turn=obj.get("turn"),
-                                tool=str(obj.get("tool", "")),
-                            )
+                        event = Change(
+                            kind=kind,
+                            path=str(obj["path"]),
+                            before=LOST if obj.get("lost") else Content(obj.get("before")),
+                            after=LOST if obj.get("afterLost") else Content(obj.get("after")),
+                            turn=obj.get("turn"),
+                            tool=str(obj.get("tool", "")),
                         )
+                        self.events.append(event)
+                        self._last[event.path] = event.after
                 except (ValueError, KeyError, TypeError):
                     log.warning("%s: skipping an unreadable checkpoint entry", self.index)
 
@@ -273,8 +286,8 @@ class CheckpointStore:
     def keep(self, path: str, max_bytes: int = KEEP_MAX_BYTES) -> Content:
         """The file's current content, kept in the store (ABSENT when there is none)."""
         stamp = _stamp(path)
-        if stamp is None:
-            return LOST if os.path.lexists(path) and not os.path.isfile(path) else ABSENT
+        if stamp is None:  # nothing there, or not a regular file (not kept)
+            return LOST if os.path.lexists(path) else ABSENT
         cached = self._cache.get(path)
         if cached is not None and cached[0] == stamp:
             return Content(cached[1])
@@ -343,6 +356,7 @@ class CheckpointStore:
                     entry["tool"] = change.tool
                 entries.append(entry)
                 self.events.append(change)
+                self._last[change.path] = change.after
             self._append(entries)
 
     def turn_changes(self, turn_id: str | None) -> dict[str, tuple[Content, Content]]:
@@ -360,44 +374,63 @@ class CheckpointStore:
     # ------------------------------------------------------------------ tool calls
 
     def before_write(self, paths: Iterable[Path]) -> dict[str, Content]:
-        return {str(p): self.keep(str(p)) for p in paths}
+        with self._lock:
+            return {str(p): self.keep(str(p)) for p in paths}
 
     def after_write(self, kept: dict[str, Content], tool: str) -> None:
-        changes = []
-        for path, before in kept.items():
-            after = self.keep(path)
-            if after != before:
-                changes.append(Change("change", path, before, after, tool=tool))
-        self.record(changes)
+        with self._lock:
+            changes = []
+            for path, before in kept.items():
+                after = self.keep(path)
+                if after != before:
+                    changes.append(Change("change", path, before, after, tool=tool))
+            self.record(changes)
 
     def before_command(self, command: str, read: Iterable[str]) -> BashWatch:
+        with self._lock:
+            return self._before_command(command, read)
+
+    def _before_command(self, command: str, read: Iterable[str]) -> BashWatch:
         stamps, capped = scan_stamps(self.working_dir)
-        if capped:
+        if capped and not self._warned_cap:
+            self._warned_cap = True
             log.warning(
-                "checkpoints: the workspace has more than %d files; a command's changes "
-                "beyond them are not seen (SEMA_CHECKPOINT_SCAN_LIMIT)",
+                "checkpoints: the workspace has more than %d files; the scan stops there, so "
+                "a command's changes beyond them are not seen (SEMA_CHECKPOINT_SCAN_LIMIT)",
                 len(stamps),
             )
         kept: dict[str, Content] = {}
         total = 0
         for path in self._named(command, read):
             stamp = stamps.get(path)
+            if stamp is None and capped:  # beyond the scan's limit, but named: seen
+                stamp = _stamp(path)
+                if stamp is not None:
+                    stamps[path] = stamp
             if stamp is None or len(kept) >= NAMED_MAX_FILES:
                 continue
             if total + stamp[1] > NAMED_MAX_BYTES:
                 continue
             kept[path] = self.keep(path)
             total += stamp[1]
-        return BashWatch(before=stamps, kept=kept)
+        return BashWatch(before=stamps, kept=kept, capped=capped)
 
     def after_command(self, watch: BashWatch) -> None:
-        after, _capped = scan_stamps(self.working_dir)
+        with self._lock:
+            self._after_command(watch)
+
+    def _after_command(self, watch: BashWatch) -> None:
+        after, capped = scan_stamps(self.working_dir)
         changes = []
         for path in set(watch.before) | set(after):
-            old, new = watch.before.get(path), after.get(path)
+            old = watch.before.get(path)
+            new = after[path] if path in after or not capped else _stamp(path)
             if old == new:
                 continue
-            before = ABSENT if old is None else watch.kept.get(path, LOST)
+            if old is None:
+                before = LOST if watch.capped else ABSENT
+            else:
+                before = watch.kept.get(path, LOST)
             now = ABSENT if new is None else self.keep(path)
             if before != now or before.lost:
                 changes.append(Change("change", path, before, now, tool="Bash"))
@@ -420,10 +453,15 @@ class CheckpointStore:
                 word = word.split("=", 1)[1]  # --in-place=x, VAR=path
             if not word or word.startswith("-"):
                 continue
-            candidates: list[str]
+            candidates: Iterable[str]
             pattern = word if os.path.isabs(word) else os.path.join(root, word)
             if has_glob_magic(word):
-                candidates = globmod.glob(pattern, recursive=True)[:NAMED_MAX_FILES]
+                literal, _rest = split_glob(pattern)
+                if not is_inside(Path(os.path.realpath(literal or "/")), self.working_dir):
+                    continue  # never walk outside the workspace
+                candidates = itertools.islice(
+                    globmod.iglob(pattern, recursive=True), NAMED_MAX_FILES
+                )
             else:
                 candidates = [pattern]
             for c in candidates:
@@ -439,10 +477,7 @@ class CheckpointStore:
 
     def known(self, path: str) -> Content | None:
         """What the last recorded event left in `path` (None: never recorded)."""
-        for event in reversed(self.events):
-            if event.path == path:
-                return event.after
-        return None
+        return self._last.get(path)
 
     def plan_rewind(self, start: int) -> RestorePlan:
         """Put back every file the events from `start` on changed, as it was before the
@@ -500,7 +535,7 @@ class CheckpointStore:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(path)
                 else:
-                    atomic_write(Path(path), self.get(target.sha))
+                    atomic_write(Path(path), self.get(target.sha), sync=False)
             except OSError as exc:
                 log.error("rewind: cannot restore %s: %s", path, exc)
                 continue
@@ -584,6 +619,7 @@ class Checkpoints:
     def __init__(self, store: CheckpointStore, read_files: dict[str, Any]):
         self.store = store
         self.read_files = read_files
+        self._warned = False
 
     async def before(self, tool: str, effect: FileEffect, ctx: ToolContext) -> Any:
         try:
@@ -594,10 +630,20 @@ class Checkpoints:
                 )
             else:
                 watch = await asyncio.to_thread(self.store.before_write, effect.paths)
+        except OSError as exc:  # e.g. SEMA_ROOT cannot be written: the call runs unwatched
+            self._failed(f"cannot keep the files {tool} may change: {exc}")
+            return None
         except Exception:
             log.exception("checkpoints: cannot keep the files %s may change", tool)
             return None
         return (tool, watch)
+
+    def _failed(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning("checkpoints: %s (turn:diff and rewind miss this change)", message)
+        else:
+            log.debug("checkpoints: %s", message)
 
     async def after(self, token: Any) -> None:
         if token is None:
@@ -608,12 +654,7 @@ class Checkpoints:
                 await asyncio.to_thread(self.store.after_command, watch)
             else:
                 await asyncio.to_thread(self.store.after_write, watch, tool)
+        except OSError as exc:
+            self._failed(f"cannot record what {tool} changed: {exc}")
         except Exception:
             log.exception("checkpoints: cannot record what %s changed", tool)
-
-
-def remove_checkpoints(session_id: str) -> None:
-    """Delete a session's checkpoint folder (the session is deleted). Blocking."""
-    import shutil
-
-    shutil.rmtree(checkpoints_dir(session_id), ignore_errors=True)

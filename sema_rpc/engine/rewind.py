@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.errors import InvalidArgument
-from sema_rpc.core.messages import Message, TextBlock, ToolResultBlock
+from sema_rpc.core.messages import Message
 from sema_rpc.core.policy.paths import display_path
 from sema_rpc.engine.checkpoints import Content, RestorePlan
 from sema_rpc.engine.history import Redo, cut_before, find_message, message_kind, split_parts
+from sema_rpc.engine.transcript import prompt_text, transcript
 from sema_rpc.protocol import (
     ConversationUsageParams,
     RewindConflict,
@@ -34,34 +35,20 @@ from sema_rpc.protocol import (
 if TYPE_CHECKING:
     from sema_rpc.engine.session import Session
 
-REMINDER_PREFIX = "<system-reminder>"
-
 
 def transcript_count(history: list[Message]) -> int:
-    """Messages as `session/messages` lists them: tool-result messages folded away."""
-    count = 0
-    for message in history:
-        for _mid, _kind, blocks in split_parts(message):
-            if message.role == "assistant" or not all(
-                isinstance(b, ToolResultBlock) for b in blocks
-            ):
-                count += 1
-    return count
+    """Messages as `session/messages` lists them (tool results folded into their calls)."""
+    return len(transcript(history))
 
 
-def prompt_text(history: list[Message], message_id: str) -> str | None:
+def prompt_input(history: list[Message], message_id: str) -> str | None:
     """What the user sent in that prompt (without the reminders the engine added)."""
     found = find_message(history, message_id)
     if found is None:
         return None
     for mid, _kind, blocks in split_parts(history[found[0]]):
         if mid == message_id:
-            texts = [
-                b.text
-                for b in blocks
-                if isinstance(b, TextBlock) and not b.text.startswith(REMINDER_PREFIX)
-            ]
-            return "\n".join(texts)
+            return prompt_text(blocks)
     return None
 
 
@@ -103,7 +90,7 @@ async def rewind(session: Session, params: SessionRewindParams) -> SessionRewind
     if restore in ("code", "both"):
         start = _start_of(session, message_id)
         plan = await asyncio.to_thread(store.plan_rewind, start)
-    text = prompt_text(history, message_id)
+    text = prompt_input(history, message_id)
     if plan.conflicts and not params.force:
         return _result(session, False, restore, [], plan, text)
 

@@ -148,8 +148,9 @@ def _current_umask() -> int:
     return mask
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` via a temp file in the same directory (mode kept)."""
+def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Replace `path` with `data` via a temp file in the same directory (mode kept);
+    with `sync`, the data is on disk before the rename."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -160,7 +161,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

@@ -31,6 +31,7 @@ from sema_rpc.protocol import (
     SessionForkResult,
     SessionPromptResult,
     SessionReadyParams,
+    SessionRewindResult,
     StateUpdateParams,
     TextChunkParams,
     ToolExecutionErrorParams,
@@ -127,6 +128,26 @@ async def test_messages_and_fork_helpers(server_env, scripted_llm: ScriptedLLM, 
     assert [m.id for m in listed if m.role == "user"] == ids
     assert isinstance(fork, SessionForkResult) and fork.input == "Question 1"
     assert fork.session_id != sid and forked == listed[:2]
+
+
+async def test_rewind_helper(server_env, scripted_llm: ScriptedLLM, workspace: Path):
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": "notes.txt", "content": "hello\n"})]),
+        Reply.text("Written."),
+    )
+    notes = workspace / "notes.txt"
+    async with await SemaClient.spawn(env=server_env) as client:
+        await client.initialize()
+        ready = await client.create_session(workspace, model=MODEL, permission_mode="bypass")
+        sid = ready.session_id
+        prompt_id = (await client.prompt(sid, "write notes")).message_id
+        assert prompt_id is not None and notes.exists()
+        back = await client.rewind(sid, prompt_id, restore="code")
+        gone = not notes.exists()
+        again = await client.rewind(sid, redo=True)
+    assert isinstance(back, SessionRewindResult) and back.rewound and gone
+    assert back.restored_files == ["notes.txt"] and back.input == "write notes"
+    assert again.rewound and notes.read_text() == "hello\n"
 
 
 async def test_two_iterators_each_see_every_notification(

@@ -131,6 +131,13 @@ async def test_rewind_code_conversation_and_both_after_write_edit_and_sed_then_r
         with pytest.raises(RpcFailure) as failure:
             await rewind(client, sid, redo=True)
         assert failure.value.code == -32602 and "nothing to redo" in failure.value.error["message"]
+
+        # Back to before the Write: the file it created goes (its later changes, the
+        # redone ones included, are all undone at once).
+        r = await rewind(client, sid, messageId=m1)
+        assert r["rewound"] is True and r["restoredFiles"] == ["notes.txt"]
+        assert r["messageCount"] == 0 and r["input"] == "Create notes"
+        assert not notes.exists()
     finally:
         await client.close()
 
@@ -230,6 +237,11 @@ async def test_rewind_then_resume_after_a_restart_shows_the_rewound_conversation
 
     client = await start(server_env, workspace, sid)
     try:
+        listed = (await client.call("session/messages", {"sessionId": sid}))["messages"]
+        assert [m["content"][0]["text"] for m in listed if m["role"] == "user"] == [
+            "Create notes"
+        ], "resumed: the rewound conversation"
+        assert len(listed) == 3
         scripted_llm.script(Reply.text("Back."))
         await prompt(client, sid, "Where were we?")
         sent = sent_texts(scripted_llm)
@@ -309,5 +321,38 @@ async def test_bad_rewind_params_get_clear_errors(
         assert (await running)["stopReason"] == "end_turn"
         r = await rewind(client, sid, messageId=m1)
         assert r["rewound"] is True and r["messageCount"] == 0
+    finally:
+        await client.close()
+
+
+async def test_a_capped_scan_never_deletes_what_it_did_not_see(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    """Past SEMA_CHECKPOINT_SCAN_LIMIT files the scan stops (one log line says so): a named
+    file is still kept and restored, but a file the scan before the command could not
+    have listed is not taken for one the command created (a rewind must not delete it)."""
+    sid = "rewind-capped"
+    env = {**server_env, "SEMA_CHECKPOINT_SCAN_LIMIT": "3", "SEMA_LOG_LEVEL": "WARNING"}
+    command = "sed -i 's/VALUE_7/SEVEN/' src/mod7.py && echo new > new.txt"
+    client = await start(env, workspace, sid)
+    try:
+        scripted_llm.script(
+            Reply.tools([("Bash", {"command": command})]),
+            Reply.text("Ran."),
+            Reply.tools([("Bash", {"command": "echo again > again.txt"})]),
+            Reply.text("Ran again."),
+        )
+        m1 = (await prompt(client, sid, "Run it"))["messageId"]
+        await prompt(client, sid, "Run another")
+        assert (workspace / "src/mod7.py").read_text().startswith("SEVEN = 7\n")
+        r = await rewind(client, sid, messageId=m1, restore="code")
+        assert r["rewound"] is False
+        assert {"path": "new.txt", "reason": "notCaptured"} in r["conflicts"]
+        r = await rewind(client, sid, messageId=m1, restore="code", force=True)
+        assert r["rewound"] is True and "src/mod7.py" in r["restoredFiles"]
+        assert (workspace / "src/mod7.py").read_text().startswith("VALUE_7 = 7\n")
+        assert (workspace / "new.txt").exists() and (workspace / "again.txt").exists()
+        stderr = bytes(client.stderr).decode()
+        assert stderr.count("the scan stops there") == 1, stderr[-2000:]
     finally:
         await client.close()

@@ -153,6 +153,10 @@ async def test_record_against_the_model_server_then_replay_offline_at_both_level
         and "sk-ant-test-key" not in (run_dir / "wire.jsonl").read_text()
     )
 
+    # Tools run for real in a replay: each starts from the workspace as it was recorded
+    # (the Bash call creates `marker`, and `turn:diff` says so).
+    (workspace / "marker").unlink()
+
     # (1) Model level: the cassette plays through the real SDK parsing, with real tools.
     env = {**server_env, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
     async with WireClient(env=env) as client:
@@ -172,6 +176,7 @@ async def test_record_against_the_model_server_then_replay_offline_at_both_level
         )
 
     # (2) Wire level: the whole transcript replays against a fresh server with an empty diff.
+    (workspace / "marker").unlink()
     replayed = await replay(run_dir, env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
     assert replayed.ok, replayed.diff + replayed.stderr[-2000:]
     assert any('"tool:permission:request"' in line for line in replayed.replayed)

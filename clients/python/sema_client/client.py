@@ -64,6 +64,8 @@ from sema_rpc.protocol import (
     SessionPromptParams,
     SessionPromptResult,
     SessionReadyParams,
+    SessionRewindParams,
+    SessionRewindResult,
     TranscriptMessage,
 )
 
@@ -806,6 +808,27 @@ class SemaClient:
         `message_id` (the whole conversation without one); `.input` is that prompt's text."""
         params = SessionForkParams(session_id=session_id, message_id=message_id)
         return await self.rpc.session_fork(params)
+
+    async def rewind(
+        self,
+        session_id: str,
+        message_id: str | None = None,
+        *,
+        restore: Literal["code", "conversation", "both"] = "both",
+        redo: bool = False,
+        force: bool = False,
+    ) -> SessionRewindResult:
+        """`session/rewind`: back to just before the prompt `message_id` (its files,
+        its messages or both), or `redo=True` to undo the last rewind. With conflicts and
+        no `force`, nothing changes and `.rewound` is False (see `.conflicts`)."""
+        params = SessionRewindParams(
+            session_id=session_id,
+            message_id=message_id,
+            restore=restore,
+            redo=redo,
+            force=force,
+        )
+        return await self.rpc.session_rewind(params)
 
     async def shutdown(self) -> None:
         """`shutdown`: the server stops accepting work (then `exit()` or `close()`)."""
