@@ -76,6 +76,7 @@ _PRICES: dict[str, Price] = {
     "gpt-4.1-nano": _openai(0.10, 0.40, 0.025),
     "gpt-4o": _openai(2.50, 10.0, 1.25),
     "gpt-4o-mini": _openai(0.15, 0.60, 0.075),
+    "gpt-4o-2024-05-13": _openai(5.0, 15.0, 5.0),  # the first GPT-4o snapshot: its own price
     "o1": _openai(15.0, 60.0, 7.50),
     "o3": _openai(2.0, 8.0, 0.50),
     "o3-mini": _openai(1.10, 4.40, 0.55),
@@ -93,8 +94,8 @@ def price_key(model: str) -> str:
 
 def builtin_price(model: str) -> Price | None:
     """The list price of a known model; None for any other (exact ids only: `o3-pro` is
-    not priced as `o3`)."""
-    return _PRICES.get(price_key(model))
+    not priced as `o3`). A snapshot priced apart from its model is listed by its own id."""
+    return _PRICES.get(model.strip().lower()) or _PRICES.get(price_key(model))
 
 
 # Families that take image input. Anything else (older models, the `-mini` reasoning

@@ -16,6 +16,10 @@ model is called and which tool calls run, without a server, a wire or a session 
 
     outcome = await chat.run_turn("Now fix the typo")   # or the whole agent loop at once
 
+    chat.set_model("gpt")            # a models.json profile (or provider/model-id): the
+                                     # next model call uses it, also inside run_turn
+    chat.usage.session.cost_usd      # tokens and cost so far (None: a model without a price)
+
 It is a thin stateful wrapper over the pieces the server uses: the loop
 (`conversation.Conversation`), the tool runner (`run_tools.ToolRunner`: read-only
 batches run concurrently, any other batch serially, results in the model's order,
@@ -36,10 +40,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from sema_rpc.core.catalog import Price, builtin_price
+from sema_rpc.core.config import ModelProfile
 from sema_rpc.core.errors import DomainError
 from sema_rpc.core.messages import (
     ContentBlock,
@@ -56,9 +62,11 @@ from sema_rpc.engine.control import TurnControl
 from sema_rpc.engine.conversation import Conversation, LoopConfig, TurnOutcome
 from sema_rpc.engine.events import ClientBridge, EventBus
 from sema_rpc.engine.history import append_curated
+from sema_rpc.engine.models import available_models, loop_settings, profile_for
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import ESTIMATE, TokenTracker, counter_for_model
-from sema_rpc.protocol import EventParams, WireModel
+from sema_rpc.engine.usage import UsageMeter, metered
+from sema_rpc.protocol import EventParams, ModelListResult, UsageTotals, WireModel
 from sema_rpc.tools.base import Tool, ToolContext
 from sema_rpc.tools.registry import builtin_tools
 
@@ -132,8 +140,16 @@ class ConversationManager:
         threshold: float | None = None,
         compacts: bool = True,
         session_id: str = "embedded",
+        price: Price | None = None,
     ) -> None:
         self.workspace = workspace.resolve()
+        self.usage = UsageMeter()
+        """Tokens and cost of every model call (compaction included): `usage.session` the
+        conversation's running totals, `usage.turn` the last step's (`run_turn`,
+        `call_model`). Priced with `price` (USD per million tokens), default the built-in
+        list price of `model`; None when unknown."""
+        self._price = price if price is not None else builtin_price(model)
+        provider = metered(provider, self.usage, self._price)
         chosen = list(builtin_tools() if tools is None else tools)
         self.tools: dict[str, Tool] = {t.name: t for t in chosen}
         self.bus = EventBus(session_id, bridge or _NoClient())
@@ -172,6 +188,7 @@ class ConversationManager:
             control=self.control,
             tokens=self.tokens,
             take_steering=self._take_steering,
+            totals=self._totals,
         )
         self.loop.compactor = self._compactor()
 
@@ -211,6 +228,33 @@ class ConversationManager:
         self._compaction = CompactionState()
         self.loop.compactor = self._compactor()
         self._steering.clear()
+
+    # ------------------------------------------------------------------ models
+
+    def list_models(self) -> ModelListResult:
+        """The models of `$SEMA_ROOT/models.json` (and the environment's default), as
+        `model/list` lists them. Raises ConfigError for a broken models.json."""
+        return available_models()
+
+    def set_model(
+        self, name: str, thinking: bool | None = None, *, provider: Provider | None = None
+    ) -> ModelProfile:
+        """Use another model from the next model call on (inside a running `run_turn`
+        too: the call after the current one). `name`: a models.json profile or
+        `provider/model-id`, resolved as `session/setModel` does; `thinking` overrides
+        the profile's. `provider`: the connection to use, default the profile's own.
+        Raises InvalidArgument for an unknown name (listing the profiles), ConfigError
+        when the model cannot run (no API key)."""
+        profile = profile_for(name, thinking)
+        if provider is None:
+            from sema_rpc.providers.registry import provider_for
+
+            provider = provider_for(profile)
+        self._price = profile.price
+        self.loop.provider = metered(provider, self.usage, profile.price)
+        self.loop.config = replace(self.loop.config, **loop_settings(profile))
+        self.loop.compactor = self._compactor()
+        return profile
 
     @property
     def message_count(self) -> int:
@@ -295,10 +339,11 @@ class ConversationManager:
     @contextmanager
     def _step(self) -> Iterator[None]:
         """One step at a time; each gets its own TurnControl (an interrupt ends that
-        step only)."""
+        step only) and its own turn totals."""
         if self._running:
             raise StepInProgress("a step of this conversation is already running")
         self._fresh_control()
+        self.usage.start_turn()
         self._running = True
         try:
             yield
@@ -325,6 +370,12 @@ class ConversationManager:
             control=self.control,
             state=self._compaction,
             threshold=self.threshold,
+        )
+
+    def _totals(self) -> tuple[UsageTotals, UsageTotals]:
+        return (
+            UsageTotals.model_validate(self.usage.turn.as_dict()),
+            UsageTotals.model_validate(self.usage.session.as_dict()),
         )
 
     async def _take_steering(self) -> list[Message]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sema_rpc.core.config import ModelProfile
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
@@ -50,18 +50,6 @@ def provider(session: Session, server_record_dir: Path | str | None) -> Provider
     assert profile is not None
     inner = provider_for(profile, record_to=record_to(session, server_record_dir) or None)
     return metered(inner, session.meter, profile.price)
-
-
-def model_settings(profile: ModelProfile) -> dict[str, Any]:
-    """The loop settings (`LoopConfig` fields) a profile decides."""
-    return {
-        "model": profile.model_name,
-        "max_tokens": profile.max_tokens,
-        "context_length": profile.context_length,
-        "thinking_budget": max(1024, min(profile.max_tokens // 2, 4000))
-        if profile.thinking
-        else None,
-    }
 
 
 def subagent_providers(

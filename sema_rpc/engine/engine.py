@@ -17,7 +17,6 @@ import asyncio
 import logging
 from dataclasses import replace
 
-from sema_rpc.core.config import ModelProfile, UnknownModel, load_models, resolve_model
 from sema_rpc.core.errors import (
     InvalidArgument,
     NoModelConfigured,
@@ -38,6 +37,7 @@ from sema_rpc.engine.history import (
     synced_all,
 )
 from sema_rpc.engine.inputs import PromptContent, to_content
+from sema_rpc.engine.models import available_models, loop_settings, profile_for
 from sema_rpc.engine.rewind import emit_turn_diff
 from sema_rpc.engine.rewind import rewind as rewind_session
 from sema_rpc.engine.session import Session, SteerInput
@@ -56,10 +56,8 @@ from sema_rpc.engine.turns import (
 from sema_rpc.protocol import (
     CommandListParams,
     CommandListResult,
-    ModelInfo,
     ModelListParams,
     ModelListResult,
-    ModelPrice,
     ModelUpdateParams,
     ModeUpdateEventParams,
     ModeUpdateParams,
@@ -121,27 +119,11 @@ class SemaEngine(SessionRegistry):
     # ------------------------------------------------------------------ models
 
     def list_models(self, session_id: str | None = None) -> ModelListResult:
-        """The models a session can use: the models.json profiles (`default`: the one the
-        `main` pointer names; without one, the model the environment's key gives, listed
-        too), plus the session's own model when it is none of them. `current`: the
+        """The models a session can use (`models.available_models`); `current`: the
         session's model, with `session_id`. Raises ConfigError for a broken models.json,
         SessionNotFound for an unknown session."""
         session = self.session(session_id) if session_id is not None else None
-        config = load_models()
-        default = config.pointers.get("main")
-        profiles = list(config.profiles.values())
-        if default is None:
-            fallback = resolve_model(None)  # the environment's default, if any
-            if fallback is not None:
-                default = fallback.name
-                profiles.append(fallback)
-        current = session.profile if session is not None else None
-        if current is not None and current.name not in {p.name for p in profiles}:
-            profiles.append(current)
-        return ModelListResult(
-            models=[model_info(p, default=p.name == default) for p in profiles],
-            current=current.name if current is not None else None,
-        )
+        return available_models(session.profile if session is not None else None)
 
     def set_model(
         self, session_id: str, name: str, thinking: bool | None = None
@@ -155,19 +137,7 @@ class SemaEngine(SessionRegistry):
         (the message lists the profiles), ConfigError when the model cannot run (no API
         key, a broken models.json), SessionNotFound."""
         session = self.session(session_id)
-        try:
-            profile = resolve_model(name)
-        except UnknownModel as exc:
-            known = ", ".join(load_models().profiles) or "none in models.json"
-            raise InvalidArgument(
-                f"unknown model {name!r}: the known models are {known}"
-                " (or give provider/model-id, e.g. anthropic/claude-sonnet-4-5)",
-                {"model": name},
-            ) from exc
-        if profile is None:  # an empty name
-            raise InvalidArgument("model must name a model (see model/list)", {"model": name})
-        if thinking is not None and thinking != profile.thinking:
-            profile = replace(profile, thinking=thinking)
+        profile = profile_for(name, thinking)
         session.profile = profile
         session.model_spec = name
         session.usage = session.usage.model_copy(update={"max_tokens": profile.context_length})
@@ -177,8 +147,12 @@ class SemaEngine(SessionRegistry):
         if running is not None and session.control is not None:
             # The running turn's next model call (and compaction) use the new model.
             running.provider = assembly.provider(session, self.record_dir)
-            running.config = replace(running.config, **assembly.model_settings(profile))
+            running.config = replace(running.config, **loop_settings(profile))
             running.compactor = assembly.compactor(session, session.control, self.record_dir)
+        else:  # the next prompt's first request starts warm, as after session/create
+            from sema_rpc.providers.registry import warm_up
+
+            warm_up(profile)
         session.bus.emit(
             ModelUpdateParams(
                 model=profile.name,
@@ -426,7 +400,7 @@ class SemaEngine(SessionRegistry):
             config=LoopConfig(
                 system_prompt=setup.system_prompt,
                 tool_specs=setup.specs,
-                **assembly.model_settings(profile),
+                **loop_settings(profile),
             ),
             bus=session.bus,
             runner=runner,
@@ -507,17 +481,3 @@ class SemaEngine(SessionRegistry):
         session = self.session(params.session_id)
         assert session.pipeline is not None
         return ToolListResult(tools=session.pipeline.tool_list())
-
-
-def model_info(profile: ModelProfile, *, default: bool) -> ModelInfo:
-    """A profile as `model/list` shows it (never its key or endpoint)."""
-    return ModelInfo(
-        name=profile.name,
-        provider=profile.provider,
-        model=profile.model_name,
-        context_length=profile.context_length,
-        images=bool(profile.images),
-        thinking=profile.thinking,
-        default=default,
-        price=ModelPrice.model_validate(profile.price.public()) if profile.price else None,
-    )

@@ -226,6 +226,17 @@ async def test_content_length_framing_and_rpc_errors(server_env, workspace: Path
         ready = await client.create_session(workspace, model=MODEL, mode="Plan")
         assert ready.mode == "Plan"
         assert await client.update_mode(ready.session_id, "Agent") == "Agent"
+        models = await client.list_models(ready.session_id)
+        assert models.current == MODEL  # no models.json: the session's own model
+        assert [(m.name, m.provider, m.model) for m in models.models] == [
+            ("anthropic/claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"),  # the key's default
+            (MODEL, "anthropic", "claude-test"),
+        ]
+        switched = await client.set_model(ready.session_id, "openai/gpt-4.1", thinking=True)
+        assert (switched.model, switched.thinking) == ("openai/gpt-4.1", True)
+        with pytest.raises(SemaRpcError) as err:
+            await client.set_model(ready.session_id, "no-such-model")
+        assert err.value.code == -32602 and "no-such-model" in err.value.message
         assert await client.interrupt(ready.session_id) is False
         await client.shutdown()
     assert client.returncode == 0

@@ -68,6 +68,6 @@ async def test_dispose_answers_once_every_entry_is_written(
         path = Path(server_env["SEMA_ROOT"]) / "history" / f"{sid}.jsonl"
         kinds = [json.loads(line)["t"] for line in path.read_bytes().splitlines()]
         assert kinds[0] == "meta" and kinds.count("meta") == 1
-        assert kinds[-2:] == ["message", "message"]
+        assert kinds[-3:] == ["message", "usage", "message"]  # usage: the running totals
     finally:
         await client.close()

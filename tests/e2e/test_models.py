@@ -312,3 +312,59 @@ async def test_cost_is_null_when_a_model_has_no_price(
         # Part of the session ran on a model without a price: its total is unknown.
         assert priced["session"]["costUsd"] is None
         assert priced["session"]["inputTokens"] == 600
+
+
+async def test_subagent_and_compaction_calls_count_in_the_totals(
+    two_models, scripted_llm: ScriptedLLM, workspace
+):
+    task = {"description": "look", "prompt": "Find VALUE_3.", "subagent_type": "Explore"}
+    main1 = ((400, 30), (0, 0))
+    sub1 = ((250, 20), (0, 0))
+    sub2 = ((300, 15), (0, 0))
+    main2 = ((500, 25), (0, 100))
+    thanks = ((600, 5), (0, 0))
+    summary = ((900, 120), (0, 0))
+    after = ((200, 10), (0, 0))
+    scripted_llm.script(
+        Reply.tools([("Task", task)], usage=main1[0]),
+        Reply.tools([("Grep", {"pattern": "VALUE_3"})], usage=sub1[0]),  # the subagent
+        Reply.text("In src/mod3.py.", usage=sub2[0]),
+        Reply.text("src/mod3.py defines it.", usage=main2[0], cache=main2[1]),
+        Reply.text("You are welcome.", usage=thanks[0]),
+        Reply.text("Summary: the user looked for VALUE_3.", usage=summary[0]),  # compaction
+        Reply.text("Yes.", usage=after[0]),
+    )
+    async with WireClient(env=two_models) as client:
+        await client.initialize()
+        sid = (await client.create_session(workspace))["sessionId"]
+        result = await prompt(client, sid, "Where is VALUE_3?")
+        assert result["stopReason"] == "end_turn"
+        assert result["turn"] == totals(main1, sub1, sub2, main2)
+        await prompt(client, sid, "Thanks")  # compaction keeps the latest turn: one more
+        compacted = await client.call("session/compact", {"sessionId": sid})
+        assert compacted["strategy"] == "summary"
+        last = await prompt(client, sid, "Is that all?")
+        assert last["turn"] == totals(after)
+        assert last["session"] == totals(main1, sub1, sub2, main2, thanks, summary, after)
+
+
+async def test_a_recorded_model_that_is_gone_resumes_on_the_default(
+    two_models, scripted_llm: ScriptedLLM, workspace
+):
+    sid = "model-removed"
+    scripted_llm.script(Reply.text("Back on Claude."))
+    client = await start(two_models)
+    await client.create_session(workspace, sessionId=sid)
+    await client.call("session/setModel", {"sessionId": sid, "model": "gpt"})
+    await client.close()
+
+    models_json = Path(two_models["SEMA_ROOT"]) / "models.json"
+    models = json.loads(models_json.read_text())
+    del models["profiles"]["gpt"]
+    models_json.write_text(json.dumps(models))
+    client = await start(two_models)
+    ready = await client.create_session(workspace, sessionId=sid)
+    assert ready["model"] == "anthropic/claude-sonnet-4-5"
+    assert (await prompt(client, sid, "Still there?"))["stopReason"] == "end_turn"
+    assert len(scripted_llm.requests) == 1
+    await client.close()

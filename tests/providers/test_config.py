@@ -357,3 +357,14 @@ def test_images_and_price_validation(root: Path, field: dict[str, object], match
     )
     with pytest.raises(ConfigError, match=match):
         load_models()
+
+
+def test_builtin_prices_follow_snapshots_and_their_exceptions() -> None:
+    from sema_rpc.core.catalog import builtin_price
+
+    # A dated snapshot costs what its model costs ...
+    assert builtin_price("gpt-4o-2024-08-06") == builtin_price("gpt-4o")
+    assert builtin_price("claude-3-5-haiku-latest") == builtin_price("claude-3-5-haiku")
+    # ... unless it was priced apart: the first GPT-4o snapshot listed at $5 / $15.
+    first = builtin_price("gpt-4o-2024-05-13")
+    assert first is not None and (first.input, first.output) == (5.0, 15.0)

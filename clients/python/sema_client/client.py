@@ -51,6 +51,8 @@ from sema_rpc.protocol import (
     ImageInputBlock,
     InitializeParams,
     InitializeResult,
+    ModelListParams,
+    ModelListResult,
     ModeUpdateParams,
     PermissionModeUpdateParams,
     PermissionRequestParams,
@@ -66,6 +68,8 @@ from sema_rpc.protocol import (
     SessionReadyParams,
     SessionRewindParams,
     SessionRewindResult,
+    SessionSetModelParams,
+    SessionSetModelResult,
     TranscriptMessage,
 )
 
@@ -829,6 +833,19 @@ class SemaClient:
             force=force,
         )
         return await self.rpc.session_rewind(params)
+
+    async def list_models(self, session_id: str | None = None) -> ModelListResult:
+        """`model/list`: the models a session can use; with `session_id`, `.current` names
+        that session's model."""
+        return await self.rpc.model_list(ModelListParams(session_id=session_id))
+
+    async def set_model(
+        self, session_id: str, model: str, *, thinking: bool | None = None
+    ) -> SessionSetModelResult:
+        """`session/setModel`: the session's next model call uses `model` (a name from
+        `list_models()`); `thinking` None keeps the profile's setting."""
+        params = SessionSetModelParams(session_id=session_id, model=model, thinking=thinking)
+        return await self.rpc.session_set_model(params)
 
     async def shutdown(self) -> None:
         """`shutdown`: the server stops accepting work (then `exit()` or `close()`)."""

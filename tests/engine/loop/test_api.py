@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
 
+from sema_rpc.core.errors import InvalidArgument
 from sema_rpc.core.messages import Message, TextBlock, ToolResultBlock, Usage
 from sema_rpc.core.policy.permissions import NO_CLIENT_MESSAGE
 from sema_rpc.core.stream import ResponseDone, ResponseFailed
@@ -104,3 +106,47 @@ async def test_model_failure_and_interrupt_are_values(ws: Path) -> None:
     assert [m.role for m in chat.get_messages()] == ["user"]  # neither joined the history
     exhausted = await chat.call_model()
     assert isinstance(exhausted, ResponseFailed) and "no reply left" in exhausted.error.message
+
+
+async def test_set_model_inside_a_turn_and_the_usage_totals(ws: Path) -> None:
+    """The switch reaches the turn's next model call; tokens and cost add up across both
+    models, each at its own list price."""
+    root = ws.parent / "sema-root"
+    root.mkdir()
+    other = {"provider": "openai", "modelName": "gpt-4.1", "apiKey": "k", "contextLength": 50000}
+    (root / "models.json").write_text(json.dumps({"profiles": {"other": other}}))
+    first = Usage(input_tokens=1000, output_tokens=100)
+    chat, provider, _, _ = manager(
+        ws, [ScriptedReply.tool_calls(call("l", "Look", label="x", delay=0.2), usage=first)]
+    )
+    second = Usage(input_tokens=2000, output_tokens=50, cache_read_input_tokens=1000)
+    other_provider = ScriptedProvider([ScriptedReply(text="Done.", usage=second)])
+    assert [m.name for m in chat.list_models().models] == ["other"]
+
+    turn = asyncio.create_task(chat.run_turn("go"))
+    look = chat.tools["Look"]
+    await asyncio.wait_for(look.started.wait(), 5)  # type: ignore[attr-defined]
+    profile = chat.set_model("other", provider=other_provider)
+    assert (await turn).stop_reason == "end_turn"
+
+    assert profile.context_length == 50000
+    assert len(provider.requests) == 1
+    (after,) = other_provider.requests
+    assert after.model == "gpt-4.1" and after.thinking_budget is None
+    totals = chat.usage.turn
+    assert (totals.input_tokens, totals.output_tokens, totals.cache_read_tokens) == (
+        3000,
+        150,
+        1000,
+    )
+    # Published list prices, USD per million tokens: Claude Sonnet 4.5 $3 in / $15 out;
+    # GPT-4.1 $2 in / $8 out / $0.50 cached input.
+    expected = (1000 * 3 + 100 * 15 + 2000 * 2 + 50 * 8 + 1000 * 0.5) / 1e6
+    assert totals.cost_usd == pytest.approx(expected)
+    assert chat.usage.session.cost_usd == pytest.approx(expected)
+
+
+async def test_set_model_unknown_name_lists_the_profiles(ws: Path) -> None:
+    chat, _, _, _ = manager(ws, [])
+    with pytest.raises(InvalidArgument, match="unknown model 'nope'"):
+        chat.set_model("nope")
