@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 
 from sema_rpc.core.errors import (
@@ -64,6 +65,7 @@ from sema_rpc.protocol import (
     ModeUpdateResult,
     PermissionModeUpdateParams,
     PermissionModeUpdateResult,
+    PromptInputBlock,
     SessionClearedParams,
     SessionCompactParams,
     SessionCompactResult,
@@ -230,23 +232,35 @@ class SemaEngine(SessionRegistry):
     ) -> SessionPromptResult:
         """Run one input when its turn comes; answers once, also when `cancel` comes at
         any stage (before it starts, while it waits, while it runs)."""
-        session = self.session(params.session_id)
+        return await self.prompt_input(
+            params.session_id, params.input, delivery=params.delivery, cancel=cancel
+        )
+
+    async def prompt_input(
+        self,
+        session_id: str,
+        user_input: str | Sequence[PromptInputBlock | ContentBlock],
+        *,
+        delivery: str = "followUp",
+        cancel: PromptCancel | None = None,
+    ) -> SessionPromptResult:
+        """`prompt` for in-process callers: the input is a string, or content blocks —
+        the wire's (`TextInputBlock`, `ImageInputBlock`, `ResourceInputBlock`) or the
+        engine's own (`TextBlock`, `ImageBlock`), see inputs.py."""
+        session = self.session(session_id)
         cancel = cancel if cancel is not None else PromptCancel()
         if cancel.cancelled or self.closing:  # cancelled before it started: nothing runs
             return session.prompt_result("interrupted", ran=False)
         # Every refusal (a block that cannot be used, images for a model without them)
         # comes before anything is recorded: nothing of a refused input is kept.
-        content = await to_content(params.input, session.working_dir)
+        content = to_content(user_input, session.working_dir)
         text = content.text
-        user_input: str | list[ContentBlock] = text if content.text_only else content.blocks
+        turn_input: str | list[ContentBlock] = text if content.text_only else content.blocks
         command = system_command(text)
         if command is not None and not content.text_only:
             raise InvalidArgument(
                 f"/{command[0]} takes no images or resources: send it as text on its own"
             )
-        if session.profile is None and (command is None or command[0] != "clear"):
-            # config:no_models went out once, with session:ready; the error says it again.
-            raise NoModelConfigured("no model configured: " + NO_MODEL_SUGGESTION)
         profile = session.profile
         if content.images and profile is not None and not profile.images:
             raise InvalidArgument(
@@ -256,8 +270,11 @@ class SemaEngine(SessionRegistry):
             )
         if session.inputs is not None and text:
             session.inputs.add(text)
-        if params.delivery == "steer" and command is None and session.control is not None:
-            steer = SteerInput(user_input)
+        if profile is None and (command is None or command[0] != "clear"):
+            # config:no_models went out once, with session:ready; the error says it again.
+            raise NoModelConfigured("no model configured: " + NO_MODEL_SUGGESTION)
+        if delivery == "steer" and command is None and session.control is not None:
+            steer = SteerInput(turn_input)
             session.steering.append(steer)
             cancel.on_cancel(lambda: drop_steer(session, steer))
             try:
@@ -281,7 +298,7 @@ class SemaEngine(SessionRegistry):
                     title = text.strip() or _untitled(content)
                     session.store.append_event("title", title=title[:500])
                 message_id = new_message_id()
-                outcome = await self._run_turn(session, user_input, control, message_id)
+                outcome = await self._run_turn(session, turn_input, control, message_id)
             elif command[0] == "clear":
                 outcome = self._clear(session)
             else:

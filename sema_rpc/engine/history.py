@@ -784,6 +784,8 @@ def import_message(item: Any) -> Message | None:
         for block in content:
             if not isinstance(block, dict) or block.get("type") not in _KNOWN_BLOCKS:
                 continue
+            if block["type"] == "image" and not _base64_image(block):
+                continue  # an image by URL or file id cannot be sent again as it is
             if block["type"] == "tool_result" and not isinstance(block.get("content"), str):
                 parts = block.get("content")
                 parts = parts if isinstance(parts, list) else []
@@ -804,6 +806,16 @@ def import_message(item: Any) -> Message | None:
         return Message.model_validate({"role": item["role"], "content": blocks})
     except ValidationError:
         return None
+
+
+def _base64_image(block: dict[str, Any]) -> bool:
+    source = block.get("source")
+    return (
+        isinstance(source, dict)
+        and source.get("type") == "base64"
+        and isinstance(source.get("media_type"), str)
+        and isinstance(source.get("data"), str)
+    )
 
 
 # --------------------------------------------------------------------------- listing

@@ -29,8 +29,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-import anyio
-
 from sema_rpc.core.errors import InvalidArgument
 from sema_rpc.core.messages import ContentBlock, ImageBlock, ImageSource, TextBlock
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
@@ -84,9 +82,13 @@ def is_resource(block: ContentBlock) -> bool:
     return isinstance(block, TextBlock) and block.text.startswith(_RESOURCE_TAG)
 
 
-async def to_content(raw: str | Sequence[Any], working_dir: Path) -> PromptContent:
+def to_content(raw: str | Sequence[Any], working_dir: Path) -> PromptContent:
     """`session/prompt`'s input (a string, wire blocks or engine blocks) as content;
-    `working_dir` resolved. Raises InvalidArgument with the reason for anything unusable."""
+    `working_dir` resolved. Raises InvalidArgument with the reason for anything unusable.
+
+    Synchronous on purpose: a prompt takes its place in the session's queue without
+    yielding to the loop, so prompts keep their arrival order; the reads are bounded
+    (`MAX_IMAGE_BYTES`, `MAX_RESOURCE_BYTES`) and local."""
     if isinstance(raw, str):
         return PromptContent([TextBlock(text=raw)], raw)
     if not raw:
@@ -101,9 +103,9 @@ async def to_content(raw: str | Sequence[Any], working_dir: Path) -> PromptConte
         elif kind == "text":
             blocks.append(TextBlock(text=item.text))
         elif kind == "image":
-            blocks.append(await _image(item, root, where))
+            blocks.append(_image(item, root, where))
         elif kind == "resource":
-            blocks.append(TextBlock(text=await _resource(item, root, where)))
+            blocks.append(TextBlock(text=_resource(item, root, where)))
         else:
             raise InvalidArgument(f"{where}: unsupported block type {kind!r}")
     if sum(isinstance(b, ImageBlock) for b in blocks) > MAX_IMAGES:
@@ -112,11 +114,11 @@ async def to_content(raw: str | Sequence[Any], working_dir: Path) -> PromptConte
     return PromptContent(blocks, text)
 
 
-async def _image(item: Any, root: Path, where: str) -> ImageBlock:
+def _image(item: Any, root: Path, where: str) -> ImageBlock:
     path = getattr(item, "path", None)
     if path:
         file = _inside(path, root, where)
-        data = await anyio.to_thread.run_sync(_read_image, file, where)
+        data = _read_image(file, where)
         media_type = sniff_image(data[:16])
         if media_type is None:
             raise InvalidArgument(
@@ -180,7 +182,7 @@ def _read_image(file: Path, where: str) -> bytes:
     return data
 
 
-async def _resource(item: Any, root: Path, where: str) -> str:
+def _resource(item: Any, root: Path, where: str) -> str:
     uri = getattr(item, "uri", "") or ""
     text = getattr(item, "text", None)
     name = uri
@@ -194,7 +196,7 @@ async def _resource(item: Any, root: Path, where: str) -> str:
         if parsed.netloc not in ("", "localhost"):
             raise InvalidArgument(f"{where}: {uri!r} names another host")
         file = _inside(unquote(parsed.path), root, where)
-        text = await anyio.to_thread.run_sync(_read_text, file, where)
+        text = _read_text(file, where)
         name = display_path(file, root)
     mime = getattr(item, "mime_type", None)
     attrs = f'uri="{html.escape(uri)}"' + (f' mimeType="{html.escape(mime)}"' if mime else "")

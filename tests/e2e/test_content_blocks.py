@@ -305,3 +305,54 @@ async def test_text_blocks_keep_slash_commands_and_references(
     assert parts[1] == expected_image("claude-vision")
     assert any("A tiny project." in p.get("text", "") for p in parts[2:])
     assert [r["name"] for e in refs for r in e.params["references"]] == ["README.md"]
+
+
+async def test_a_steer_with_an_image_joins_the_running_turn_and_prompts_keep_their_order(
+    env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    import asyncio
+
+    (workspace / "shot.png").write_bytes(PNG)
+    scripted_llm.script(
+        Reply.tools([("Bash", {"command": "sleep 0.5; echo built"})]),
+        Reply.text("Built, and I see the screenshot."),
+        Reply.text("First follow-up."),
+        Reply.text("Second follow-up."),
+    )
+    async with WireClient(env=env) as client:
+        await client.initialize()
+        ready = await client.create_session(
+            workspace, model="claude-vision", permissionMode="bypass"
+        )
+        sid = ready["sessionId"]
+        main = asyncio.ensure_future(prompt(client, sid, "build it"))
+        await client.wait_for("tool:execution:start", lambda p: p["sessionId"] == sid)
+        steer = asyncio.ensure_future(
+            client.call(
+                "session/prompt",
+                {
+                    "sessionId": sid,
+                    "input": [
+                        {"type": "text", "text": "like this"},
+                        {"type": "image", "path": "shot.png"},
+                    ],
+                    "delivery": "steer",
+                },
+            )
+        )
+        # Back to back: one with an image to read, one plain; they run in this order.
+        first = asyncio.ensure_future(
+            prompt(
+                client,
+                sid,
+                [{"type": "text", "text": "one"}, {"type": "image", "path": "shot.png"}],
+            )
+        )
+        second = asyncio.ensure_future(prompt(client, sid, "two"))
+        results = await asyncio.wait_for(asyncio.gather(main, steer, first, second), 20)
+    assert [r["stopReason"] for r in results] == ["end_turn"] * 4
+    joined = scripted_llm.requests[1].body["messages"][-1]["content"]
+    assert [b["type"] for b in joined] == ["tool_result", "text", "image"]
+    assert joined[2] == expected_image("claude-vision")
+    assert user_parts(scripted_llm.requests[2].body, "claude-vision")[0]["text"] == "one"
+    assert user_parts(scripted_llm.requests[3].body, "claude-vision")[0]["text"] == "two"

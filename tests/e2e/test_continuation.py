@@ -134,3 +134,29 @@ async def test_the_quick_pointer_answers_the_check(
         ("/v1/chat/completions", "gpt-quick"),
         ("/v1/messages", "claude-main"),
     ]
+
+
+async def test_an_interrupt_during_the_check_ends_the_turn_interrupted(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    import asyncio
+    import threading
+
+    gate = threading.Event()
+    verdict = Reply.text("yes", gate=gate)
+    scripted_llm.script(Reply.text("Now I'll run the tests."), verdict)
+    async with WireClient(env=server_env) as client:
+        await client.initialize()
+        ready = await client.create_session(workspace, model=MODEL, checkContinuation=True)
+        sid = ready["sessionId"]
+        turn = asyncio.ensure_future(
+            client.request("session/prompt", {"sessionId": sid, "input": "Go"}, msg_id="p1")
+        )
+        assert await asyncio.get_running_loop().run_in_executor(None, verdict.at_gate.wait, 10)
+        assert (await client.call("session/interrupt", {"sessionId": sid}))["interrupted"]
+        response = await asyncio.wait_for(turn, 10)
+        gate.set()
+    assert response["result"]["stopReason"] == "interrupted"
+    assert answers(client, "p1") == 1
+    assert not client.events("turn:continued", sid)
+    assert len(scripted_llm.requests) == 2

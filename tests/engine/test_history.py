@@ -509,3 +509,27 @@ def test_a_lone_surrogate_written_by_an_older_build_loads_as_a_replacement_chara
     assert loaded is not None
     assert [m.text() for m in loaded.messages] == ["one", "a \ufffd b \U0001f600"]
     loaded.messages[-1].text().encode("utf-8")  # encodable: no surrogate left
+
+
+def test_seed_json_keeps_base64_images_and_drops_others(workdir, sema_root):
+    (sema_root / "history").mkdir()
+    image = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+    seed = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What is this?"},
+                    {"type": "image", "source": image},
+                    {"type": "image", "source": {"type": "url", "url": "https://x.invalid/a.png"}},
+                ],
+            },
+            {"role": "assistant", "content": "A logo."},
+        ]
+    }
+    (sema_root / "history" / "seed-img.json").write_text(json.dumps(seed))
+    loaded = load_history("seed-img")
+    assert loaded is not None
+    [kept] = loaded.messages[0].images()
+    assert kept.source.model_dump() == image
+    assert loaded.messages[0].text() == "What is this?"
