@@ -343,6 +343,18 @@ try {
   const sent = JSON.stringify((await model.bodies()).at(-1).messages);
   assert.ok(sent.includes(PIXEL), "the image reached the model");
   assert.ok(sent.includes("What is in this picture?"));
+
+  // Fork from that message: a new chat without it, the message in the input, the original kept.
+  const original = await chat.locator("#app").getAttribute("data-session");
+  const pictured = chat.locator(".log > .user", { hasText: "What is in this picture?" });
+  await pictured.locator(".message-actions").waitFor({ state: "attached", timeout: 30000 });
+  await pictured.hover();
+  await pictured.locator("button.fork").click();
+  await chat.locator(".notice", { hasText: "Forked" }).waitFor({ timeout: 30000 });
+  assert.equal(await chat.locator("textarea.input").inputValue(), "What is in this picture?");
+  assert.equal(await chat.locator(".log > .user", { hasText: "What is in this picture?" }).count(), 0);
+  assert.notEqual(await chat.locator("#app").getAttribute("data-session"), original, "a new session");
+  await shot("forked");
   lap("PASS");
 } catch (err) {
   await shot("failure").catch(() => undefined);
