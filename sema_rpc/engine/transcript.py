@@ -105,8 +105,8 @@ def _cut(text: str) -> str:
 
 
 def _title(name: str, tool_input: dict[str, Any]) -> str:
-    """The title the tool gives the call (as tool:execution:start had it); the name for a
-    tool this process does not know (MCP) or an input it does not accept."""
+    """The title a built-in tool gives the call (as tool:execution:start had it); the
+    name for any other tool (MCP, Task, skills) or an input the tool does not accept."""
     tool = _builtin_tools().get(name)
     if tool is None:
         return name

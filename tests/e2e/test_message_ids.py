@@ -153,8 +153,11 @@ async def test_pages_and_a_restart_give_the_same_messages(
     client = await start(server_env)
     try:
         assert await messages(client, sid, limit=5) == listed
+        fork = await client.call("session/fork", {"sessionId": sid, "messageId": prompt_ids[2]})
+        assert fork["input"] == "Question 2" and fork["workingDir"] == str(workspace.resolve())
+        assert await messages(client, fork["sessionId"]) == listed[:4]
         err = await error_of(client, "session/prompt", {"sessionId": sid, "input": "hi"})
-        assert err["code"] == -32010, "reading it did not resume it"
+        assert err["code"] == -32010, "reading it (and forking it) did not resume it"
         ready = await client.create_session(workspace, sessionId=sid, model=MODEL)
         assert ready["historyLoaded"] is True
         assert await messages(client, sid) == listed
@@ -331,6 +334,7 @@ async def test_interrupt_notes_and_compaction_summaries_are_listed_with_their_ki
         sid = await create(client, workspace)
         running = asyncio.ensure_future(prompt(client, sid, "First question"))
         assert await asyncio.get_running_loop().run_in_executor(None, streaming.at_gate.wait, 20)
+        await client.wait_for("message:text:chunk", lambda p: p["sessionId"] == sid)
         await client.call("session/interrupt", {"sessionId": sid})
         gate.set()
         interrupted = await running
