@@ -439,39 +439,53 @@ class CheckpointStore:
 
     def _named(self, command: str, read: Iterable[str]) -> list[str]:
         """Files a command may change that can be kept before it runs: the words of the
-        command that name workspace files (globs expanded), and the files the session
-        has read or written."""
+        command that name workspace files (globs expanded; relative to the workspace, or
+        to the folder a `cd` in the command went to), and the files the session has read
+        or written."""
         root = str(self.working_dir)
         try:
             words = shlex.split(command, comments=True)
         except ValueError:
             words = command.split()
         out: dict[str, None] = {}
+        base = root
+        after_cd = False
         for word in words:
             word = word.lstrip("<>&|;(")
             if "=" in word and not word.startswith(("/", ".")):
                 word = word.split("=", 1)[1]  # --in-place=x, VAR=path
             if not word or word.startswith("-"):
                 continue
-            candidates: Iterable[str]
-            pattern = word if os.path.isabs(word) else os.path.join(root, word)
-            if has_glob_magic(word):
-                literal, _rest = split_glob(pattern)
-                if not is_inside(Path(os.path.realpath(literal or "/")), self.working_dir):
-                    continue  # never walk outside the workspace
-                candidates = itertools.islice(
-                    globmod.iglob(pattern, recursive=True), NAMED_MAX_FILES
-                )
-            else:
-                candidates = [pattern]
-            for c in candidates:
-                resolved = os.path.realpath(c)
-                if is_inside(Path(resolved), self.working_dir) and os.path.isfile(resolved):
-                    out[resolved] = None
+            if after_cd:
+                after_cd = False
+                target = os.path.realpath(os.path.join(base, os.path.expanduser(word)))
+                if os.path.isdir(target) and is_inside(Path(target), self.working_dir):
+                    base = target
+                continue
+            if word in ("cd", "pushd"):
+                after_cd = True
+                continue
+            for folder in {root, base}:
+                for found in self._files_named(word, folder):
+                    out[found] = None
         for path in read:
             if is_inside(Path(path), self.working_dir):
                 out[path] = None
         return list(out)
+
+    def _files_named(self, word: str, folder: str) -> Iterable[str]:
+        """The workspace files `word` names, taken from `folder` (a glob: its matches)."""
+        pattern = word if os.path.isabs(word) else os.path.join(folder, word)
+        candidates: Iterable[str] = [pattern]
+        if has_glob_magic(word):
+            literal, _rest = split_glob(pattern)
+            if not is_inside(Path(os.path.realpath(literal or "/")), self.working_dir):
+                return  # never walk outside the workspace
+            candidates = itertools.islice(globmod.iglob(pattern, recursive=True), NAMED_MAX_FILES)
+        for c in candidates:
+            resolved = os.path.realpath(c)
+            if is_inside(Path(resolved), self.working_dir) and os.path.isfile(resolved):
+                yield resolved
 
     # ------------------------------------------------------------------ rewind
 

@@ -356,3 +356,24 @@ async def test_a_capped_scan_never_deletes_what_it_did_not_see(
         assert stderr.count("the scan stops there") == 1, stderr[-2000:]
     finally:
         await client.close()
+
+
+async def test_a_command_after_cd_is_rewound_too(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    sid = "rewind-after-cd"
+    mod3 = workspace / "src" / "mod3.py"
+    before = mod3.read_text()
+    client = await start(server_env, workspace, sid)
+    try:
+        scripted_llm.script(
+            Reply.tools([("Bash", {"command": "cd src && sed -i 's/VALUE_3/THREE/' mod3.py"})]),
+            Reply.text("Done."),
+        )
+        m1 = (await prompt(client, sid, "Rename it"))["messageId"]
+        assert mod3.read_text().startswith("THREE = 3\n")
+        r = await rewind(client, sid, messageId=m1, restore="code")
+        assert r["rewound"] is True and r["conflicts"] == []
+        assert r["restoredFiles"] == ["src/mod3.py"] and mod3.read_text() == before
+    finally:
+        await client.close()
