@@ -93,6 +93,8 @@ def to_content(raw: str | Sequence[Any], working_dir: Path) -> PromptContent:
         return PromptContent([TextBlock(text=raw)], raw)
     if not raw:
         raise InvalidArgument("input: an empty list of blocks; give at least one block")
+    if sum(getattr(item, "type", None) == "image" for item in raw) > MAX_IMAGES:
+        raise InvalidArgument(f"input: more than {MAX_IMAGES} images in one input")
     root = working_dir
     blocks: list[ContentBlock] = []
     for i, item in enumerate(raw):
@@ -108,8 +110,6 @@ def to_content(raw: str | Sequence[Any], working_dir: Path) -> PromptContent:
             blocks.append(TextBlock(text=_resource(item, root, where)))
         else:
             raise InvalidArgument(f"{where}: unsupported block type {kind!r}")
-    if sum(isinstance(b, ImageBlock) for b in blocks) > MAX_IMAGES:
-        raise InvalidArgument(f"input: more than {MAX_IMAGES} images in one input")
     text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock) and not is_resource(b))
     return PromptContent(blocks, text)
 

@@ -356,3 +356,17 @@ async def test_a_steer_with_an_image_joins_the_running_turn_and_prompts_keep_the
     assert joined[2] == expected_image("claude-vision")
     assert user_parts(scripted_llm.requests[2].body, "claude-vision")[0]["text"] == "one"
     assert user_parts(scripted_llm.requests[3].body, "claude-vision")[0]["text"] == "two"
+
+
+async def test_an_empty_list_and_too_many_images_are_refused(
+    env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    image = {"type": "image", "data": PNG_B64, "mediaType": "image/png"}
+    async with WireClient(env=env) as client:
+        sid = await session(client, workspace, "claude-vision")
+        for content, message in (([], "empty list"), ([image] * 21, "more than 20 images")):
+            with pytest.raises(RpcFailure) as failure:
+                await prompt(client, sid, content)
+            assert failure.value.code == -32602
+            assert message in failure.value.error["message"]
+    assert not scripted_llm.requests
