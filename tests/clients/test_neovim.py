@@ -392,14 +392,19 @@ def test_rewind_over_a_changed_file_after_confirming_then_fork(
     assert "-v1" in result["diff"]["lines"] and "+v2" in result["diff"]["lines"]
 
     # the conflict was asked about, naming the file; "overwrite" rewound it
-    [conflict] = [p for p in result["prompts"] if p.get("kind") == "sema.rewind_conflict"]
+    conflict = next(p for p in result["prompts"] if p.get("kind") == "sema.rewind_conflict")
     assert "notes.txt (modified)" in conflict["prompt"]
     assert result["notes_after_rewind"] == ["v1"]
-    assert (workspace / "notes.txt").read_text() == "v1\n"
+    assert (workspace / "notes.txt").read_text() == "v1\n", "rewound again after the redo"
     rewound = result["snapshots"]["rewound"]
     assert "## You\n\nWrite the notes" in rewound and "Wrote v1." in rewound
     assert "Change the notes" not in rewound and "Wrote v2." not in rewound
     assert result["rewound_input"] == "> Change the notes"
+    # redo puts back the file as the rewind found it and the conversation; the second
+    # rewind needs no confirmation (the redo left the file so)
+    assert result["notes_after_redo"] == ["mine"], "the content the rewind overwrote"
+    assert "Change the notes" in result["snapshots"]["redone"]
+    assert len([p for p in result["prompts"] if p.get("kind") == "sema.rewind_conflict"]) == 1
 
     # the fork: a new session with the conversation before the first message
     assert result["fork_session"] != result["first_session"]

@@ -41,8 +41,15 @@ H.run(function()
   H.result.rewound_input = vim.api.nvim_buf_get_lines(chat.input, -2, -1, true)[1]
   H.result.notes_after_rewind = vim.fn.readfile("notes.txt")
 
-  vim.cmd("Sema fork")
+  vim.cmd("Sema redo")
   H.wait_event("SemaHistoryShown", 2)
+  H.snapshot("redone")
+  H.result.notes_after_redo = vim.fn.readfile("notes.txt")
+  vim.cmd("Sema rewind")
+  H.wait_event("SemaHistoryShown", 3)
+
+  vim.cmd("Sema fork")
+  H.wait_event("SemaHistoryShown", 4)
   local fork = H.chat()
   H.snapshot("forked")
   H.result.fork_session = fork.session_id

@@ -229,6 +229,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         case "rewind":
           await this.rewind(msg.messageId, msg.restore, msg.force ?? false);
           break;
+        case "redo":
+          await this.redo(msg.force ?? false);
+          break;
         case "fork":
           await this.fork(msg.messageId);
           break;
@@ -659,6 +662,22 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       if (result.input) this.post({ type: "restoreInput", text: result.input, images: [] });
     }
     this.post({ type: "rewound", messageId, restore, restoredFiles: result.restoredFiles ?? [] });
+    this.postState();
+  }
+
+  /** `session/rewind` with `redo`: put back what the last rewind changed (conflicts ask first). */
+  private async redo(force: boolean): Promise<void> {
+    const session = this.session;
+    if (!session || !session.connection.supports("session/rewind")) return;
+    const result = await session.redo(force);
+    if (!result.rewound) {
+      const conflicts = result.conflicts ?? [];
+      if (conflicts.length) this.post({ type: "rewindConflicts", restore: result.restore ?? "both", conflicts });
+      return;
+    }
+    this.post({ type: "reset" });
+    await this.showConversation(session);
+    this.post({ type: "redone", restoredFiles: result.restoredFiles ?? [] });
     this.postState();
   }
 

@@ -65,7 +65,9 @@ export type ToWebview =
   /** The server's id of a user message (from the prompt's result): rewind and fork address it. */
   | { type: "messageId"; localId: number; messageId: string }
   | { type: "rewound"; messageId: string; restore: RestoreWhat; restoredFiles: string[] }
-  | { type: "rewindConflicts"; messageId: string; restore: RestoreWhat; conflicts: RewindConflict[] }
+  | { type: "redone"; restoredFiles: string[] }
+  /** A rewind (or, without `messageId`, a redo) that would overwrite files changed since. */
+  | { type: "rewindConflicts"; messageId?: string; restore: RestoreWhat; conflicts: RewindConflict[] }
   /** Text (and images) put back into the input box: a rewound or forked message, a refused send. */
   | { type: "restoreInput"; text: string; images: ImageAttachment[] }
   | { type: "turnEnd"; stopReason: string; error?: string }
@@ -101,6 +103,7 @@ export type FromWebview =
   | { type: "openLink"; href: string }
   | { type: "setModel"; model: string }
   | { type: "rewind"; messageId: string; restore: RestoreWhat; force?: boolean }
+  | { type: "redo"; force?: boolean }
   | { type: "fork"; messageId: string }
   /** Open a turn's changes: one file in the diff editor, or (no path) the whole patch. */
   | { type: "reviewChanges"; id: number; path?: string }

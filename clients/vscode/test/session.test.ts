@@ -219,6 +219,11 @@ describe("session features on the real server", { timeout: 180000 }, () => {
     assert.equal(code.rewound, true);
     assert.throws(() => file("rw.txt"), /ENOENT/, "the file the first turn created is removed");
     assert.equal((await session.messages()).at(-1)?.role, "assistant");
+    // ...and redo puts it back.
+    const redone = await session.redo();
+    assert.equal(redone.rewound, true);
+    assert.equal(file("rw.txt"), "one\n");
+    await assert.rejects(session.redo(), (e: SemaError) => e.code === -32602, "nothing left to redo");
     await session.dispose();
   });
 

@@ -291,6 +291,8 @@ let sessions: SessionListItem[] = [];
 let features: Features = { models: false, messages: false, rewind: false, fork: false };
 let models: ModelInfo[] = [];
 let attachments: ImageAttachment[] = [];
+/** The text a rewind or fork put in the input (a redo takes it back out, if unchanged). */
+let restoredInput: string | undefined;
 let inputHistory: string[] = [];
 let historyPos = -1;
 let draft = "";
@@ -800,7 +802,7 @@ function userBubble(text: string, images: Array<{ name?: string; mediaType: stri
 }
 
 /** A rewind that found files changed since the agent wrote them: overwrite them, or not. */
-function conflictCard(messageId: string, restore: RestoreWhat, conflicts: RewindConflict[]): void {
+function conflictCard(messageId: string | undefined, restore: RestoreWhat, conflicts: RewindConflict[]): void {
   hideWelcome();
   const list = h("ul", { class: "conflicts" });
   for (const c of conflicts) list.append(h("li", {}, fileLink(c.path), h("span", { class: "muted" }, ` — ${c.reason}`)));
@@ -814,8 +816,14 @@ function conflictCard(messageId: string, restore: RestoreWhat, conflicts: Rewind
     h("div", { class: "request-title" }, "These files changed after the agent wrote them. Rewinding overwrites those changes:"),
     list,
     h("div", { class: "buttons" },
-      h("button", { class: "overwrite primary", onclick: () => { close("Overwritten"); send({ type: "rewind", messageId, restore, force: true }); } }, "Overwrite and rewind"),
-      h("button", { class: "cancel", onclick: () => close("Rewind cancelled: nothing changed") }, "Cancel")),
+      h("button", {
+        class: "overwrite primary",
+        onclick: () => {
+          close("Overwritten");
+          send(messageId ? { type: "rewind", messageId, restore, force: true } : { type: "redo", force: true });
+        },
+      }, messageId ? "Overwrite and rewind" : "Overwrite and redo"),
+      h("button", { class: "cancel", onclick: () => close(`${messageId ? "Rewind" : "Redo"} cancelled: nothing changed`) }, "Cancel")),
   );
   log.append(el);
   stickToBottom = true;
@@ -1107,6 +1115,7 @@ function handle(msg: ToWebview): void {
       break;
     }
     case "restoreInput":
+      restoredInput = msg.text;
       input.value = msg.text;
       autosize();
       if (msg.images.length) setAttachments(msg.images);
@@ -1171,7 +1180,18 @@ function handle(msg: ToWebview): void {
     case "rewound": {
       const what = { both: "the files and the conversation", code: "the files", conversation: "the conversation" }[msg.restore];
       const files = msg.restoredFiles.length ? ` Restored: ${msg.restoredFiles.join(", ")}.` : "";
-      notice(`Rewound ${what} to before that message.${files}`, "notice rewound");
+      const el = notice(`Rewound ${what} to before that message.${files} `, "notice rewound");
+      // Until something else happens, the rewind can be undone.
+      el.append(h("button", { class: "redo", title: "Put back what this rewind changed", onclick: () => send({ type: "redo" }) }, "Redo"));
+      break;
+    }
+    case "redone": {
+      if (restoredInput !== undefined && input.value === restoredInput) {
+        input.value = "";
+        autosize();
+      }
+      const files = msg.restoredFiles.length ? ` Restored: ${msg.restoredFiles.join(", ")}.` : "";
+      notice(`Redone: the rewind is undone.${files}`, "notice redone");
       break;
     }
     case "rewindConflicts":

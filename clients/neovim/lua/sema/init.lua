@@ -578,6 +578,44 @@ function M.rewind()
   end)
 end
 
+--- Undo the chat's last rewind (as long as nothing happened since); files changed since
+--- the rewind are listed first, as for a rewind.
+function M.redo()
+  with_chat(function(chat, client)
+    if not has_method("session/rewind") then
+      return notify("this sema-rpc has no session/rewind", vim.log.levels.WARN)
+    end
+    local function go(force)
+      local params = { sessionId = chat.session_id, redo = true, force = force }
+      client:request("session/rewind", params, function(err, result)
+        if err then
+          return notify("redo failed: " .. (err.message or "?"), vim.log.levels.ERROR)
+        end
+        if not result.rewound then
+          local names = {}
+          for _, c in ipairs(result.conflicts or {}) do
+            names[#names + 1] = c.path .. " (" .. c.reason .. ")"
+          end
+          return vim.ui.select({ "overwrite", "cancel" }, {
+            prompt = "Sema: changed since the rewind: " .. table.concat(names, ", "),
+            kind = "sema.rewind_conflict",
+          }, function(choice)
+            if choice == "overwrite" then
+              go(true)
+            end
+          end)
+        end
+        for _, path in ipairs(result.restoredFiles or {}) do
+          local abs = path:sub(1, 1) == "/" and path or vim.fs.joinpath(chat.working_dir, path)
+          require("sema.chat").reload(abs)
+        end
+        redraw(client, chat, "# Sema — redone (the last rewind is undone)")
+      end)
+    end
+    go(false)
+  end)
+end
+
 --- Continue from before one of your messages in a new chat (the original is kept).
 function M.fork()
   with_chat(function(chat, client)
@@ -639,6 +677,9 @@ local SUBCOMMANDS = {
   end,
   rewind = function()
     M.rewind()
+  end,
+  redo = function()
+    M.redo()
   end,
   fork = function()
     M.fork()

@@ -326,6 +326,18 @@ try {
   assert.equal(await chat.locator(".md.answer", { hasText: "README rewritten." }).count(), 0, "and its answer");
   assert.equal(await chat.locator("textarea.input").inputValue(), REWRITE, "the message is back in the input");
   await shot("rewound");
+  // Redo undoes the rewind: the README as the rewind found it (the hand edit), the conversation
+  // back; rewinding again needs no confirmation (the redo left the file so).
+  await chat.locator(".notice.rewound button.redo").click();
+  await chat.locator(".notice.redone").waitFor({ timeout: 30000 });
+  assert.equal(readFileSync(path.join(dirs.workspace, "README.md"), "utf8"), "# Edited by hand\n");
+  await chat.locator(".log > .user", { hasText: REWRITE }).waitFor({ timeout: 30000 });
+  assert.equal(await chat.locator("textarea.input").inputValue(), "", "the message left the input again");
+  const again = chat.locator(".log > .user", { hasText: REWRITE });
+  await again.hover();
+  await again.locator("button.rewind-both").click();
+  await chat.locator(".notice.rewound").waitFor({ timeout: 30000 });
+  assert.equal(readFileSync(path.join(dirs.workspace, "README.md"), "utf8"), README);
 
   // An image pasted into the input goes to the model with the text, as an image block.
   await chat.locator("textarea.input").fill("What is in this picture?");
