@@ -304,6 +304,10 @@ try {
   await reviewed.locator(".modified .view-lines", { hasText: "Rewritten by Sema." }).waitFor({ timeout: 20000 });
   await reviewed.locator(".original .view-lines", { hasText: "# Demo workspace" }).waitFor({ timeout: 20000 });
   await shot("review-readme");
+  // "Review changes" itself opens the turn's whole patch, read-only, as a diff document.
+  await chat.locator(".turn-diff button.review", { hasText: "1 file" }).click();
+  await page.locator(".tab.active", { hasText: /sema-turn-\d+\.diff/ }).waitFor({ timeout: 20000 });
+  await page.locator(".editor-instance:visible .view-lines", { hasText: "+Rewritten by Sema." }).waitFor({ timeout: 20000 });
 
   // Rewind to the first message, files and conversation: the README is back, the chat is cut,
   // the message is back in the input.
