@@ -38,7 +38,7 @@ const REWRITE = "Rewrite the README";
 // Two profiles on two providers: the picker switches between them.
 const MODELS_JSON = {
   profiles: {
-    "claude-test": { provider: "anthropic", modelName: "claude-test", contextLength: 200000 },
+    "claude-test": { provider: "anthropic", modelName: "claude-test", contextLength: 200000, images: false },
     "gpt-test": {
       provider: "openai",
       modelName: "gpt-test",
@@ -371,6 +371,18 @@ try {
   assert.equal(await chat.locator(".log > .user", { hasText: "What is in this picture?" }).count(), 0);
   assert.notEqual(await chat.locator("#app").getAttribute("data-session"), original, "a new session");
   await shot("forked");
+
+  // On a model that reads no images, a pasted image is refused in place.
+  await picker.selectOption("claude-test");
+  await chat.locator(".notice", { hasText: "Model: claude-test" }).waitFor({ timeout: 30000 });
+  await chat.locator("textarea.input").evaluate((el, data) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([bytes], "pixel.png", { type: "image/png" }));
+    el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true }));
+  }, PIXEL);
+  await chat.locator(".notice.no-images", { hasText: "claude-test does not take images" }).waitFor({ timeout: 10000 });
+  assert.equal(await chat.locator(".attachments .attachment").count(), 0, "nothing attached");
   lap("PASS");
 } catch (err) {
   await shot("failure").catch(() => undefined);
