@@ -264,9 +264,9 @@ class SemaServer:
             "session/dispose": self._on_engine("dispose", is_async=True),
             "session/delete": self._on_engine("delete_session", is_async=True),
             "session/compact": self._on_engine("compact", is_async=True),
-            "session/rewind": self._on_engine("rewind", is_async=True),
             "session/messages": self._on_engine("session_messages", is_async=True),
             "session/fork": self._on_engine("fork_session", is_async=True),
+            "session/rewind": self._on_engine("rewind", is_async=True),
         }
         missing = set(METHODS) - set(handlers)
         assert not missing, f"methods without a handler: {missing}"

@@ -320,10 +320,98 @@ def test_resume_a_session_from_the_list(workspace: Path, tmp_path: Path, scripte
     assert "resumed: What is the answer?" in text
     assert "You asked about the answer." in text
     assert second["session_id"] == first["session_id"]
+    # the earlier conversation is shown in the buffer, read back from the server
+    history = second["snapshots"]["history"]
+    assert "## You\n\nWhat is the answer?\n\n## Sema\n\nThe answer is 42." in history
+    assert history.index("The answer is 42.") < history.index("— earlier conversation above —")
+    assert text.index("— earlier conversation above —") < text.index("You asked about the answer.")
     assert second["history_line"] == "> What is the answer?"
     # the model saw the earlier conversation: the session really resumed
     messages = json.dumps(scripted_llm.requests[-1].body["messages"])
     assert "What is the answer?" in messages and "The answer is 42." in messages
+
+
+def test_model_picker_switches_the_next_request_to_the_chosen_profile(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    sema_root = tmp_path / "sema-root"
+    sema_root.mkdir()
+    (sema_root / "models.json").write_text(
+        json.dumps(
+            {
+                "profiles": {
+                    "fast": {"provider": "anthropic", "modelName": "claude-test-fast"},
+                    "other": {
+                        "provider": "openai",
+                        "modelName": "gpt-test-other",
+                        "contextLength": 64000,
+                        "images": True,
+                    },
+                }
+            }
+        )
+    )
+    scripted_llm.script(Reply.text("From the fast one."), Reply.text("From the other one."))
+    result = run_scenario(
+        "model_pick",
+        workspace,
+        tmp_path,
+        scripted_llm,
+        sema_root=sema_root,
+        env_overrides={"SEMA_NVIM_MODEL": "fast"},
+    )
+
+    [picker] = [p for p in result["prompts"] if p.get("kind") == "sema.model"]
+    assert picker["prompt"] == "Sema model (now fast)"
+    assert picker["labels"][0].startswith("* fast  (anthropic/claude-test-fast")
+    assert "  other  (openai/gpt-test-other, 64k context, images)" in picker["labels"]
+    assert " other " in result["winbar"]
+    first, second = scripted_llm.requests
+    assert first.path == "/v1/messages" and first.body["model"] == "claude-test-fast"
+    assert second.path != "/v1/messages" and second.body["model"] == "gpt-test-other"
+    # the conversation went along to the other model
+    assert "First question" in json.dumps(second.body)
+    assert "From the other one." in result["snapshots"]["end"]
+
+
+def test_rewind_over_a_changed_file_after_confirming_then_fork(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": "notes.txt", "content": "v1\n"})]),
+        Reply.text("Wrote v1."),
+        Reply.tools([("Write", {"file_path": "notes.txt", "content": "v2\n"})]),
+        Reply.text("Wrote v2."),
+    )
+    result = run_scenario("rewind", workspace, tmp_path, scripted_llm)
+
+    written = result["snapshots"]["written"]
+    assert "Δ 1 file changed (+1 −0) — :Sema diff" in written
+    assert "Δ 1 file changed (+1 −1) — :Sema diff" in written
+    assert result["diff"]["filetype"] == "diff"
+    assert "-v1" in result["diff"]["lines"] and "+v2" in result["diff"]["lines"]
+
+    # the conflict was asked about, naming the file; "overwrite" rewound it
+    conflict = next(p for p in result["prompts"] if p.get("kind") == "sema.rewind_conflict")
+    assert "notes.txt (modified)" in conflict["prompt"]
+    assert result["notes_after_rewind"] == ["v1"]
+    assert (workspace / "notes.txt").read_text() == "v1\n", "rewound again after the redo"
+    rewound = result["snapshots"]["rewound"]
+    assert "## You\n\nWrite the notes" in rewound and "Wrote v1." in rewound
+    assert "Change the notes" not in rewound and "Wrote v2." not in rewound
+    assert result["rewound_input"] == "> Change the notes"
+    # redo puts back the file as the rewind found it and the conversation; the second
+    # rewind needs no confirmation (the redo left the file so)
+    assert result["notes_after_redo"] == ["mine"], "the content the rewind overwrote"
+    assert "Change the notes" in result["snapshots"]["redone"]
+    assert len([p for p in result["prompts"] if p.get("kind") == "sema.rewind_conflict"]) == 1
+
+    # the fork: a new session with the conversation before the first message
+    assert result["fork_session"] != result["first_session"]
+    forked = result["snapshots"]["forked"]
+    assert "fork of " + result["first_session"] in forked
+    assert "Write the notes" not in forked.split("\n", 1)[1]
+    assert result["fork_input"] == "> Write the notes"
 
 
 def test_completion_of_files_and_commands_in_the_input(

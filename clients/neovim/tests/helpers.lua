@@ -47,13 +47,14 @@ end
 
 local events = {}
 vim.api.nvim_create_autocmd("User", {
-  pattern = { "SemaReady", "SemaPromptDone" },
+  pattern = { "SemaReady", "SemaPromptDone", "SemaHistoryShown" },
   callback = function(ev)
     events[#events + 1] = { name = ev.match, data = ev.data }
   end,
 })
 
---- Wait for the `n`-th User event `name` (SemaReady, SemaPromptDone); returns its data.
+--- Wait for the `n`-th User event `name` (SemaReady, SemaPromptDone, SemaHistoryShown);
+--- returns its data.
 function H.wait_event(name, n)
   local found
   H.wait(name .. " #" .. (n or 1), function()

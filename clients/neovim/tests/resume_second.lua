@@ -8,6 +8,9 @@ end)
 H.run(function()
   vim.cmd("Sema resume")
   H.wait_event("SemaReady")
+  -- the earlier conversation, read back from the server
+  H.wait_event("SemaHistoryShown")
+  H.snapshot("history")
   -- <Up> in the input brings back the project's earlier input
   local chat = H.chat()
   vim.api.nvim_set_current_win(chat.input_win)

@@ -3,10 +3,28 @@ import { appendFileSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { CancellationToken } from "vscode-jsonrpc";
-import { SemaError, type ChatSession, type SemaConnection, type SessionEvent } from "./client";
+import {
+  SemaError,
+  type ChatSession,
+  type ModelInfo,
+  type PromptInput,
+  type SemaConnection,
+  type SessionEvent,
+  type TurnDiff,
+} from "./client";
 import { showProposedDiff, type ProposedContentProvider } from "./diff";
-import { resolveInWorkspace } from "./util";
-import type { ChatState, Completion, FromWebview, Mode, PermissionMode, ToWebview } from "./messages";
+import { readText, resolveInWorkspace, reversePatch } from "./util";
+import type {
+  ChatState,
+  Completion,
+  Features,
+  FromWebview,
+  ImageAttachment,
+  Mode,
+  PermissionMode,
+  RestoreWhat,
+  ToWebview,
+} from "./messages";
 import type { PermissionRequestParams, ServerRequestName, ServerRequests } from "./protocol";
 import type { ServerManager } from "./server";
 
@@ -49,8 +67,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   /** Bench hooks: when set, figures are appended to this file as JSON lines. */
   private readonly benchFile = process.env.SEMA_VSCODE_BENCH_FILE;
   private sentAt = 0;
-  private readonly turnDiffs = new Map<number, string>();
-  private otherListener: { dispose(): void } | undefined;
+  private readonly turnDiffs = new Map<number, TurnDiff>();
+  /** `model/list`'s answer (empty when the server has no such method). */
+  private models: ModelInfo[] = [];
   private turnDeltas = 0;
   private firstChunkAt = 0;
   private turnEndAt = 0;
@@ -145,7 +164,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       mode: s?.mode ?? this.mode,
       permissionMode: s?.permissionMode ?? this.permissionMode,
       usage: s?.usage,
-      model: s?.ready?.model ?? undefined,
+      totals: s?.totals,
+      model: s?.model ?? undefined,
       title: this.title,
     };
   }
@@ -168,7 +188,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           void this.warmUp();
           break;
         case "send":
-          await this.send(msg.text, msg.delivery);
+          await this.send(msg.text, msg.delivery, msg.images);
           break;
         case "stop":
           if (this.session) await this.session.interrupt();
@@ -198,28 +218,26 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           }
           break;
         }
-        case "setModel":
-          if (this.session && this.session.connection.supports("session/setModel")) {
-            await this.session.connection.rpc.sendRequest("session/setModel", {
-              sessionId: this.session.id,
-              model: msg.model,
-            });
-          }
+        case "setModel": {
+          const session = await this.ensureSession();
+          if (!session.connection.supports("session/setModel")) break;
+          const result = await session.setModel(msg.model);
+          this.post({ type: "notice", message: `Model: ${result.model} (from the next request).` });
+          this.postState();
           break;
+        }
         case "rewind":
-          await this.rewind(msg.messageId, msg.restore);
+          await this.rewind(msg.messageId, msg.restore, msg.force ?? false);
+          break;
+        case "redo":
+          await this.redo(msg.force ?? false);
           break;
         case "fork":
           await this.fork(msg.messageId);
           break;
-        case "reviewChanges": {
-          const diff = this.turnDiffs.get(msg.id);
-          if (diff !== undefined) {
-            const doc = await vscode.workspace.openTextDocument({ content: diff, language: "diff" });
-            await vscode.window.showTextDocument(doc, { preview: true });
-          }
+        case "reviewChanges":
+          await this.reviewChanges(msg.id, msg.path);
           break;
-        }
         case "openFile":
           await this.openFile(msg.path, msg.line);
           break;
@@ -280,41 +298,91 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   }
 
   /**
-   * Optional features, used only when `initialize` lists their methods. Their wire types are
-   * not generated yet, so their answers are read defensively.
+   * Optional features, offered only when `initialize` lists their methods (a newer client
+   * on an older server keeps working without them).
    */
-  private postFeatures(conn: SemaConnection): void {
-    const features = {
-      models: conn.supports("model/list"),
+  private features(conn: SemaConnection): Features {
+    return {
+      models: conn.supports("model/list") && conn.supports("session/setModel"),
       messages: conn.supports("session/messages"),
       rewind: conn.supports("session/rewind"),
       fork: conn.supports("session/fork"),
     };
-    this.post({ type: "features", features });
-    if (features.models) {
-      void (conn.rpc.sendRequest("model/list", {}) as Promise<{ models?: Array<Record<string, unknown>> }>).then(
-        (result) => {
-          const models = (result.models ?? [])
-            .map((m) => String(m.name ?? m.id ?? m.model ?? ""))
-            .filter(Boolean);
-          this.post({ type: "features", features, models });
-        },
-        () => undefined,
-      );
+  }
+
+  private postFeatures(conn: SemaConnection): void {
+    const features = this.features(conn);
+    this.post({ type: "features", features, models: this.models });
+    void this.refreshModels(conn, features);
+  }
+
+  /** `model/list` for the picker; with the chat's session, its `current` names the session's model. */
+  private async refreshModels(conn: SemaConnection, features = this.features(conn)): Promise<void> {
+    if (!features.models) return;
+    const session = this.session?.connection === conn ? this.session : undefined;
+    try {
+      const { models, current } = await conn.listModels(session?.id);
+      this.models = models;
+      if (session && current) session.modelName = current;
+      this.post({ type: "features", features, models });
+      this.postState();
+    } catch (err) {
+      this.post({ type: "error", message: `model/list failed: ${err instanceof Error ? err.message : String(err)}` });
     }
   }
 
-  private onOtherEvent(method: string, params: Record<string, unknown>): void {
-    if (method !== "turn:diff" || (params.agentId && params.agentId !== "main")) return;
-    const files = Array.isArray(params.files) ? (params.files as Array<Record<string, unknown>>) : [];
-    const diff =
-      typeof params.diff === "string"
-        ? params.diff
-        : files.map((f) => (typeof f.diff === "string" ? f.diff : "")).join("\n");
-    if (!diff.trim()) return;
+  /** The model/list entry of the session's current model (undefined: not a listed profile). */
+  private currentModel(): ModelInfo | undefined {
+    const name = this.session?.model;
+    return name ? this.models.find((m) => m.name === name) : undefined;
+  }
+
+  private onTurnDiff(params: TurnDiff): void {
+    if (params.agentId && params.agentId !== "main") return;
+    if (!params.files.length) return;
     const id = this.nextRequestId++;
-    this.turnDiffs.set(id, diff);
-    this.post({ type: "turnDiff", id, files: files.length || (diff.match(/^\+\+\+ /gm)?.length ?? 0) });
+    this.turnDiffs.set(id, params);
+    this.post({
+      type: "turnDiff",
+      id,
+      files: params.files.map((f) => ({
+        path: f.path,
+        status: f.status,
+        additions: f.additions,
+        deletions: f.deletions,
+      })),
+    });
+  }
+
+  /**
+   * "Review changes": one file's change in VS Code's diff editor (its content before the
+   * turn, rebuilt from the diff, against the file now), or without `file` the turn's whole
+   * patch as a read-only diff document.
+   */
+  private async reviewChanges(id: number, file?: string): Promise<void> {
+    const turn = this.turnDiffs.get(id);
+    if (!turn) return;
+    const base = this.session?.workingDir ?? this.workingDir ?? "";
+    const entry = file ? turn.files.find((f) => f.path === file) : undefined;
+    if (entry) {
+      const absolute = resolveInWorkspace(entry.path, base);
+      const now = entry.status === "deleted" ? "" : readText(absolute);
+      const before = entry.status === "added" ? "" : now === undefined ? undefined : reversePatch(entry.diff, now);
+      if (before !== undefined) {
+        const left = this.proposed.add(absolute, before);
+        const right = entry.status === "deleted" ? this.proposed.add(absolute, "") : vscode.Uri.file(absolute);
+        const name = path.basename(absolute);
+        await vscode.commands.executeCommand("vscode.diff", left, right, `${name} (changes of the turn)`, {
+          preview: true,
+        });
+        return;
+      }
+    }
+    const patch = turn.diff || turn.files.map((f) => f.diff).join("\n");
+    const uri = this.proposed.add(path.join(base, `sema-turn-${id}.diff`), patch);
+    const doc = await vscode.workspace.openTextDocument(uri);
+    await vscode.languages.setTextDocumentLanguage(doc, "diff");
+    await vscode.window.showTextDocument(doc, { preview: true });
   }
 
   /** The chat's session; with `sessionId`, that session (resumed), replacing the current one. */
@@ -352,12 +420,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.session = session;
     session.handler = { request: (method, params, token) => this.serverRequest(method, params, token) };
     this.sessionListener = session.onEvent((event) => this.onEvent(event));
-    this.otherListener?.dispose();
-    this.otherListener = session.onOtherEvent((method, params) => this.onOtherEvent(method, params));
     this.mode = session.mode;
     this.permissionMode = session.permissionMode;
     this.post({ type: "inputHistory", items: session.ready?.projectInputHistory ?? [] });
     this.postState();
+    void this.refreshModels(session.connection);
   }
 
   /** After a server restart: the chat continues on the same session id (its history is on disk). */
@@ -383,33 +450,62 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     if (event.method === "message:text:chunk" && event.params.agentId === "main") {
       if (this.turnDeltas++ === 0) this.firstChunkAt = Date.now();
     }
+    if (event.method === "turn:diff") {
+      this.onTurnDiff(event.params);
+      return;
+    }
     this.post({ type: "event", method: event.method, params: event.params as never });
     if (
       event.method === "state:update" ||
       event.method === "conversation:usage" ||
       event.method === "mode:update" ||
+      event.method === "model:update" ||
       event.method === "session:ready"
     ) {
       this.postState();
     }
   }
 
-  private async send(text: string, delivery?: "followUp" | "steer"): Promise<void> {
+  private async send(text: string, delivery?: "followUp" | "steer", images: ImageAttachment[] = []): Promise<void> {
+    if (images.length) {
+      // Refused here when the model is known not to read images (the server would refuse
+      // too); a model the list does not know is left for the server to decide.
+      const model = this.currentModel();
+      if (model && !model.images) {
+        this.post({
+          type: "notice",
+          message: `${model.name} does not take images: pick a model that does (the picker marks them), or send text only.`,
+        });
+        this.post({ type: "restoreInput", text, images });
+        return;
+      }
+    }
     const busy = (this.session?.pending ?? 0) > 0;
     const localId = this.nextRequestId++;
-    this.post({ type: "user", text, delivery: busy ? (delivery ?? "followUp") : "prompt", localId });
+    this.post({
+      type: "user",
+      text,
+      delivery: busy ? (delivery ?? "followUp") : "prompt",
+      localId,
+      images: images.map((i) => ({ name: i.name, mediaType: i.mediaType })),
+    });
     const session = await this.ensureSession();
     this.title ??= text.slice(0, 100);
     this.sentAt = Date.now();
     this.turnDeltas = 0;
     this.firstChunkAt = 0;
-    const answer = session.prompt(text, delivery ?? "followUp");
+    const input: PromptInput = images.length
+      ? [
+          ...images.map((i) => ({ type: "image" as const, data: i.data, mediaType: i.mediaType })),
+          ...(text ? [{ type: "text" as const, text }] : []),
+        ]
+      : text;
+    const answer = session.prompt(input, delivery ?? "followUp");
     this.postState();
     try {
       const result = await answer;
       this.turnEndAt = Date.now();
-      const messageId = (result as { messageId?: unknown }).messageId;
-      if (typeof messageId === "string") this.post({ type: "messageId", localId, messageId });
+      if (result.messageId) this.post({ type: "messageId", localId, messageId: result.messageId });
       this.post({
         type: "turnEnd",
         stopReason: result.stopReason,
@@ -530,46 +626,76 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       resumed: { title: item?.title ?? sessionId, messageCount: item?.messageCount ?? 0 },
     });
     const session = await this.ensureSession(sessionId);
-    if (conn.supports("session/messages")) {
-      // The conversation as it was, once the server can read it back.
-      const result = (await conn.rpc.sendRequest("session/messages", { sessionId: session.id })) as {
-        messages?: unknown[];
-      };
-      this.post({ type: "messages", messages: (result.messages ?? []) as Array<Record<string, unknown>> });
-    }
+    await this.showConversation(session);
     this.postState();
   }
 
-  /** `session/rewind` (offered when the server lists it): files, conversation or both. */
-  private async rewind(messageId: string, restore: "code" | "conversation" | "both"): Promise<void> {
-    const session = this.session;
-    if (!session || !session.connection.supports("session/rewind")) return;
-    const result = (await session.connection.rpc.sendRequest("session/rewind", {
-      sessionId: session.id,
-      messageId,
-      restore,
-    })) as { conflicts?: unknown[] };
-    if (Array.isArray(result.conflicts) && result.conflicts.length) {
-      const files = result.conflicts.map((c) => (typeof c === "string" ? c : JSON.stringify(c))).join(", ");
-      const pick = await vscode.window.showWarningMessage(
-        `These files changed since the agent wrote them: ${files}. Overwrite them?`,
-        "Overwrite",
-      );
-      if (pick !== "Overwrite") return;
-      await session.connection.rpc.sendRequest("session/rewind", { sessionId: session.id, messageId, restore, force: true });
-    }
-    this.post({ type: "rewound", messageId, conversation: restore !== "code" });
+  /** The session's conversation as the server keeps it (when it can read it back). */
+  private async showConversation(session: ChatSession): Promise<void> {
+    if (!session.connection.supports("session/messages")) return;
+    this.post({ type: "messages", messages: await session.messages() });
   }
 
-  /** `session/fork` (offered when the server lists it): continue from a message in a new chat. */
-  private async fork(messageId: string): Promise<void> {
+  /**
+   * `session/rewind`: back to just before one of the user's messages (files, conversation
+   * or both). Files changed since the agent wrote them are a conflict: the chat asks
+   * inline, and only "Overwrite" repeats the rewind with `force`.
+   */
+  private async rewind(messageId: string, restore: RestoreWhat, force: boolean): Promise<void> {
     const session = this.session;
-    if (!session || !session.connection.supports("session/fork")) return;
-    const result = (await session.connection.rpc.sendRequest("session/fork", {
-      sessionId: session.id,
-      messageId,
-    })) as { sessionId?: string };
-    if (typeof result.sessionId === "string") await this.resume(result.sessionId);
+    if (!session || !session.connection.supports("session/rewind")) return;
+    const result = await session.rewind(messageId, restore, force);
+    if (!result.rewound) {
+      const conflicts = result.conflicts ?? [];
+      if (conflicts.length) {
+        this.post({ type: "rewindConflicts", messageId, restore, conflicts });
+      } else {
+        this.post({ type: "notice", message: "Nothing to rewind: the files and the conversation are as they were." });
+      }
+      return;
+    }
+    const conversation = restore !== "code";
+    if (conversation) {
+      this.post({ type: "reset" });
+      await this.showConversation(session);
+      // The message goes back into the input, to be edited and sent again.
+      if (result.input) this.post({ type: "restoreInput", text: result.input, images: [] });
+    }
+    this.post({ type: "rewound", messageId, restore, restoredFiles: result.restoredFiles ?? [] });
+    this.postState();
+  }
+
+  /** `session/rewind` with `redo`: put back what the last rewind changed (conflicts ask first). */
+  private async redo(force: boolean): Promise<void> {
+    const session = this.session;
+    if (!session || !session.connection.supports("session/rewind")) return;
+    const result = await session.redo(force);
+    if (!result.rewound) {
+      const conflicts = result.conflicts ?? [];
+      if (conflicts.length) this.post({ type: "rewindConflicts", restore: result.restore ?? "both", conflicts });
+      return;
+    }
+    this.post({ type: "reset" });
+    await this.showConversation(session);
+    this.post({ type: "redone", restoredFiles: result.restoredFiles ?? [] });
+    this.postState();
+  }
+
+  /** `session/fork`: a new chat holding the conversation before that message, its text in the input. */
+  private async fork(messageId: string): Promise<void> {
+    const old = this.session;
+    if (!old || !old.connection.supports("session/fork")) return;
+    while (this.creating) await this.creating.catch(() => undefined);
+    const { session, input } = await old.fork(messageId);
+    this.session = undefined;
+    this.sessionListener?.dispose();
+    await old.dispose();
+    this.title = this.title ? `${this.title} (fork)` : undefined;
+    this.post({ type: "reset", notice: "Forked: a new chat from before that message; the original is kept." });
+    this.attach(session);
+    await this.showConversation(session);
+    if (input) this.post({ type: "restoreInput", text: input, images: [] });
+    this.postState();
   }
 
   async pickSession(): Promise<void> {

@@ -21,6 +21,7 @@ import type {
   ServerRequestName,
   ServerRequests,
   SessionCreateParams,
+  SessionPromptParams,
   SessionPromptResult,
   SessionReadyParams,
   TokenUsage,
@@ -30,6 +31,21 @@ import { NOTIFICATION_NAMES, PROTOCOL_VERSION } from "./protocol";
 export type Mode = "Agent" | "Plan";
 export type PermissionMode = "default" | "acceptEdits" | "bypass";
 export type Delivery = "followUp" | "steer";
+
+/** The wire's shapes for the session features, named from the generated method table. */
+export type ModelInfo = Methods["model/list"]["result"]["models"][number];
+export type ModelListResult = Methods["model/list"]["result"];
+export type SetModelResult = Methods["session/setModel"]["result"];
+export type TranscriptMessage = Methods["session/messages"]["result"]["messages"][number];
+export type RewindParams = Methods["session/rewind"]["params"];
+export type RewindResult = Methods["session/rewind"]["result"];
+export type ForkResult = Methods["session/fork"]["result"];
+export type PromptInput = SessionPromptParams["input"];
+export type TurnDiff = Notifications["turn:diff"];
+export type UsageTotals = NonNullable<Notifications["conversation:usage"]["session"]>;
+
+/** Pages of `session/messages` asked for at once (the server's maximum is 1000). */
+const MESSAGES_PAGE = 500;
 
 /** One server event as routed to a session: the notification's method and params. */
 export type SessionEvent = {
@@ -95,13 +111,6 @@ export class SemaConnection {
         session?.deliver({ method: name, params } as SessionEvent);
       });
     }
-    // Notifications this version does not know (added to the protocol later) still reach
-    // their session, untyped: optional features use them when the server offers them.
-    rpc.onNotification((method: string, params: unknown) => {
-      const p = params as { sessionId?: string } | undefined;
-      const session = p?.sessionId ? this.sessions.get(p.sessionId) : undefined;
-      session?.deliverOther(method, (params ?? {}) as Record<string, unknown>);
-    });
     const serverRequests: ServerRequestName[] = [
       "tool:permission:request",
       "ask:question:request",
@@ -210,6 +219,22 @@ export class SemaConnection {
     }
   }
 
+  /** The models the server offers (its profiles); with a session, `current` is its model. */
+  listModels(sessionId?: string): Promise<ModelListResult> {
+    return this.request("model/list", sessionId ? { sessionId } : {});
+  }
+
+  /**
+   * A session the server created (a fork): the client takes it over as if it had created
+   * it. Its `session:ready` was sent before this answer, so `ready` is applied here.
+   */
+  adopt(ready: SessionReadyParams, workingDir: string): ChatSession {
+    const session = new ChatSession(this, ready.sessionId, ready.workingDir || workingDir);
+    this.sessions.set(ready.sessionId, session);
+    session.applyReady(ready);
+    return session;
+  }
+
   /** @internal */
   forget(sessionId: string): void {
     this.sessions.delete(sessionId);
@@ -241,6 +266,13 @@ export class ChatSession {
   mode: Mode = "Agent";
   permissionMode: PermissionMode = "default";
   usage: TokenUsage | undefined;
+  /**
+   * The session's model as `model/list` names it, once known (`setModel`, `model:update`,
+   * or `model/list`'s `current`); `ready.model` is its `provider/model-id`.
+   */
+  modelName: string | undefined;
+  /** Running totals of the session (tokens and cost), from `conversation:usage`. */
+  totals: UsageTotals | undefined;
   disposed = false;
 
   constructor(
@@ -268,27 +300,13 @@ export class ChatSession {
         break;
       case "conversation:usage":
         this.usage = event.params.usage;
+        this.totals = event.params.session ?? this.totals;
+        break;
+      case "model:update":
+        this.modelName = event.params.model;
         break;
     }
     for (const listener of this.listeners) listener(event);
-  }
-
-  private readonly otherListeners: Array<(method: string, params: Record<string, unknown>) => void> = [];
-
-  /** @internal A notification outside this client's generated protocol types. */
-  deliverOther(method: string, params: Record<string, unknown>): void {
-    for (const listener of this.otherListeners) listener(method, params);
-  }
-
-  /** Notifications newer than this client's protocol types (e.g. `turn:diff`). */
-  onOtherEvent(listener: (method: string, params: Record<string, unknown>) => void): { dispose(): void } {
-    this.otherListeners.push(listener);
-    return {
-      dispose: () => {
-        const i = this.otherListeners.indexOf(listener);
-        if (i >= 0) this.otherListeners.splice(i, 1);
-      },
-    };
   }
 
   onEvent(listener: (event: SessionEvent) => void): { dispose(): void } {
@@ -306,8 +324,17 @@ export class ChatSession {
     return this.running;
   }
 
-  /** Send an input; resolves when its turn ends (exactly one answer per prompt). */
-  async prompt(input: string, delivery: Delivery = "followUp"): Promise<SessionPromptResult> {
+  /** The session's model: its `model/list` name when known, else its `provider/model-id`. */
+  get model(): string | null | undefined {
+    return this.modelName ?? this.ready?.model;
+  }
+
+  /**
+   * Send an input (text, or content blocks: text, images, resources); resolves when its
+   * turn ends (exactly one answer per prompt). The result's `messageId` names the user
+   * message it added: rewind and fork address it.
+   */
+  async prompt(input: PromptInput, delivery: Delivery = "followUp"): Promise<SessionPromptResult> {
     this.running++;
     const source = new CancellationTokenSource();
     this.promptTokens.add(source);
@@ -343,6 +370,63 @@ export class ChatSession {
     });
     this.permissionMode = result.permissionMode;
     return result.permissionMode;
+  }
+
+  /** Switch the model (a profile name from `model/list`); used from the next model call. */
+  async setModel(model: string, thinking?: boolean): Promise<SetModelResult> {
+    const result = await this.connection.request("session/setModel", {
+      sessionId: this.id,
+      model,
+      ...(thinking === undefined ? {} : { thinking }),
+    });
+    this.modelName = result.model;
+    return result;
+  }
+
+  /** The whole conversation as the server keeps it, oldest first (all pages). */
+  async messages(): Promise<TranscriptMessage[]> {
+    const all: TranscriptMessage[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.connection.request("session/messages", {
+        sessionId: this.id,
+        limit: MESSAGES_PAGE,
+        ...(cursor ? { cursor } : {}),
+      });
+      all.push(...page.messages);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return all;
+  }
+
+  /**
+   * Go back to just before the user message `messageId`: its files (`code`), the
+   * conversation, or both. With conflicts (files changed since) and no `force`, nothing
+   * changes: the result says `rewound: false` and lists them.
+   */
+  rewind(
+    messageId: string,
+    restore: "code" | "conversation" | "both" = "both",
+    force = false,
+  ): Promise<RewindResult> {
+    return this.connection.request("session/rewind", { sessionId: this.id, messageId, restore, force });
+  }
+
+  /** Undo the last rewind. */
+  redo(force = false): Promise<RewindResult> {
+    return this.connection.request("session/rewind", { sessionId: this.id, redo: true, force });
+  }
+
+  /**
+   * A new session holding the conversation just before `messageId` (the whole one without
+   * it); this one is untouched. `input` is that message's text, to prefill the input.
+   */
+  async fork(messageId?: string): Promise<{ session: ChatSession; input?: string | null }> {
+    const result: ForkResult = await this.connection.request("session/fork", {
+      sessionId: this.id,
+      ...(messageId ? { messageId } : {}),
+    });
+    return { session: this.connection.adopt(result, this.workingDir), input: result.input };
   }
 
   async listCommands() {

@@ -1,4 +1,5 @@
 // Messages between the extension host and the chat webview (postMessage, both ways).
+import type { ModelInfo, RewindResult, TranscriptMessage, TurnDiff, UsageTotals } from "./client";
 import type {
   AskQuestionRequestParams,
   PermissionRequestParams,
@@ -9,6 +10,18 @@ import type {
 
 export type Mode = "Agent" | "Plan";
 export type PermissionMode = "default" | "acceptEdits" | "bypass";
+export type RestoreWhat = "code" | "conversation" | "both";
+export type RewindConflict = NonNullable<RewindResult["conflicts"]>[number];
+
+/** An image pasted or dropped into the input: base64 data, sent as an image block. */
+export interface ImageAttachment {
+  name: string;
+  mediaType: string;
+  data: string;
+}
+
+/** One file of a turn's diff, as the chat lists it (the patch stays in the extension host). */
+export type ChangedFile = Omit<TurnDiff["files"][number], "diff">;
 
 export interface ChatState {
   sessionId?: string;
@@ -18,6 +31,8 @@ export interface ChatState {
   mode: Mode;
   permissionMode: PermissionMode;
   usage?: TokenUsage;
+  /** The session's token and cost totals (cost null: no price known for the model). */
+  totals?: UsageTotals;
   model?: string | null;
   title?: string;
 }
@@ -40,10 +55,21 @@ export type ToWebview =
   | { type: "batch"; items: ToWebview[] }
   | { type: "reset"; notice?: string; resumed?: { title: string; messageCount: number } }
   | { type: "event"; method: string; params: Record<string, unknown> & { agentId?: string } }
-  | { type: "user"; text: string; delivery: "prompt" | "followUp" | "steer"; localId: number }
-  /** The server's id of a user message (when it gives one): rewind and fork address it. */
+  | {
+      type: "user";
+      text: string;
+      delivery: "prompt" | "followUp" | "steer";
+      localId: number;
+      images: Array<{ name: string; mediaType: string }>;
+    }
+  /** The server's id of a user message (from the prompt's result): rewind and fork address it. */
   | { type: "messageId"; localId: number; messageId: string }
-  | { type: "rewound"; messageId: string; conversation: boolean }
+  | { type: "rewound"; messageId: string; restore: RestoreWhat; restoredFiles: string[] }
+  | { type: "redone"; restoredFiles: string[] }
+  /** A rewind (or, without `messageId`, a redo) that would overwrite files changed since. */
+  | { type: "rewindConflicts"; messageId?: string; restore: RestoreWhat; conflicts: RewindConflict[] }
+  /** Text (and images) put back into the input box: a rewound or forked message, a refused send. */
+  | { type: "restoreInput"; text: string; images: ImageAttachment[] }
   | { type: "turnEnd"; stopReason: string; error?: string }
   | { type: "permission"; id: number; params: PermissionRequestParams; canDiff: boolean }
   | { type: "question"; id: number; params: AskQuestionRequestParams }
@@ -53,16 +79,16 @@ export type ToWebview =
   | { type: "sessions"; items: SessionListItem[] }
   | { type: "server"; state: "starting" | "ready" | "restarting" | "missing" | "failed"; message?: string }
   | { type: "state"; state: ChatState }
-  | { type: "features"; features: Features; models?: string[] }
-  | { type: "turnDiff"; id: number; files: number }
-  | { type: "messages"; messages: Array<Record<string, unknown>> }
+  | { type: "features"; features: Features; models: ModelInfo[] }
+  | { type: "turnDiff"; id: number; files: ChangedFile[] }
+  | { type: "messages"; messages: TranscriptMessage[] }
   | { type: "inputHistory"; items: string[] }
   | { type: "error"; message: string }
   | { type: "notice"; message: string };
 
 export type FromWebview =
   | { type: "ready" }
-  | { type: "send"; text: string; delivery?: "followUp" | "steer" }
+  | { type: "send"; text: string; delivery?: "followUp" | "steer"; images?: ImageAttachment[] }
   | { type: "stop" }
   | { type: "setMode"; mode: Mode }
   | { type: "setPermissionMode"; permissionMode: PermissionMode }
@@ -76,7 +102,9 @@ export type FromWebview =
   | { type: "setApiKey" }
   | { type: "openLink"; href: string }
   | { type: "setModel"; model: string }
-  | { type: "rewind"; messageId: string; restore: "code" | "conversation" | "both" }
+  | { type: "rewind"; messageId: string; restore: RestoreWhat; force?: boolean }
+  | { type: "redo"; force?: boolean }
   | { type: "fork"; messageId: string }
-  | { type: "reviewChanges"; id: number }
+  /** Open a turn's changes: one file in the diff editor, or (no path) the whole patch. */
+  | { type: "reviewChanges"; id: number; path?: string }
   | { type: "rendered"; what: "firstToken" | "idle"; at: number; count?: number };

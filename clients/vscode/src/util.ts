@@ -35,6 +35,11 @@ export function findServer(configured: string, envPath = process.env.PATH ?? "")
   throw new ServerMissingError(`sema-rpc was not found on PATH. ${INSTALL_HINT}`);
 }
 
+/** A file's text, or undefined when it cannot be read. */
+export function readText(file: string): string | undefined {
+  return readOr(file, undefined);
+}
+
 function readOr(file: string, fallback: string | undefined): string | undefined {
   try {
     return readFileSync(file, "utf8");
@@ -72,3 +77,54 @@ export function resolveInWorkspace(file: string, workingDir: string): string {
   return path.isAbsolute(file) ? file : path.join(workingDir, file);
 }
 
+
+/**
+ * A file's content before a change, rebuilt from its content after the change and the
+ * change's unified diff (hunks applied backwards). Undefined when the diff does not fit
+ * (the file was edited again since): then only the patch itself can be shown.
+ */
+export function reversePatch(diff: string, after: string): string | undefined {
+  const current = after === "" ? [] : after.split("\n");
+  const afterEndsWithNewline = after.endsWith("\n");
+  if (afterEndsWithNewline) current.pop();
+  const before: string[] = [];
+  let pos = 0;
+  let beforeEndsWithNewline = true;
+  let lastKind = "";
+  const lines = diff.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@/.exec(line);
+    if (hunk) {
+      const start = Number(hunk[1]);
+      const count = hunk[2] === undefined ? 1 : Number(hunk[2]);
+      // A hunk that adds nothing names the line after which it applies.
+      const index = count === 0 ? start : start - 1;
+      if (index < pos || index > current.length) return undefined;
+      before.push(...current.slice(pos, index));
+      pos = index;
+      continue;
+    }
+    if (line.startsWith("\\")) {
+      if (lastKind === "-" || lastKind === " ") beforeEndsWithNewline = false;
+      continue;
+    }
+    if (line.startsWith("---") || line.startsWith("+++") || !/^[ +-]/.test(line)) continue;
+    const kind = line[0]!;
+    const text = line.slice(1);
+    lastKind = kind;
+    if (kind === "-") {
+      before.push(text);
+    } else {
+      if (current[pos] !== text) return undefined;
+      if (kind === " ") before.push(text);
+      pos++;
+    }
+  }
+  before.push(...current.slice(pos));
+  if (before.length === 0) return "";
+  // Lines after the last hunk keep the file's own ending.
+  const tailUnchanged = pos < current.length;
+  const endsWithNewline = tailUnchanged ? afterEndsWithNewline : beforeEndsWithNewline;
+  return before.join("\n") + (endsWithNewline ? "\n" : "");
+}

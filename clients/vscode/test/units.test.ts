@@ -5,7 +5,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { after, describe, it } from "node:test";
-import { findServer, proposedContent, ServerMissingError } from "../src/util";
+import { findServer, proposedContent, reversePatch, ServerMissingError } from "../src/util";
 import { stablePrefix } from "../webview/markdown";
 
 const root = mkdtempSync(path.join(tmpdir(), "sema-vscode-units-"));
@@ -72,5 +72,37 @@ describe("stablePrefix", () => {
   });
   it("nothing stable in a single growing paragraph", () => {
     assert.equal(stablePrefix("w0 w1 w2 w3"), 0);
+  });
+});
+
+describe("reversePatch", () => {
+  const diff = [
+    "--- a/f.txt",
+    "+++ b/f.txt",
+    "@@ -1,3 +1,3 @@",
+    " one",
+    "-two",
+    "+TWO",
+    " three",
+    "@@ -6,2 +6,3 @@",
+    " six",
+    " seven",
+    "+eight",
+  ].join("\n");
+  const after = "one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\n";
+
+  it("rebuilds the content before the change from the content after it", () => {
+    assert.equal(reversePatch(diff, after), "one\ntwo\nthree\nfour\nfive\nsix\nseven\n");
+  });
+  it("gives up when the file changed again since", () => {
+    assert.equal(reversePatch(diff, after.replace("TWO", "2")), undefined);
+  });
+  it("a deleted file comes back whole; an added one was empty", () => {
+    assert.equal(reversePatch("@@ -1,2 +0,0 @@\n-a\n-b\n", ""), "a\nb\n");
+    assert.equal(reversePatch("@@ -0,0 +1 @@\n+new\n", "new\n"), "");
+  });
+  it("keeps a missing final newline", () => {
+    const noNewline = "@@ -1 +1 @@\n-old\n\\ No newline at end of file\n+new\n";
+    assert.equal(reversePatch(noNewline, "new\n"), "old");
   });
 });

@@ -1,6 +1,17 @@
 // The chat webview. Streams are rendered in batches, once per animation frame, and only the
 // block that is growing is re-rendered (its settled paragraphs are rendered once).
-import type { ChatState, Completion, Features, FromWebview, ToWebview } from "../src/messages";
+import type { ModelInfo, TranscriptMessage, UsageTotals } from "../src/client";
+import type {
+  ChatState,
+  Completion,
+  Features,
+  FromWebview,
+  ChangedFile,
+  ImageAttachment,
+  RestoreWhat,
+  RewindConflict,
+  ToWebview,
+} from "../src/messages";
 import type {
   AskQuestionRequestParams,
   PermissionRequestParams,
@@ -49,7 +60,7 @@ function fileLink(path: string, line?: number, label?: string): HTMLAnchorElemen
   );
 }
 
-function formatTokens(n: number): string {
+function formatTokens(n = 0): string {
   return n >= 1000 ? `${(n / 1000).toFixed(n >= 10000 ? 0 : 1)}k` : String(n);
 }
 
@@ -239,7 +250,9 @@ const permSelect = h(
   h("option", { value: "acceptEdits" }, "Accept edits"),
   h("option", { value: "bypass" }, "Bypass (no asking)"),
 );
-const modelSelect = h("select", { class: "model hidden", title: "Model" });
+const modelSelect = h("select", { class: "model hidden", title: "Model (from the next request)" });
+/** Images pasted or dropped into the input, sent with the next message. */
+const attachmentsEl = h("div", { class: "attachments hidden" });
 const stopBtn = h("button", { class: "stop hidden", title: "Stop (session/interrupt)" }, "Stop");
 const steerBtn = h("button", { class: "steer hidden", title: "Add to the running turn (Alt+Enter)" }, "Steer");
 const sendBtn = h("button", { class: "send primary", title: "Send (Enter)" }, "Send");
@@ -262,6 +275,7 @@ app.append(
     "div",
     { class: "composer" },
     popup,
+    attachmentsEl,
     input,
     h("div", { class: "toolbar" }, modeBtn, permSelect, modelSelect, h("span", { class: "spacer" }), stopBtn, steerBtn, sendBtn),
   ),
@@ -275,6 +289,10 @@ agents.set("main", main);
 let state: ChatState = { busy: false, pending: 0, mode: "Agent", permissionMode: "default" };
 let sessions: SessionListItem[] = [];
 let features: Features = { models: false, messages: false, rewind: false, fork: false };
+let models: ModelInfo[] = [];
+let attachments: ImageAttachment[] = [];
+/** The text a rewind or fork put in the input (a redo takes it back out, if unchanged). */
+let restoredInput: string | undefined;
 let inputHistory: string[] = [];
 let historyPos = -1;
 let draft = "";
@@ -372,13 +390,26 @@ function errorBox(message: string, where: HTMLElement = log, withKey = false): v
   markDirty({ render() {} });
 }
 
-function usageText(u: TokenUsage | undefined): void {
-  if (!u || !u.maxTokens || u.useTokens === undefined) {
-    usageEl.textContent = "";
-    return;
+function formatCost(usd: number): string {
+  return usd >= 1 ? `$${usd.toFixed(2)}` : usd >= 0.01 ? `$${usd.toFixed(3)}` : `$${usd.toFixed(4)}`;
+}
+
+/** Context used (of the window) and, when the model's price is known, the session's cost. */
+function usageText(u: TokenUsage | undefined, totals: UsageTotals | undefined): void {
+  const parts: string[] = [];
+  let pct = 0;
+  if (u && u.maxTokens && u.useTokens !== undefined) {
+    pct = Math.round((100 * u.useTokens) / u.maxTokens);
+    parts.push(`${formatTokens(u.useTokens)} / ${formatTokens(u.maxTokens)} (${pct}%)`);
   }
-  const pct = Math.round((100 * u.useTokens) / u.maxTokens);
-  usageEl.textContent = `${formatTokens(u.useTokens)} / ${formatTokens(u.maxTokens)} (${pct}%)`;
+  const cost = totals?.costUsd;
+  if (cost !== undefined && cost !== null) parts.push(formatCost(cost));
+  usageEl.textContent = parts.join(" · ");
+  usageEl.title = totals
+    ? `Context used. Session: ${formatTokens(totals.inputTokens)} in, ${formatTokens(totals.outputTokens)} out, ` +
+      `${formatTokens(totals.cacheReadTokens)} cache read, ${formatTokens(totals.cacheWriteTokens)} cache write` +
+      (cost === null || cost === undefined ? " (no price known for this model)" : `, ${formatCost(cost)}`)
+    : "Context used";
   usageEl.style.setProperty("--used", `${Math.min(100, pct)}%`);
   usageEl.classList.toggle("high", pct >= 75);
 }
@@ -723,67 +754,210 @@ function renderState(): void {
   steerBtn.classList.toggle("hidden", !state.busy);
   sendBtn.textContent = state.busy ? "Queue" : "Send";
   sendBtn.title = state.busy ? "Send after the running turn (Enter)" : "Send (Enter)";
-  usageText(state.usage);
+  usageText(state.usage, state.totals);
+  renderModels();
   headerTitle.textContent = state.title || "New chat";
   app.classList.toggle("busy", state.busy);
   if (state.sessionId) app.dataset.session = state.sessionId;
   else delete app.dataset.session;
 }
 
+function renderModels(): void {
+  const current = state.model ?? "";
+  const listed = models.some((m) => m.name === current);
+  const options = models.map((m) => {
+    const marks = [m.images ? "images" : "", m.thinking ? "thinking" : ""].filter(Boolean).join(", ");
+    return h("option", { value: m.name, title: `${m.provider}/${m.model}` }, marks ? `${m.name} (${marks})` : m.name);
+  });
+  // A session on a model outside the list (a provider/model spec) still shows it.
+  if (current && !listed) options.unshift(h("option", { value: current }, current));
+  modelSelect.replaceChildren(...options);
+  if (current) modelSelect.value = current;
+  modelSelect.classList.toggle("hidden", !features.models || models.length === 0);
+}
+
 /** Rewind and fork from one of the user's messages (offered when the server supports them). */
 function messageActions(messageId: string): HTMLElement {
   const bar = h("span", { class: "message-actions" });
   if (features.rewind) {
-    for (const [restore, label] of [["both", "Rewind"], ["code", "Rewind code"], ["conversation", "Rewind chat"]] as const) {
-      bar.append(h("button", { class: `rewind-${restore}`, title: `Go back to before this message (${restore})`, onclick: () => send({ type: "rewind", messageId, restore }) }, label));
+    const choices: Array<[RestoreWhat, string, string]> = [
+      ["both", "Rewind", "Go back to before this message: files and conversation"],
+      ["code", "Rewind code", "Put the files back as they were before this message; keep the conversation"],
+      ["conversation", "Rewind chat", "Go back to before this message in the conversation; keep the files"],
+    ];
+    for (const [restore, label, title] of choices) {
+      bar.append(h("button", { class: `rewind-${restore}`, title, onclick: () => send({ type: "rewind", messageId, restore }) }, label));
     }
   }
   if (features.fork) {
-    bar.append(h("button", { class: "fork", title: "Continue from here in a new chat", onclick: () => send({ type: "fork", messageId }) }, "Fork"));
+    bar.append(h("button", { class: "fork", title: "Continue from before this message in a new chat", onclick: () => send({ type: "fork", messageId }) }, "Fork"));
   }
   return bar;
 }
 
-/** A resumed conversation as the server reads it back (`session/messages`). */
-function renderConversation(messages: Array<Record<string, unknown>>): void {
+function userBubble(text: string, images: Array<{ name?: string; mediaType: string; path?: string | null }>, attrs: Record<string, string>, tag = ""): HTMLElement {
+  const el = h("div", { class: `user ${tag}`.trim(), ...attrs }, tag ? h("span", { class: "tag" }, tag) : null, h("span", { class: "text" }, text));
+  for (const img of images) el.append(h("span", { class: "image-chip" }, `image: ${img.name ?? img.path ?? img.mediaType}`));
+  return el;
+}
+
+/** A rewind that found files changed since the agent wrote them: overwrite them, or not. */
+function conflictCard(messageId: string | undefined, restore: RestoreWhat, conflicts: RewindConflict[]): void {
   hideWelcome();
-  const text = (m: Record<string, unknown>): string => {
-    if (typeof m.content === "string") return m.content;
-    if (typeof m.text === "string") return m.text;
-    if (Array.isArray(m.content)) {
-      return (m.content as Array<Record<string, unknown>>).map((b) => (typeof b.text === "string" ? b.text : "")).join("");
-    }
-    return "";
+  const list = h("ul", { class: "conflicts" });
+  for (const c of conflicts) list.append(h("li", {}, fileLink(c.path), h("span", { class: "muted" }, ` — ${c.reason}`)));
+  const el = h("div", { class: "request rewind-conflict" });
+  const close = (outcome: string): void => {
+    el.classList.add("answered");
+    el.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    el.append(h("div", { class: "outcome muted" }, outcome));
   };
-  for (const m of messages) {
-    if (m.role === "user" && text(m)) log.append(h("div", { class: "user past" }, text(m)));
-    if (m.role === "assistant") {
-      if (text(m)) {
-        const block = new MarkdownBlock("answer past");
-        block.set(text(m));
-        log.append(block.el);
-      }
-      for (const call of (m.toolCalls as Array<Record<string, unknown>> | undefined) ?? []) {
-        const card = toolCard(main, String(call.id ?? ""), String(call.name ?? "tool"), String(call.title ?? call.name ?? ""), (call.args as Record<string, unknown>) ?? {});
-        setStatus(card, call.status === "error" ? "error" : "done");
-      }
-      main.settle();
-    }
+  el.append(
+    h("div", { class: "request-title" }, "These files changed after the agent wrote them. Rewinding overwrites those changes:"),
+    list,
+    h("div", { class: "buttons" },
+      h("button", {
+        class: "overwrite primary",
+        onclick: () => {
+          close("Overwritten");
+          send(messageId ? { type: "rewind", messageId, restore, force: true } : { type: "redo", force: true });
+        },
+      }, messageId ? "Overwrite and rewind" : "Overwrite and redo"),
+      h("button", { class: "cancel", onclick: () => close(`${messageId ? "Rewind" : "Redo"} cancelled: nothing changed`) }, "Cancel")),
+  );
+  log.append(el);
+  stickToBottom = true;
+  markDirty({ render() {} });
+}
+
+/** A turn's changed files, each opening its diff; "Review changes" opens the whole patch. */
+function turnDiffCard(id: number, files: ChangedFile[]): void {
+  hideWelcome();
+  const list = h("div", { class: "diff-files" });
+  for (const f of files) {
+    list.append(
+      h("button", { class: `diff-file ${f.status}`, title: `Open the change of ${f.path}`, onclick: () => send({ type: "reviewChanges", id, path: f.path }) },
+        h("span", { class: "path" }, f.path), h("span", { class: "add" }, ` +${f.additions}`), h("span", { class: "del" }, ` −${f.deletions}`)),
+    );
   }
+  const label = `Review changes (${files.length} file${files.length === 1 ? "" : "s"})`;
+  log.append(h("div", { class: "turn-diff" }, h("button", { class: "review", onclick: () => send({ type: "reviewChanges", id }) }, label), list));
+  markDirty({ render() {} });
+}
+
+/** A conversation as the server keeps it (`session/messages`): a resumed, rewound or forked chat. */
+function renderConversation(messages: TranscriptMessage[]): void {
+  hideWelcome();
+  for (const m of messages) {
+    const text = (m.content ?? []).map((b) => b.text).join("");
+    if (m.kind === "summary") {
+      const block = new MarkdownBlock("summary past");
+      block.set(text);
+      log.append(h("details", { class: "summary-of-earlier" }, h("summary", {}, "Summary of the earlier conversation"), block.el));
+      continue;
+    }
+    if (m.kind === "notice") {
+      if (text) log.append(h("div", { class: "notice past" }, text));
+      continue;
+    }
+    if (m.role === "user") {
+      if (!text) continue;
+      const bubble = userBubble(text, [], { "data-message-id": m.id });
+      bubble.classList.add("past");
+      if (m.kind === "prompt" && (features.rewind || features.fork)) bubble.append(messageActions(m.id));
+      log.append(bubble);
+      main.settle();
+      continue;
+    }
+    if (m.thinking) {
+      main.think().set(m.thinking);
+    }
+    if (text) {
+      const block = new MarkdownBlock("answer past");
+      block.set(text);
+      log.append(block.el);
+    }
+    for (const call of m.toolCalls ?? []) {
+      const card = toolCard(main, call.id, call.name, call.title, call.input ?? {});
+      setStatus(card, call.status === "completed" ? "done" : call.status === "running" ? "running" : "error");
+      if (call.result) card.output.set(call.result);
+    }
+    main.settle();
+  }
+  stickToBottom = true;
+  markDirty({ render() {} });
 }
 
 // ------------------------------------------------------------------ input
 function submit(delivery?: "followUp" | "steer"): void {
   const text = input.value.trim();
-  if (!text) return;
+  if (!text && !attachments.length) return;
   closePopup();
-  if (inputHistory[0] !== text) inputHistory.unshift(text);
+  if (text && inputHistory[0] !== text) inputHistory.unshift(text);
   historyPos = -1;
   input.value = "";
   autosize();
   awaitingFirstToken = true;
-  send({ type: "send", text, delivery });
+  const images = attachments;
+  setAttachments([]);
+  send({ type: "send", text, delivery, ...(images.length ? { images } : {}) });
 }
+
+function setAttachments(items: ImageAttachment[]): void {
+  attachments = items;
+  attachmentsEl.replaceChildren(
+    ...items.map((a, i) =>
+      h("span", { class: "attachment", title: a.mediaType }, `image: ${a.name}`,
+        h("button", { class: "remove", title: "Remove", onclick: () => setAttachments(attachments.filter((_, j) => j !== i)) }, "×")),
+    ),
+  );
+  attachmentsEl.classList.toggle("hidden", items.length === 0);
+}
+
+/** Images the provider APIs take; anything else pasted or dropped is refused in place. */
+const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+
+function attachFiles(files: Iterable<File>): boolean {
+  let any = false;
+  for (const file of files) {
+    if (!file.type.startsWith("image/")) continue;
+    any = true;
+    if (!IMAGE_TYPES.includes(file.type)) {
+      notice(`${file.name || "That image"} is ${file.type}: only PNG, JPEG, GIF and WebP images can be sent.`);
+      continue;
+    }
+    if (file.size > MAX_IMAGE_BYTES) {
+      notice(`${file.name || "That image"} is larger than 5 MB, the limit of the model APIs.`);
+      continue;
+    }
+    const current = models.find((m) => m.name === state.model);
+    if (current && !current.images) {
+      notice(`${current.name} does not take images: pick a model that does (marked "images" in the picker).`, "notice no-images");
+      continue;
+    }
+    const reader = new FileReader();
+    reader.onload = () => {
+      const url = String(reader.result);
+      const data = url.slice(url.indexOf(",") + 1);
+      setAttachments([...attachments, { name: file.name || `pasted.${file.type.slice(6)}`, mediaType: file.type, data }]);
+    };
+    reader.readAsDataURL(file);
+  }
+  return any;
+}
+
+input.addEventListener("paste", (ev) => {
+  const files = ev.clipboardData?.files;
+  if (files && files.length && attachFiles(Array.from(files))) ev.preventDefault();
+});
+input.addEventListener("dragover", (ev) => {
+  if (ev.dataTransfer?.types.includes("Files")) ev.preventDefault();
+});
+input.addEventListener("drop", (ev) => {
+  const files = ev.dataTransfer?.files;
+  if (files && files.length && attachFiles(Array.from(files))) ev.preventDefault();
+});
 
 function autosize(): void {
   input.style.height = "auto";
@@ -928,18 +1102,25 @@ function handle(msg: ToWebview): void {
       break;
     case "user": {
       hideWelcome();
+      const attrs = { "data-local": String(msg.localId) };
       if (msg.delivery === "followUp") {
-        queueEl.append(h("div", { class: "user queued", "data-local": String(msg.localId) }, h("span", { class: "tag" }, "queued"), msg.text));
+        queueEl.append(userBubble(msg.text, msg.images, attrs, "queued"));
         break;
       }
       if (msg.delivery === "prompt") expectTurnStart++;
       main.settle();
-      const tag = msg.delivery === "steer" ? "steer" : "";
-      log.append(h("div", { class: `user ${tag}`, "data-local": String(msg.localId) }, tag ? h("span", { class: "tag" }, tag) : null, msg.text));
+      log.append(userBubble(msg.text, msg.images, attrs, msg.delivery === "steer" ? "steer" : ""));
       stickToBottom = true;
       markDirty({ render() {} });
       break;
     }
+    case "restoreInput":
+      restoredInput = msg.text;
+      input.value = msg.text;
+      autosize();
+      if (msg.images.length) setAttachments(msg.images);
+      input.focus();
+      break;
     case "turnEnd":
       main.settle();
       if (msg.stopReason === "error" && msg.error) errorBox(msg.error);
@@ -983,11 +1164,8 @@ function handle(msg: ToWebview): void {
       break;
     case "features":
       features = msg.features;
-      modelSelect.classList.toggle("hidden", !features.models || !msg.models?.length);
-      if (msg.models?.length) {
-        modelSelect.replaceChildren(...msg.models.map((m) => h("option", { value: m }, m)));
-        if (state.model) modelSelect.value = state.model;
-      }
+      models = msg.models;
+      renderModels();
       break;
     case "inputHistory":
       inputHistory = [...new Set([...inputHistory, ...msg.items])];
@@ -1000,29 +1178,34 @@ function handle(msg: ToWebview): void {
       break;
     }
     case "rewound": {
-      const bubble = document.querySelector<HTMLElement>(`.user[data-message-id="${msg.messageId}"]`);
-      if (bubble && msg.conversation) {
-        // The conversation goes back to just before this message: what followed is gone.
-        while (bubble.nextSibling) bubble.nextSibling.remove();
-        input.value = bubble.childNodes[0]?.textContent ?? "";
-        bubble.remove();
-        main.settle();
-      }
-      notice(msg.conversation ? "Rewound: the conversation continues from before that message." : "Rewound the files to before that message.");
+      const what = { both: "the files and the conversation", code: "the files", conversation: "the conversation" }[msg.restore];
+      const files = msg.restoredFiles.length ? ` Restored: ${msg.restoredFiles.join(", ")}.` : "";
+      const el = notice(`Rewound ${what} to before that message.${files} `, "notice rewound");
+      // Until something else happens, the rewind can be undone.
+      el.append(h("button", { class: "redo", title: "Put back what this rewind changed", onclick: () => send({ type: "redo" }) }, "Redo"));
       break;
     }
+    case "redone": {
+      if (restoredInput !== undefined && input.value === restoredInput) {
+        input.value = "";
+        autosize();
+      }
+      const files = msg.restoredFiles.length ? ` Restored: ${msg.restoredFiles.join(", ")}.` : "";
+      notice(`Redone: the rewind is undone.${files}`, "notice redone");
+      break;
+    }
+    case "rewindConflicts":
+      conflictCard(msg.messageId, msg.restore, msg.conflicts);
+      break;
     case "turnDiff":
-      hideWelcome();
-      log.append(
-        h("div", { class: "turn-diff" }, h("button", { class: "review", onclick: () => send({ type: "reviewChanges", id: msg.id }) },
-          `Review changes${msg.files ? ` (${msg.files} file${msg.files === 1 ? "" : "s"})` : ""}`)),
-      );
+      turnDiffCard(msg.id, msg.files);
       break;
     case "messages":
       renderConversation(msg.messages);
       break;
     case "reset":
       resetTranscript();
+      if (msg.notice) notice(msg.notice);
       if (msg.resumed) {
         hideWelcome();
         log.append(

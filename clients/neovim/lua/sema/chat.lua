@@ -80,6 +80,8 @@ function M.new(session_id, working_dir, handlers)
     history = {},
     history_pos = nil,
     todos = {},
+    prompts = {}, -- the user's prompts with their server ids: {id, text}, oldest first
+    turn_diffs = {}, -- `turn:diff` payloads, oldest first
   }, Chat)
 
   self.buf = api.nvim_create_buf(false, true)
@@ -247,6 +249,11 @@ function Chat:_winbar()
   if usage and (usage.maxTokens or 0) > 0 then
     parts[#parts + 1] = human_tokens(usage.useTokens) .. "/" .. human_tokens(usage.maxTokens)
   end
+  -- the session's cost, when the model's price is known
+  local cost = self.totals and self.totals.costUsd
+  if cost then
+    parts[#parts + 1] = ("$%.4f"):format(cost)
+  end
   local done, total = 0, #self.todos
   for _, t in ipairs(self.todos) do
     if t.status == "completed" then
@@ -307,6 +314,45 @@ function Chat:append(lines)
   end)
   self:_scroll_to_end(false)
   return row
+end
+
+--- Thinking of a past message, folded as a streamed one is.
+function Chat:append_thinking(text)
+  local out = { THINKING_HEADER }
+  for _, line in ipairs(split_lines(text)) do
+    out[#out + 1] = THINKING_PREFIX .. line
+  end
+  out[#out + 1] = ""
+  self:append(out)
+end
+
+--- Empty the transcript (a rewind shows the conversation again from the server).
+function Chat:clear(title)
+  self:flush()
+  self.block, self.need_header, self.streamed = nil, false, false
+  self.tools, self.tasks, self.prompts = {}, {}, {}
+  api.nvim_buf_clear_namespace(self.buf, ns, 0, -1)
+  self:_modify(function()
+    api.nvim_buf_set_lines(self.buf, 0, -1, true, { title })
+  end)
+end
+
+--- Put `text` in the input line (a rewound or forked message, to edit and send again).
+function Chat:set_input(text)
+  local n = api.nvim_buf_line_count(self.input)
+  local prompt = vim.fn.prompt_getprompt(self.input)
+  local line = prompt .. text:gsub("\n", " ")
+  api.nvim_buf_set_lines(self.input, n - 1, n, true, { line })
+  if self.input_win and api.nvim_win_is_valid(self.input_win) then
+    api.nvim_win_set_cursor(self.input_win, { n, #line })
+  end
+end
+
+--- A user prompt with its server id (from `session/prompt`'s result or `session/messages`).
+function Chat:remember_prompt(id, text)
+  if id then
+    self.prompts[#self.prompts + 1] = { id = id, text = text }
+  end
 end
 
 function Chat:_header()
@@ -581,7 +627,22 @@ function Chat:on_event(method, p)
     self:_winbar()
   elseif method == "conversation:usage" then
     self.info.usage = p.usage
+    self.totals = p.session or self.totals
     self:_winbar()
+  elseif method == "model:update" then
+    self.info.model = p.model
+    self:_winbar()
+  elseif method == "turn:diff" then
+    if main and #(p.files or {}) > 0 then
+      self.turn_diffs[#self.turn_diffs + 1] = p
+      local adds, dels = 0, 0
+      for _, f in ipairs(p.files) do
+        adds, dels = adds + (f.additions or 0), dels + (f.deletions or 0)
+      end
+      self:append({
+        ("  Δ %d file%s changed (+%d −%d) — :Sema diff"):format(#p.files, #p.files == 1 and "" or "s", adds, dels),
+      })
+    end
   elseif method == "mode:update" then
     self.info.mode = p.mode
     self:_winbar()
@@ -740,7 +801,7 @@ function Chat:on_turn_end()
 end
 
 --- A `session/prompt` answered (its turn ended, or it failed before one started).
-function Chat:prompt_answered(err, result)
+function Chat:prompt_answered(err, result, text)
   self.inflight = self.inflight - 1
   self:flush()
   if err then
@@ -756,6 +817,10 @@ function Chat:prompt_answered(err, result)
     if result.usage then
       self.info.usage = result.usage
     end
+    if result.session then
+      self.totals = result.session
+    end
+    self:remember_prompt(result.messageId, text)
   end
   self:_winbar()
   api.nvim_exec_autocmds("User", {

@@ -1,52 +1,84 @@
---- Show a resumed session's earlier conversation, read back with `session/messages`
---- (used only when the server lists that method in `initialize`).
+--- A session's conversation as the server keeps it, read back with `session/messages`
+--- (used only when the server lists that method in `initialize`): a resumed session shows
+--- its earlier conversation, a rewound or forked one shows what is left of it.
 local M = {}
 
+--- The text of a message's content blocks; images become a `[image …]` line.
 local function text_of(content)
-  if type(content) == "string" then
-    return content
-  end
   local out = {}
   for _, block in ipairs(type(content) == "table" and content or {}) do
-    if type(block) == "table" and type(block.text) == "string" then
+    if block.type == "text" and type(block.text) == "string" then
       out[#out + 1] = block.text
+    elseif block.type == "image" then
+      out[#out + 1] = "[image" .. (block.path and (" " .. block.path) or (" " .. (block.mediaType or ""))) .. "]"
     end
   end
   return table.concat(out, "\n")
 end
+M.text_of = text_of
 
---- Render one page of messages (at most `limit`), then the next, until done.
-function M.show(client, chat, cursor)
-  local params = { sessionId = chat.session_id, cursor = cursor, limit = 200 }
+local function lines(text)
+  return vim.split(text, "\n", { plain = true })
+end
+
+--- Render one message into the chat; a user's prompt is remembered (rewind and fork pick
+--- from them).
+local function render(chat, m)
+  local text = text_of(m.content)
+  if m.kind == "summary" then
+    chat:append({ "", "— summary of the earlier conversation —" })
+    chat:append(lines(text))
+  elseif m.kind == "notice" then
+    if text ~= "" then
+      chat:append({ "", "— " .. text:gsub("\n", " ") .. " —" })
+    end
+  elseif m.role == "user" then
+    if m.kind == "prompt" then
+      chat:remember_prompt(m.id, text)
+    end
+    if text ~= "" then
+      chat:append(vim.list_extend({ "", "## You", "" }, lines(text)))
+    end
+  elseif m.role == "assistant" then
+    local out = { "", "## Sema", "" }
+    if m.thinking and m.thinking ~= "" and require("sema.config").options.show_thinking then
+      chat:append(out)
+      chat:append_thinking(m.thinking)
+      out = {}
+    end
+    if text ~= "" then
+      vim.list_extend(out, lines(text))
+    end
+    if #out > 0 then
+      chat:append(out)
+    end
+    for _, call in ipairs(m.toolCalls or {}) do
+      local mark = ({ completed = "✓", interrupted = "■", running = "⋯" })[call.status] or "✗"
+      chat:append({ "  " .. mark .. " " .. (call.title or call.name or "?") })
+    end
+  end
+end
+
+--- Show the conversation (all pages), then call `done()`.
+---@param client sema.RpcClient
+---@param chat sema.Chat
+---@param done fun()?
+function M.show(client, chat, done, cursor)
+  local params = { sessionId = chat.session_id, limit = 500, cursor = cursor }
   client:request("session/messages", params, function(err, result)
     if err or not result then
       chat:append({ "(could not read the earlier conversation: " .. (err and err.message or "?") .. ")" })
-      return
+      return done and done()
     end
     for _, m in ipairs(result.messages or {}) do
-      local role = m.role or m.type
-      if role == "user" then
-        local text = text_of(m.content or m.input)
-        if text ~= "" then
-          chat:append({ "", "## You", "" })
-          chat:append(vim.split(text, "\n", { plain = true }))
-        end
-      elseif role == "assistant" then
-        local text = text_of(m.content)
-        chat:append({ "", "## Sema", "" })
-        if text ~= "" then
-          chat:append(vim.split(text, "\n", { plain = true }))
-        end
-        for _, call in ipairs(m.toolCalls or {}) do
-          local mark = call.status == "error" and "✗" or "✓"
-          chat:append({ "  " .. mark .. " " .. (call.title or call.name or "?") })
-        end
-      end
+      render(chat, m)
     end
     if result.nextCursor then
-      M.show(client, chat, result.nextCursor)
-    else
-      chat:append({ "", "— earlier conversation above —" })
+      return M.show(client, chat, done, result.nextCursor)
+    end
+    chat:append({ "", "— earlier conversation above —" })
+    if done then
+      done()
     end
   end)
 end

@@ -266,7 +266,7 @@ function M.send(text, opts)
       "session/prompt",
       { sessionId = chat.session_id, input = text, delivery = delivery },
       function(err, result)
-        chat:prompt_answered(err, result)
+        chat:prompt_answered(err, result, text)
       end
     )
   end
@@ -340,7 +340,9 @@ function M.resume_session(session_id, item)
     if not ready.historyLoaded then
       chat:append({ "(no saved history for this session: it starts empty)" })
     elseif has_method("session/messages") then
-      require("sema.history").show(client, chat)
+      require("sema.history").show(client, chat, function()
+        api.nvim_exec_autocmds("User", { pattern = "SemaHistoryShown", data = { sessionId = chat.session_id } })
+      end)
     else
       chat:append({
         ("(%d earlier messages are in the session's history; the conversation goes on from there)"):format(
@@ -426,10 +428,9 @@ end
 
 --- Pick the session's model (needs a server that offers `model/list` and `session/setModel`).
 function M.pick_model()
-  with_chat(function(chat, client, init)
-    init = init or state.init
+  with_chat(function(chat, client)
     if not (has_method("model/list") and has_method("session/setModel")) then
-      local version = init and init.serverInfo and init.serverInfo.version or "?"
+      local version = state.init and state.init.serverInfo and state.init.serverInfo.version or "?"
       return notify(
         ("this sema-rpc (%s) cannot list or switch models (it has no model/list). "
           .. "Start a session on another model with :Sema new {model}, or set `model` in setup()."):format(version),
@@ -440,12 +441,12 @@ function M.pick_model()
       if err then
         return notify("model/list failed: " .. (err.message or "?"), vim.log.levels.ERROR)
       end
-      local models = result.models or result.profiles or {}
-      vim.ui.select(models, {
-        prompt = "Sema model (now " .. (chat.info.model or "?") .. ")",
+      local current = result.current or chat.info.model
+      vim.ui.select(result.models or {}, {
+        prompt = "Sema model (now " .. (current or "?") .. ")",
         kind = "sema.model",
         format_item = function(m)
-          local extra = {}
+          local extra = { m.provider .. "/" .. m.model }
           if m.contextLength then
             extra[#extra + 1] = ("%dk context"):format(math.floor(m.contextLength / 1000))
           end
@@ -455,25 +456,211 @@ function M.pick_model()
           if m.images then
             extra[#extra + 1] = "images"
           end
-          local name = m.name or m.model or m.id or "?"
-          return #extra > 0 and (name .. "  (" .. table.concat(extra, ", ") .. ")") or name
+          return (m.name == current and "* " or "  ") .. m.name .. "  (" .. table.concat(extra, ", ") .. ")"
         end,
       }, function(m)
         if not m then
           return
         end
-        local name = m.name or m.model or m.id
-        client:request("session/setModel", { sessionId = chat.session_id, model = name }, function(e)
+        client:request("session/setModel", { sessionId = chat.session_id, model = m.name }, function(e, r)
           if e then
             return notify("session/setModel failed: " .. (e.message or "?"), vim.log.levels.ERROR)
           end
-          chat.info.model = name
+          chat.info.model = r.model
           chat:_winbar()
-          notify("model: " .. name .. " (from the next model call)")
+          notify("model: " .. r.model .. " (from the next model call)")
         end)
       end)
     end)
   end)
+end
+
+-- ------------------------------------------------------------------- rewind, fork, diff
+
+--- Pick one of the chat's prompts (newest first), then call `cb(prompt)`.
+local function pick_prompt(chat, what, cb)
+  if #chat.prompts == 0 then
+    return notify("no message of yours to " .. what .. " from in this chat yet", vim.log.levels.WARN)
+  end
+  local items = {}
+  for i = #chat.prompts, 1, -1 do
+    items[#items + 1] = chat.prompts[i]
+  end
+  vim.ui.select(items, {
+    prompt = "Sema: " .. what .. " to before which message?",
+    kind = "sema.message",
+    format_item = function(p)
+      return (p.text:gsub("%s+", " "):sub(1, 80))
+    end,
+  }, function(p)
+    if p then
+      cb(p)
+    end
+  end)
+end
+
+--- Show the chat's conversation again from the server (after a rewind or a fork) and put
+--- `input` in the input line.
+local function redraw(client, chat, title, input)
+  chat:clear(title)
+  require("sema.history").show(client, chat, function()
+    if input and input ~= "" then
+      chat:set_input(input)
+    end
+    api.nvim_exec_autocmds("User", { pattern = "SemaHistoryShown", data = { sessionId = chat.session_id } })
+  end)
+end
+
+local RESTORE = {
+  { restore = "both", text = "files and conversation" },
+  { restore = "code", text = "files only (keep the conversation)" },
+  { restore = "conversation", text = "conversation only (keep the files)" },
+}
+
+--- Go back to just before one of your messages: files, conversation or both. Files changed
+--- since the agent wrote them are listed first; only "overwrite" rewinds over them.
+function M.rewind()
+  with_chat(function(chat, client)
+    if not has_method("session/rewind") then
+      return notify("this sema-rpc has no session/rewind", vim.log.levels.WARN)
+    end
+    pick_prompt(chat, "rewind", function(p)
+      vim.ui.select(RESTORE, {
+        prompt = "Sema: rewind what?",
+        kind = "sema.rewind",
+        format_item = function(r)
+          return r.text
+        end,
+      }, function(r)
+        if not r then
+          return
+        end
+        local function go(force)
+          local params = { sessionId = chat.session_id, messageId = p.id, restore = r.restore, force = force }
+          client:request("session/rewind", params, function(err, result)
+            if err then
+              return notify("rewind failed: " .. (err.message or "?"), vim.log.levels.ERROR)
+            end
+            if not result.rewound then
+              if #(result.conflicts or {}) == 0 then
+                return notify("nothing to rewind")
+              end
+              local names = {}
+              for _, c in ipairs(result.conflicts) do
+                names[#names + 1] = c.path .. " (" .. c.reason .. ")"
+              end
+              return vim.ui.select({ "overwrite", "cancel" }, {
+                prompt = "Sema: changed since the agent wrote them: " .. table.concat(names, ", "),
+                kind = "sema.rewind_conflict",
+              }, function(choice)
+                if choice == "overwrite" then
+                  go(true)
+                end
+              end)
+            end
+            for _, path in ipairs(result.restoredFiles or {}) do
+              local abs = path:sub(1, 1) == "/" and path or vim.fs.joinpath(chat.working_dir, path)
+              require("sema.chat").reload(abs)
+            end
+            local files = #(result.restoredFiles or {}) > 0
+                and (" (restored " .. table.concat(result.restoredFiles, ", ") .. ")")
+              or ""
+            if r.restore == "code" then
+              chat:append({ "", "— rewound the files to before “" .. p.text:sub(1, 60) .. "”" .. files .. " —" })
+            else
+              redraw(client, chat, "# Sema — rewound" .. files, result.input)
+            end
+          end)
+        end
+        go(false)
+      end)
+    end)
+  end)
+end
+
+--- Undo the chat's last rewind (as long as nothing happened since); files changed since
+--- the rewind are listed first, as for a rewind.
+function M.redo()
+  with_chat(function(chat, client)
+    if not has_method("session/rewind") then
+      return notify("this sema-rpc has no session/rewind", vim.log.levels.WARN)
+    end
+    local function go(force)
+      local params = { sessionId = chat.session_id, redo = true, force = force }
+      client:request("session/rewind", params, function(err, result)
+        if err then
+          return notify("redo failed: " .. (err.message or "?"), vim.log.levels.ERROR)
+        end
+        if not result.rewound then
+          local names = {}
+          for _, c in ipairs(result.conflicts or {}) do
+            names[#names + 1] = c.path .. " (" .. c.reason .. ")"
+          end
+          return vim.ui.select({ "overwrite", "cancel" }, {
+            prompt = "Sema: changed since the rewind: " .. table.concat(names, ", "),
+            kind = "sema.rewind_conflict",
+          }, function(choice)
+            if choice == "overwrite" then
+              go(true)
+            end
+          end)
+        end
+        for _, path in ipairs(result.restoredFiles or {}) do
+          local abs = path:sub(1, 1) == "/" and path or vim.fs.joinpath(chat.working_dir, path)
+          require("sema.chat").reload(abs)
+        end
+        redraw(client, chat, "# Sema — redone (the last rewind is undone)")
+      end)
+    end
+    go(false)
+  end)
+end
+
+--- Continue from before one of your messages in a new chat (the original is kept).
+function M.fork()
+  with_chat(function(chat, client)
+    if not has_method("session/fork") then
+      return notify("this sema-rpc has no session/fork", vim.log.levels.WARN)
+    end
+    pick_prompt(chat, "fork", function(p)
+      client:request("session/fork", { sessionId = chat.session_id, messageId = p.id }, function(err, result)
+        if err then
+          return notify("fork failed: " .. (err.message or "?"), vim.log.levels.ERROR)
+        end
+        local fork = register(result.sessionId, result.workingDir or chat.working_dir)
+        fork.attached = true
+        fork:ready(result)
+        state.current = fork
+        fork:show(chat)
+        redraw(client, fork, "# Sema — fork of " .. chat.session_id, result.input)
+      end)
+    end)
+  end)
+end
+
+--- The changes of the chat's last turn that changed files, as a diff in a new tab.
+function M.diff()
+  local chat = M.current()
+  local turn = chat and chat.turn_diffs[#chat.turn_diffs]
+  if not turn then
+    return notify("no turn of this chat changed files yet")
+  end
+  local patch = turn.diff
+  if not patch or patch == "" then
+    local parts = {}
+    for _, f in ipairs(turn.files) do
+      parts[#parts + 1] = f.diff
+    end
+    patch = table.concat(parts, "\n")
+  end
+  vim.cmd("tabnew")
+  local buf = api.nvim_get_current_buf()
+  api.nvim_buf_set_lines(buf, 0, -1, true, vim.split(patch, "\n", { plain = true }))
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].filetype = "diff"
+  pcall(api.nvim_buf_set_name, buf, "sema://diff/" .. chat.session_id .. "/" .. #chat.turn_diffs)
 end
 
 -- ------------------------------------------------------------------- :Sema
@@ -487,6 +674,18 @@ local SUBCOMMANDS = {
   end,
   model = function()
     M.pick_model()
+  end,
+  rewind = function()
+    M.rewind()
+  end,
+  redo = function()
+    M.redo()
+  end,
+  fork = function()
+    M.fork()
+  end,
+  diff = function()
+    M.diff()
   end,
   mode = function(arg)
     M.set_mode(arg ~= "" and arg or nil)

@@ -56,6 +56,7 @@ export async function startModel() {
     openaiUrl: first.openaiUrl,
     script: (...replies) => command({ cmd: "script", replies }),
     bodies: async () => (await command({ cmd: "requests", bodies: true })).bodies,
+    paths: async () => (await command({ cmd: "requests" })).paths,
     open: (gate) => command({ cmd: "open", gate }),
     stop: () => new Promise((resolve) => { child.once("exit", resolve); child.stdin.end(); }),
   };
@@ -65,7 +66,7 @@ export async function startModel() {
  * Everything up to a workbench showing the workspace. `W` is a fresh temp folder holding
  * HOME, XDG dirs, SEMA_ROOT, code-server's data and the workspace: nothing touches the real home.
  */
-export async function startVSCode({ cache, model, workspaceFiles = {}, extraEnv = {}, log = console.log }) {
+export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJson, extraEnv = {}, log = console.log }) {
   const W = mkdtempSync(path.join(tmpdir(), "sema-vscode-e2e-"));
   const dirs = {
     home: path.join(W, "home"),
@@ -76,6 +77,7 @@ export async function startVSCode({ cache, model, workspaceFiles = {}, extraEnv 
     xdg: path.join(W, "xdg"),
   };
   for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
+  if (modelsJson) writeFileSync(path.join(dirs.semaRoot, "models.json"), JSON.stringify(modelsJson));
   for (const [rel, text] of Object.entries(workspaceFiles)) {
     mkdirSync(path.dirname(path.join(dirs.workspace, rel)), { recursive: true });
     writeFileSync(path.join(dirs.workspace, rel), text);

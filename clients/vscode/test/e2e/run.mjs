@@ -1,9 +1,9 @@
 // End to end in a real VS Code: code-server in headless Chromium, offline. `make test-vscode`.
 // Screenshots of every step go to clients/vscode/artifacts/e2e/.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { EXT_DIR, openChat, setup, startModel, startVSCode } from "./harness.mjs";
+import { EXT_DIR, MODEL, openChat, setup, startModel, startVSCode } from "./harness.mjs";
 
 /** The extension's output channel as code-server writes it (it holds the server's pid). */
 function findSemaLog(userDir) {
@@ -32,6 +32,22 @@ rmSync(ARTIFACTS, { recursive: true, force: true });
 mkdirSync(ARTIFACTS, { recursive: true });
 
 const FIRST = "Create a greeting file";
+const README = "# Demo workspace\n";
+const README_REWRITTEN = "# Demo workspace\n\nRewritten by Sema.\n";
+const REWRITE = "Rewrite the README";
+// Two profiles on two providers: the picker switches between them.
+const MODELS_JSON = {
+  profiles: {
+    "claude-test": { provider: "anthropic", modelName: "claude-test", contextLength: 200000, images: false },
+    "gpt-test": {
+      provider: "openai",
+      modelName: "gpt-test",
+      contextLength: 128000,
+      images: true,
+      price: { input: 2, output: 8, cacheRead: 0.5, cacheWrite: 0 },
+    },
+  },
+};
 const model = await startModel();
 await model.script(
   // 1: thinking, streamed text, then a Write that needs consent
@@ -62,12 +78,21 @@ await model.script(
   { text: "Starting on the plan." },
   // 6: after the server was killed and restarted
   { text: "Yes, still here.", chunks: 3 },
+  // 7: in a new chat on the model picked from the list: a Write the user approves, then rewinds
+  { tools: [["Read", { file_path: "README.md" }, "toolu_read_2"]] },
+  { tools: [["Write", { file_path: "README.md", content: README_REWRITTEN }, "toolu_write_2"]] },
+  { text: "README rewritten.", chunks: 3 },
+  // 8: an image pasted into the input
+  { text: "A single red pixel.", chunks: 2 },
 );
+// A 1x1 PNG.
+const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
 const env = await startVSCode({
   cache,
   model,
-  workspaceFiles: { "README.md": "# Demo workspace\n", "src/app.py": "print('app')\n" },
+  workspaceFiles: { "README.md": README, "src/app.py": "print('app')\n" },
+  modelsJson: MODELS_JSON,
   log: lap,
 });
 const { page, dirs } = env;
@@ -130,6 +155,13 @@ try {
   await chat.locator('.tool[data-status="done"]', { hasText: "hello.txt" }).waitFor();
   await chat.locator("button.stop.hidden").waitFor({ state: "attached" });
   await shot("file-written");
+  // "Review changes": the turn's files, each opening its change in the diff editor.
+  const review = chat.locator(".turn-diff").last();
+  await review.locator("button.review", { hasText: "1 file" }).waitFor({ timeout: 30000 });
+  await review.locator(".diff-file", { hasText: "hello.txt" }).click();
+  await page.locator(".tab.active", { hasText: "hello.txt (changes of the turn)" }).waitFor({ timeout: 20000 });
+  await page.locator(".monaco-diff-editor:visible .modified .view-lines", { hasText: "Hello from Sema!" }).waitFor({ timeout: 20000 });
+  await shot("review-changes");
   // The path in the tool card opens the file in the editor.
   await chat.locator(".tool .file-link", { hasText: "hello.txt" }).first().click();
   await page.locator(".tab.active", { hasText: "hello.txt" }).waitFor({ timeout: 20000 });
@@ -168,6 +200,11 @@ try {
   await shot("sessions-list");
   await item.click();
   await chat.locator(".resumed", { hasText: FIRST }).waitFor({ timeout: 30000 });
+  // The resumed chat shows its earlier conversation, read back from the server.
+  await chat.locator(".user.past", { hasText: FIRST }).waitFor({ timeout: 30000 });
+  await chat.locator(".md.answer.past", { hasText: "Created hello.txt" }).waitFor({ timeout: 30000 });
+  await chat.locator('.tool[data-status="done"]', { hasText: "hello.txt" }).waitFor({ timeout: 30000 });
+  assert.equal(await chat.locator(".user", { hasText: "Count slowly" }).count(), 0, "not the other chat's");
   await chat.locator("textarea.input").fill("What did you write?");
   await chat.locator("textarea.input").press("Enter");
   await chat.locator(".md.answer", { hasText: "Earlier I wrote hello.txt" }).waitFor({ timeout: 60000 });
@@ -236,6 +273,116 @@ try {
   await chat.locator("textarea.input").press("Enter");
   await chat.locator(".md.answer", { hasText: "Yes, still here." }).waitFor({ timeout: 60000 });
   assert.match(JSON.stringify((await model.bodies()).at(-1)), /Create a greeting file/, "the same session, from its history");
+
+  // A new chat on the model picked from the list (another provider's API).
+  await chat.locator("button.new-chat").click();
+  const picker = chat.locator("select.model:not(.hidden)");
+  await picker.waitFor({ timeout: 30000 });
+  const options = await picker.locator("option").allInnerTexts();
+  assert.ok(options.includes("claude-test") && options.includes("gpt-test (images)"), options.join(" | "));
+  assert.equal(await picker.inputValue(), MODEL, "the chat's own model is selected");
+  await picker.selectOption("gpt-test");
+  await chat.locator(".notice", { hasText: "Model: gpt-test" }).waitFor({ timeout: 30000 });
+  await shot("model-picked");
+  await chat.locator("textarea.input").fill(REWRITE);
+  await chat.locator("textarea.input").press("Enter");
+  const consent2 = chat.locator(".request.permission:not(.answered)");
+  await consent2.waitFor({ timeout: 60000 });
+  await consent2.locator("button.allow").click();
+  await chat.locator(".md.answer", { hasText: "README rewritten." }).waitFor({ timeout: 60000 });
+  assert.equal(readFileSync(path.join(dirs.workspace, "README.md"), "utf8"), README_REWRITTEN);
+  const paths = await model.paths();
+  assert.notEqual(paths.at(-1), "/v1/messages", `the picked model's API was called: ${paths.slice(-3)}`);
+  assert.equal((await model.bodies()).at(-1).model, "gpt-test");
+  // The model has a price: the usage indicator shows the session's cost.
+  await chat.locator(".header .usage", { hasText: "$" }).waitFor({ timeout: 30000 });
+  assert.match(await chat.locator(".header .usage").innerText(), /\$0\.\d{4}$/);
+  await chat.locator(".turn-diff button.review", { hasText: "1 file" }).waitFor({ timeout: 30000 });
+  await chat.locator(".turn-diff .diff-file", { hasText: "README.md" }).click();
+  await page.locator(".tab.active", { hasText: "README.md (changes of the turn)" }).waitFor({ timeout: 20000 });
+  const reviewed = page.locator(".monaco-diff-editor:visible");
+  await reviewed.locator(".modified .view-lines", { hasText: "Rewritten by Sema." }).waitFor({ timeout: 20000 });
+  await reviewed.locator(".original .view-lines", { hasText: "# Demo workspace" }).waitFor({ timeout: 20000 });
+  await shot("review-readme");
+  // "Review changes" itself opens the turn's whole patch, read-only, as a diff document.
+  await chat.locator(".turn-diff button.review", { hasText: "1 file" }).click();
+  await page.locator(".tab.active", { hasText: /sema-turn-\d+\.diff/ }).waitFor({ timeout: 20000 });
+  await page.locator(".editor-instance:visible .view-lines", { hasText: "+Rewritten by Sema." }).waitFor({ timeout: 20000 });
+
+  // Rewind to the first message, files and conversation: the README is back, the chat is cut,
+  // the message is back in the input.
+  const bubble = chat.locator(".log > .user", { hasText: REWRITE });
+  await bubble.locator(".message-actions").waitFor({ state: "attached", timeout: 30000 });
+  // The user edited the README after the agent: the rewind asks before overwriting that.
+  writeFileSync(path.join(dirs.workspace, "README.md"), "# Edited by hand\n");
+  await bubble.hover();
+  await bubble.locator("button.rewind-both").click();
+  const conflict = chat.locator(".request.rewind-conflict");
+  await conflict.waitFor({ timeout: 30000 });
+  assert.match(await conflict.innerText(), /README\.md — modified/);
+  assert.equal(readFileSync(path.join(dirs.workspace, "README.md"), "utf8"), "# Edited by hand\n", "nothing changed yet");
+  assert.equal(await chat.locator(".log > .user", { hasText: REWRITE }).count(), 1);
+  await shot("rewind-conflict");
+  await conflict.locator("button.overwrite").click();
+  await chat.locator(".notice.rewound").waitFor({ timeout: 30000 });
+  assert.equal(readFileSync(path.join(dirs.workspace, "README.md"), "utf8"), README, "the file is back");
+  assert.equal(await chat.locator(".log > .user", { hasText: REWRITE }).count(), 0, "the message left the chat");
+  assert.equal(await chat.locator(".md.answer", { hasText: "README rewritten." }).count(), 0, "and its answer");
+  assert.equal(await chat.locator("textarea.input").inputValue(), REWRITE, "the message is back in the input");
+  await shot("rewound");
+  // Redo undoes the rewind: the README as the rewind found it (the hand edit), the conversation
+  // back; rewinding again needs no confirmation (the redo left the file so).
+  await chat.locator(".notice.rewound button.redo").click();
+  await chat.locator(".notice.redone").waitFor({ timeout: 30000 });
+  assert.equal(readFileSync(path.join(dirs.workspace, "README.md"), "utf8"), "# Edited by hand\n");
+  await chat.locator(".log > .user", { hasText: REWRITE }).waitFor({ timeout: 30000 });
+  assert.equal(await chat.locator("textarea.input").inputValue(), "", "the message left the input again");
+  const again = chat.locator(".log > .user", { hasText: REWRITE });
+  await again.hover();
+  await again.locator("button.rewind-both").click();
+  await chat.locator(".notice.rewound").waitFor({ timeout: 30000 });
+  assert.equal(readFileSync(path.join(dirs.workspace, "README.md"), "utf8"), README);
+
+  // An image pasted into the input goes to the model with the text, as an image block.
+  await chat.locator("textarea.input").fill("What is in this picture?");
+  await chat.locator("textarea.input").evaluate((el, data) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([bytes], "pixel.png", { type: "image/png" }));
+    el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true }));
+  }, PIXEL);
+  await chat.locator(".attachments .attachment", { hasText: "pixel.png" }).waitFor({ timeout: 10000 });
+  await shot("image-pasted");
+  await chat.locator("textarea.input").press("Enter");
+  await chat.locator(".md.answer", { hasText: "A single red pixel." }).waitFor({ timeout: 60000 });
+  await chat.locator(".log > .user .image-chip", { hasText: "pixel.png" }).waitFor({ timeout: 10000 });
+  const sent = JSON.stringify((await model.bodies()).at(-1).messages);
+  assert.ok(sent.includes(PIXEL), "the image reached the model");
+  assert.ok(sent.includes("What is in this picture?"));
+
+  // Fork from that message: a new chat without it, the message in the input, the original kept.
+  const original = await chat.locator("#app").getAttribute("data-session");
+  const pictured = chat.locator(".log > .user", { hasText: "What is in this picture?" });
+  await pictured.locator(".message-actions").waitFor({ state: "attached", timeout: 30000 });
+  await pictured.hover();
+  await pictured.locator("button.fork").click();
+  await chat.locator(".notice", { hasText: "Forked" }).waitFor({ timeout: 30000 });
+  assert.equal(await chat.locator("textarea.input").inputValue(), "What is in this picture?");
+  assert.equal(await chat.locator(".log > .user", { hasText: "What is in this picture?" }).count(), 0);
+  assert.notEqual(await chat.locator("#app").getAttribute("data-session"), original, "a new session");
+  await shot("forked");
+
+  // On a model that reads no images, a pasted image is refused in place.
+  await picker.selectOption("claude-test");
+  await chat.locator(".notice", { hasText: "Model: claude-test" }).waitFor({ timeout: 30000 });
+  await chat.locator("textarea.input").evaluate((el, data) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([bytes], "pixel.png", { type: "image/png" }));
+    el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true }));
+  }, PIXEL);
+  await chat.locator(".notice.no-images", { hasText: "claude-test does not take images" }).waitFor({ timeout: 10000 });
+  assert.equal(await chat.locator(".attachments .attachment").count(), 0, "nothing attached");
   lap("PASS");
 } catch (err) {
   await shot("failure").catch(() => undefined);

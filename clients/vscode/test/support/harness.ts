@@ -68,6 +68,11 @@ export class ScriptedModel {
     return (await this.command({ cmd: "requests" })).count as number;
   }
 
+  /** The HTTP path of each request so far (which provider API was called). */
+  async requestPaths(): Promise<string[]> {
+    return (await this.command({ cmd: "requests" })).paths as string[];
+  }
+
   async requestBodies(): Promise<Array<Record<string, unknown>>> {
     return (await this.command({ cmd: "requests", bodies: true })).bodies as Array<Record<string, unknown>>;
   }
@@ -116,6 +121,11 @@ export class TempHome {
       SEMA_LOG_LEVEL: "WARNING",
       SEMA_TIKTOKEN: "off",
     };
+  }
+
+  /** Write `$SEMA_ROOT/models.json` (model profiles the server lists and switches between). */
+  writeModels(config: Record<string, unknown>): void {
+    writeFileSync(path.join(this.semaRoot, "models.json"), JSON.stringify(config, null, 2));
   }
 
   remove(): void {

@@ -4,7 +4,8 @@ Prints one JSON line `{"url", "openaiUrl"}` once listening, then answers one JSO
 command line read from stdin:
 
     {"cmd": "script", "replies": [<reply>, ...]}  -> {"pending": n}
-    {"cmd": "requests"}                           -> {"count": n, "bodies": [...]}  (with "bodies": true)
+    {"cmd": "requests"}                           -> {"count": n, "paths": [...], "bodies": [...]}
+                                                     (bodies with "bodies": true)
     {"cmd": "open", "gate": "name"}               -> {"opened": "name"}
     {"cmd": "reset"}                              -> {"pending": 0}
 
@@ -64,7 +65,7 @@ def main() -> None:
                 llm.script(*(build(r) for r in cmd["replies"]))
                 answer = {"pending": llm.pending}
             elif cmd["cmd"] == "requests":
-                answer = {"count": len(llm.requests)}
+                answer = {"count": len(llm.requests), "paths": [r.path for r in llm.requests]}
                 if cmd.get("bodies"):
                     answer["bodies"] = [r.body for r in llm.requests]
             elif cmd["cmd"] == "open":
