@@ -849,7 +849,10 @@ function turnDiffCard(id: number, files: ChangedFile[]): void {
 function renderConversation(messages: TranscriptMessage[]): void {
   hideWelcome();
   for (const m of messages) {
-    const text = (m.content ?? []).map((b) => b.text).join("");
+    const text = (m.content ?? []).map((b) => b.text ?? "").join("");
+    const images = (m.content ?? [])
+      .filter((b) => b.type === "image")
+      .map((b) => ({ mediaType: b.mediaType ?? "image", path: b.path }));
     if (m.kind === "summary") {
       const block = new MarkdownBlock("summary past");
       block.set(text);
@@ -861,8 +864,8 @@ function renderConversation(messages: TranscriptMessage[]): void {
       continue;
     }
     if (m.role === "user") {
-      if (!text) continue;
-      const bubble = userBubble(text, [], { "data-message-id": m.id });
+      if (!text && images.length === 0) continue;
+      const bubble = userBubble(text, images, { "data-message-id": m.id });
       bubble.classList.add("past");
       if (m.kind === "prompt" && (features.rewind || features.fork)) bubble.append(messageActions(m.id));
       log.append(bubble);
