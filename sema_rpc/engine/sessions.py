@@ -189,8 +189,10 @@ class SessionRegistry:
         store = session.store
         assert store is not None
         session.meter.on_change = lambda totals: store.append_event("usage", **totals.as_dict())
-        if params.model is not None and profile is not None and (
-            loaded is None or loaded.model != params.model
+        if (
+            params.model is not None
+            and profile is not None
+            and (loaded is None or loaded.model != params.model)
         ):
             # The model the request names is the session's from now on: a resume that
             # names none continues on it. Held, so a session never prompted writes nothing.
