@@ -416,6 +416,8 @@ class HistoryStore:
         """The file was created by `open_ahead` and holds no entry yet (writer thread)."""
         self._held: list[bytes] = []
         """`hold_event` lines, written with the next entry."""
+        self._held_for_entry: list[bytes] = []
+        """`hold_until_entry` lines: written with the next entry only."""
         self._ticket = 0
         """The writer's ticket for this store's last job."""
         self.write_seconds = 0.0
@@ -439,6 +441,13 @@ class HistoryStore:
         where two queued apart cost two syncs), or by `synced()`, `flush()`, `close()`,
         `discard_if_unused()` if none comes."""
         self._held.append(_dumps({"t": kind, "n": self.message_count, "at": _now(), **fields}))
+
+    def hold_until_entry(self, kind: str, **fields: Any) -> None:
+        """`hold_event`, but written only with an entry: dropped if none comes (a session
+        never prompted writes nothing, and its file created ahead is removed)."""
+        self._held_for_entry.append(
+            _dumps({"t": kind, "n": self.message_count, "at": _now(), **fields})
+        )
 
     def _release(self) -> None:
         if self._held:
@@ -509,6 +518,8 @@ class HistoryStore:
             return
         if self._held:
             lines, self._held = [*self._held, *lines], []
+        if self._held_for_entry and lines:  # before the rest: it was held first
+            lines, self._held_for_entry = [*self._held_for_entry, *lines], []
         self._ticket = _writer.submit(self, lines)
 
     def _drain(self, items: list[_Job]) -> None:

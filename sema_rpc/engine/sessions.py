@@ -196,7 +196,7 @@ class SessionRegistry:
         ):
             # The model the request names is the session's from now on: a resume that
             # names none continues on it. Held, so a session never prompted writes nothing.
-            store.hold_event("model", model=params.model, thinking=None)
+            store.hold_until_entry("model", model=params.model, thinking=None)
         session.checkpoints = CheckpointStore(session_id, resolved_dir)
         session.services.changes = Checkpoints(session.checkpoints, session.read_files)
         session.rules = RuleStore(session.working_dir)

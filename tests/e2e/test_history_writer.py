@@ -109,7 +109,9 @@ async def test_the_history_file_is_created_ahead_and_removed_when_no_input_came(
         [listed] = (await client.call("session/list"))["sessions"]
         assert listed["sessionId"] == used and listed["messageCount"] == 2
         lines = [json.loads(x) for x in (history / f"{used}.jsonl").read_bytes().splitlines()]
-        assert [e["t"] for e in lines] == ["meta", "title", "message", "message"]
+        # The model session/create named and the title are held until the prompt's
+        # message; the running usage totals follow the response.
+        assert [e["t"] for e in lines] == ["meta", "model", "title", "message", "usage", "message"]
 
         await client.call("session/dispose", {"sessionId": idle})
         assert not (history / f"{idle}.jsonl").exists()
