@@ -472,8 +472,9 @@ def main() -> int:
         ["figure", "Claude Code", "pi", "Codex", "sema no pyc", "sema pyc"],
         rows,
     )
+    what = f"{args.servers} servers a state" if args.only == "first" else f"runs: {runs}"
     print(
-        f"\nruns: {runs}; {time.time() - started:.0f} s; load at start "
+        f"\n{what}; {time.time() - started:.0f} s; load at start "
         f"{host.get('load', '?')}, at end {os.getloadavg()[0]:.1f}"
     )
     print(json.dumps({"bench": "startup", "rows": rows}, ensure_ascii=False))
