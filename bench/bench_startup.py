@@ -13,7 +13,8 @@ Prints ONE table. Rows:
   wall / ours (> 1: we are faster).
 - our own latencies over the wire (tests/support/wire_client.py): spawn → `initialize`
   answered (median of fresh servers, Content-Length framing); the first prompt of a new
-  server whose `session/create` came 1 s earlier vs a warm server's prompt (medians);
+  server whose `session/create` came 1 s earlier vs a warm server's prompt, right after
+  another and 1 s after the last (medians);
   a 20,000-delta stream's notifications/s measured at the client (best of 2); and the
   per-turn cost with 10 vs 10,000 messages of history (bench_history's engine measure).
 
@@ -24,7 +25,8 @@ into a temporary PYTHONPYCACHEPREFIX, as on a machine where pip compiled the ins
 Nothing is written into the repository. The per-turn row runs in this process and does
 not depend on the bytecode state.
 
-Run: `.venv/bin/python bench/bench_startup.py` (`--quick`: fewer runs).
+Run: `.venv/bin/python bench/bench_startup.py` (`--quick`: fewer runs; `--only first
+--servers N`: only the first / warm prompt row, N fresh servers per bytecode state).
 """
 
 from __future__ import annotations
@@ -273,9 +275,12 @@ async def initialize_ms(env: dict[str, str], n: int) -> float:
 
 async def first_vs_warm(
     env: dict[str, str], llm: ScriptedLLM, workspace: Path, n: int
-) -> tuple[float, float]:
-    """(first prompt ms with session/create 1 s before it, a warm prompt ms): medians."""
-    first, warm = [], []
+) -> tuple[float, float, float]:
+    """(first prompt ms with session/create 1 s before it, a warm prompt ms right after
+    another, a warm prompt ms 1 s after the last one): medians. The last pairs with the
+    first: both come after a second in which the server did nothing (a process idle for
+    a second pays for cold CPU caches whether or not its prompt is its first)."""
+    first, warm, idle = [], [], []
     for _ in range(n):
         client = WireClient(env=env, jsonl=False)
         try:
@@ -285,7 +290,9 @@ async def first_vs_warm(
                 "sessionId"
             ]
             await asyncio.sleep(1.0)
-            for sink in (first, warm, warm):
+            for sink in (first, warm, warm, idle):
+                if sink is idle:
+                    await asyncio.sleep(1.0)
                 llm.script(Reply.text("hello there", chunks=2))
                 t0 = time.perf_counter()
                 result = await client.call(
@@ -296,7 +303,7 @@ async def first_vs_warm(
                     raise RuntimeError(f"prompt ended {result}")
         finally:
             await close_client(client)
-    return statistics.median(first), statistics.median(warm)
+    return statistics.median(first), statistics.median(warm), statistics.median(idle)
 
 
 async def notif_per_s(env: dict[str, str], llm: ScriptedLLM, workspace: Path) -> float:
@@ -331,6 +338,35 @@ async def per_turn(tmp: Path, turns: int) -> tuple[float, float]:
     return small["turn_ms"], big["turn_ms"]
 
 
+async def first_rows(tmp: Path, bytecode: Bytecode, servers: int) -> list[list[Any]]:
+    """`--only first`: the first / warm prompt row alone. One server is run first and
+    not counted, so that the scripted model server and the client are warm for all the
+    counted ones (their own first-use costs are not the server's)."""
+    figures: dict[str, tuple[float, float, float]] = {}
+    workspace = tmp / "own-ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("# bench\n")
+    with ScriptedLLM() as llm:
+        for state in ("no pyc", "pyc"):
+            root = tmp / f"own-root-{state.replace(' ', '-')}"
+            root.mkdir()
+            env = {**server_env(llm, root), **bytecode.env(state)}
+            saved = {k: os.environ.pop(k) for k in list(os.environ) if k in _BYTECODE_VARS}
+            try:
+                await first_vs_warm(env, llm, workspace, 1)  # warm-up, not counted
+                figures[state] = await first_vs_warm(env, llm, workspace, servers)
+            finally:
+                os.environ.update(saved)
+    return [
+        [
+            "first prompt, create 1 s before / warm prompt / warm 1 s after the last, ms "
+            f"(median of {servers} servers)"
+        ]
+        + ["", "", ""]
+        + ["{:.1f} / {:.1f} / {:.1f}".format(*figures[s]) for s in ("no pyc", "pyc")]
+    ]
+
+
 async def own_rows(tmp: Path, bytecode: Bytecode, quick: bool) -> list[list[Any]]:
     rows: list[list[Any]] = []
     figures: dict[str, dict[str, float]] = {}
@@ -347,11 +383,17 @@ async def own_rows(tmp: Path, bytecode: Bytecode, quick: bool) -> list[list[Any]
             try:
                 await initialize_ms(env, 1)  # warm-up (fills the pyc prefix for "pyc")
                 init = await initialize_ms(env, 3 if quick else 9)
-                first, warm = await first_vs_warm(env, llm, workspace, 2 if quick else 5)
+                first, warm, idle = await first_vs_warm(env, llm, workspace, 2 if quick else 5)
                 rate = await notif_per_s(env, llm, workspace)
             finally:
                 os.environ.update(saved)
-            figures[state] = {"init": init, "first": first, "warm": warm, "rate": rate}
+            figures[state] = {
+                "init": init,
+                "first": first,
+                "warm": warm,
+                "idle": idle,
+                "rate": rate,
+            }
     states = ("no pyc", "pyc")
     blank = ["", "", ""]
     rows.append(
@@ -359,8 +401,15 @@ async def own_rows(tmp: Path, bytecode: Bytecode, quick: bool) -> list[list[Any]
         + [f"{figures[s]['init']:.0f}" for s in states]
     )
     rows.append(
-        ["first prompt, create 1 s before / warm prompt, ms (target: first ≤ warm)", *blank]
-        + [f"{figures[s]['first']:.0f} / {figures[s]['warm']:.0f}" for s in states]
+        [
+            "first prompt, create 1 s before / warm / warm 1 s after the last, ms"
+            " (target: first ≤ warm)",
+            *blank,
+        ]
+        + [
+            f"{figures[s]['first']:.0f} / {figures[s]['warm']:.0f} / {figures[s]['idle']:.0f}"
+            for s in states
+        ]
     )
     rows.append(
         ["20,000-delta stream, notifications/s at the client (target ≥ 50,000)", *blank]
@@ -390,6 +439,12 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer runs")
     parser.add_argument("--peers", type=Path, default=Path("/tmp/peers"))
     parser.add_argument("--skip-peers", action="store_true", help="our own latencies only")
+    parser.add_argument(
+        "--only", choices=["first"], help="one row only: first = the first / warm prompt"
+    )
+    parser.add_argument(
+        "--servers", type=int, default=15, help="with --only first: fresh servers per state"
+    )
     args = parser.parse_args()
     host = host_header()
     runs = (
@@ -404,9 +459,12 @@ def main() -> int:
         if not bytecode.no_pyc_clean:
             print("note: sema_rpc/ holds __pycache__ directories: 'no pyc' is partly cached")
         rows: list[list[Any]] = []
-        if not args.skip_peers:
-            rows += peers_comparison(tmp, args.peers, bytecode, runs)
-        rows += asyncio.run(own_rows(tmp, bytecode, args.quick))
+        if args.only == "first":
+            rows += asyncio.run(first_rows(tmp, bytecode, args.servers))
+        else:
+            if not args.skip_peers:
+                rows += peers_comparison(tmp, args.peers, bytecode, runs)
+            rows += asyncio.run(own_rows(tmp, bytecode, args.quick))
         shutil.rmtree(tmp / "homes", ignore_errors=True)
     print_table(
         "cold start and first token (wall / CPU / peak RSS, medians; (a× / b×) = the peer's "
@@ -414,8 +472,9 @@ def main() -> int:
         ["figure", "Claude Code", "pi", "Codex", "sema no pyc", "sema pyc"],
         rows,
     )
+    what = f"{args.servers} servers a state" if args.only == "first" else f"runs: {runs}"
     print(
-        f"\nruns: {runs}; {time.time() - started:.0f} s; load at start "
+        f"\n{what}; {time.time() - started:.0f} s; load at start "
         f"{host.get('load', '?')}, at end {os.getloadavg()[0]:.1f}"
     )
     print(json.dumps({"bench": "startup", "rows": rows}, ensure_ascii=False))

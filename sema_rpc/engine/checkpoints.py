@@ -211,6 +211,8 @@ class CheckpointStore:
         self.turn: str | None = None
         self._turn_written = False
         self._loaded = False
+        self.ready = False
+        """The index is read (`load()` done): a turn need not hop to a thread for it."""
         self._warned_cap = False
         self._lock = threading.RLock()
         self._last: dict[str, Content] = {}
@@ -227,30 +229,36 @@ class CheckpointStore:
                 return
             self._loaded = True
             try:
-                data = self.index.read_bytes()
-            except OSError:
-                return
-            for raw in data.split(b"\n"):
-                if not raw.strip():
-                    continue
-                try:
-                    obj = json.loads(raw)
-                    kind = obj["t"]
-                    if kind == "turn":
-                        self.turn_pos.setdefault(str(obj["turn"]), len(self.events))
-                    elif kind in ("change", "restore"):
-                        event = Change(
-                            kind=kind,
-                            path=str(obj["path"]),
-                            before=LOST if obj.get("lost") else Content(obj.get("before")),
-                            after=LOST if obj.get("afterLost") else Content(obj.get("after")),
-                            turn=obj.get("turn"),
-                            tool=str(obj.get("tool", "")),
-                        )
-                        self.events.append(event)
-                        self._last[event.path] = event.after
-                except (ValueError, KeyError, TypeError):
-                    log.warning("%s: skipping an unreadable checkpoint entry", self.index)
+                self._read_index()
+            finally:
+                self.ready = True
+
+    def _read_index(self) -> None:
+        try:
+            data = self.index.read_bytes()
+        except OSError:
+            return
+        for raw in data.split(b"\n"):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+                kind = obj["t"]
+                if kind == "turn":
+                    self.turn_pos.setdefault(str(obj["turn"]), len(self.events))
+                elif kind in ("change", "restore"):
+                    event = Change(
+                        kind=kind,
+                        path=str(obj["path"]),
+                        before=LOST if obj.get("lost") else Content(obj.get("before")),
+                        after=LOST if obj.get("afterLost") else Content(obj.get("after")),
+                        turn=obj.get("turn"),
+                        tool=str(obj.get("tool", "")),
+                    )
+                    self.events.append(event)
+                    self._last[event.path] = event.after
+            except (ValueError, KeyError, TypeError):
+                log.warning("%s: skipping an unreadable checkpoint entry", self.index)
 
     def _append(self, entries: list[dict[str, Any]]) -> None:
         _private_dir(self.root)

@@ -411,7 +411,8 @@ class SemaEngine(SessionRegistry):
         user_content, setup = await session.pipeline.prepare(user_input)
         session.redo = None  # a new prompt makes the last rewind final
         if session.checkpoints is not None:
-            await asyncio.to_thread(session.checkpoints.load)
+            if not session.checkpoints.ready:  # read ahead by the warm-up, usually
+                await asyncio.to_thread(session.checkpoints.load)
             session.checkpoints.begin_turn(message_id)
         runner = assembly.tool_runner(
             session, setup, control, client_answers=self.client_answers_permissions

@@ -69,9 +69,10 @@ class InputPipeline:
         """Once the session has its model (after `session/create`): do the first turn's
         one-time work in a background task on the loop, so the first prompt costs what a
         later one does — the history file (created on the writer thread), the git
-        snapshot, the tools' modules and schemas, the skills and rules scan, the wire
-        models. Nothing here is sent anywhere; a failure only means the first
-        prompt does the work itself (and reports what goes wrong there)."""
+        snapshot, the checkpoint index (on a thread), the tools' modules and schemas, the
+        skills and rules scan, the wire models (and the models their fields hold).
+        Nothing here is sent anywhere; a failure only means the first prompt does the
+        work itself (and reports what goes wrong there)."""
         if self._warming is None:
             self._warming = asyncio.get_running_loop().create_task(self._warm())
 
@@ -81,6 +82,8 @@ class InputPipeline:
             self.session.store.open_ahead()  # on the writer thread
         try:
             await self.git_snapshot()
+            if self.session.checkpoints is not None:  # a resumed session's index
+                await asyncio.to_thread(self.session.checkpoints.load)
             await asyncio.sleep(0)  # a prompt that came meanwhile is read
             import sema_rpc.engine.compaction
             import sema_rpc.engine.conversation
@@ -245,18 +248,45 @@ def _stamp(model: type[EventParams]) -> None:
 
 
 def _turn_models() -> list[Any]:
-    """The pydantic models a turn validates or emits, built on first use otherwise
-    (`defer_build`): the prompt's params and result, every notification, the messages."""
+    """The models of `turn_model_classes()` not built yet (`defer_build`)."""
+    return [m for m in turn_model_classes() if not m.__pydantic_complete__]
+
+
+def turn_model_classes() -> list[Any]:
+    """The pydantic models a turn validates or emits: the prompt's params and result,
+    every notification, the messages, and the models their fields hold. A nested model
+    has a validator of its own, built when the turn validates it directly (the usage
+    totals, a `turn:diff` file entry); building the outer model does not build it."""
     from pydantic import BaseModel
 
     from sema_rpc.core import messages
     from sema_rpc.protocol import METHODS, NOTIFICATIONS
 
     prompt = METHODS["session/prompt"]
-    found: list[Any] = [prompt.params, prompt.result, *NOTIFICATIONS.values()]
-    found += [
+    roots: list[Any] = [prompt.params, prompt.result, *NOTIFICATIONS.values()]
+    roots += [
         m
         for m in vars(messages).values()
         if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == messages.__name__
     ]
-    return [m for m in found if m is not None and not m.__pydantic_complete__]
+    found: dict[Any, None] = {}
+    todo = [m for m in roots if m is not None]
+    while todo:
+        model = todo.pop()
+        if model in found:
+            continue
+        found[model] = None
+        for f in model.model_fields.values():
+            todo += _models_in(f.annotation)
+    return list(found)
+
+
+def _models_in(annotation: Any) -> list[Any]:
+    """The pydantic model classes in a field's type (`X`, `X | None`, `list[X]`, ...)."""
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]

@@ -1,0 +1,86 @@
+"""The first-turn warm-up after `session/create` (pipeline.py `InputPipeline.warm_up`):
+what it prepares is what the first prompt would otherwise do on its own turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from sema_rpc.engine.engine import SemaEngine
+from sema_rpc.engine.pipeline import _models_in, turn_model_classes
+from sema_rpc.protocol import (
+    SessionCreateParams,
+    SessionPromptParams,
+    TurnDiffFile,
+    UsageTotals,
+)
+from tests.engine._bridge import RecordingBridge
+from tests.support.scripted_llm import Reply, ScriptedLLM
+
+
+@pytest.fixture
+def engine_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, scripted_llm: ScriptedLLM):
+    monkeypatch.setenv("SEMA_ROOT", str(tmp_path / "sema-root"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-000000")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", scripted_llm.url)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    return workspace
+
+
+def test_the_models_a_turn_builds_include_the_ones_nested_in_its_events():
+    """The usage totals and a `turn:diff` file entry are validated on their own during
+    a turn: building the event that holds them does not build them."""
+    classes = turn_model_classes()
+    assert UsageTotals in classes
+    assert TurnDiffFile in classes
+    for model in classes:
+        for field in model.model_fields.values():
+            for nested in _models_in(field.annotation):
+                assert nested in classes, f"{model.__name__}.{field} holds {nested.__name__}"
+                assert issubclass(nested, BaseModel)
+
+
+async def test_a_resumed_sessions_checkpoint_index_is_read_before_its_first_prompt(
+    engine_env: Path, scripted_llm: ScriptedLLM
+):
+    target = engine_env / "notes.txt"
+    first = SemaEngine(RecordingBridge())
+    ready = await first.create_session(
+        SessionCreateParams(
+            working_dir=str(engine_env), model="anthropic/claude-test", permission_mode="bypass"
+        )
+    )
+    sid = ready.session_id
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": str(target), "content": "one\n"})]),
+        Reply.text("written"),
+    )
+    result = await first.prompt(SessionPromptParams(session_id=sid, input="write it"))
+    assert result.stop_reason == "end_turn"
+    assert target.read_text() == "one\n"
+    await first.shutdown()
+
+    second = SemaEngine(RecordingBridge())
+    await second.create_session(
+        SessionCreateParams(
+            working_dir=str(engine_env),
+            model="anthropic/claude-test",
+            permission_mode="bypass",
+            session_id=sid,
+        )
+    )
+    session = second.session(sid)
+    assert session.pipeline is not None and session.pipeline._warming is not None
+    await session.pipeline._warming
+    store = session.checkpoints
+    assert store is not None
+    assert store.ready, "the warm-up did not read the index"
+    assert [Path(e.path).name for e in store.events] == ["notes.txt"]
+    # The first prompt runs on the index read ahead.
+    scripted_llm.script(Reply.text("hello"))
+    result = await second.prompt(SessionPromptParams(session_id=sid, input="hi"))
+    assert result.stop_reason == "end_turn"
+    await second.shutdown()
