@@ -519,6 +519,31 @@ local RESTORE = {
 
 --- Go back to just before one of your messages: files, conversation or both. Files changed
 --- since the agent wrote them are listed first; only "overwrite" rewinds over them.
+--- Ask whether to overwrite the files a rewind or redo found changed (`conflicts` of
+--- `session/rewind`); `overwrite` runs `on_overwrite`.
+local function confirm_overwrite(conflicts, prompt, on_overwrite)
+  local names = {}
+  for _, c in ipairs(conflicts) do
+    names[#names + 1] = c.path .. " (" .. c.reason .. ")"
+  end
+  vim.ui.select({ "overwrite", "cancel" }, {
+    prompt = "Sema: " .. prompt .. ": " .. table.concat(names, ", "),
+    kind = "sema.rewind_conflict",
+  }, function(choice)
+    if choice == "overwrite" then
+      on_overwrite()
+    end
+  end)
+end
+
+--- Reload the open buffers of the files a rewind or redo wrote.
+local function reload_restored(chat, paths)
+  for _, path in ipairs(paths or {}) do
+    local abs = path:sub(1, 1) == "/" and path or vim.fs.joinpath(chat.working_dir, path)
+    require("sema.chat").reload(abs)
+  end
+end
+
 function M.rewind()
   with_chat(function(chat, client)
     if not has_method("session/rewind") then
@@ -545,23 +570,11 @@ function M.rewind()
               if #(result.conflicts or {}) == 0 then
                 return notify("nothing to rewind")
               end
-              local names = {}
-              for _, c in ipairs(result.conflicts) do
-                names[#names + 1] = c.path .. " (" .. c.reason .. ")"
-              end
-              return vim.ui.select({ "overwrite", "cancel" }, {
-                prompt = "Sema: changed since the agent wrote them: " .. table.concat(names, ", "),
-                kind = "sema.rewind_conflict",
-              }, function(choice)
-                if choice == "overwrite" then
-                  go(true)
-                end
+              return confirm_overwrite(result.conflicts, "changed since the agent wrote them", function()
+                go(true)
               end)
             end
-            for _, path in ipairs(result.restoredFiles or {}) do
-              local abs = path:sub(1, 1) == "/" and path or vim.fs.joinpath(chat.working_dir, path)
-              require("sema.chat").reload(abs)
-            end
+            reload_restored(chat, result.restoredFiles)
             local files = #(result.restoredFiles or {}) > 0
                 and (" (restored " .. table.concat(result.restoredFiles, ", ") .. ")")
               or ""
@@ -592,23 +605,11 @@ function M.redo()
           return notify("redo failed: " .. (err.message or "?"), vim.log.levels.ERROR)
         end
         if not result.rewound then
-          local names = {}
-          for _, c in ipairs(result.conflicts or {}) do
-            names[#names + 1] = c.path .. " (" .. c.reason .. ")"
-          end
-          return vim.ui.select({ "overwrite", "cancel" }, {
-            prompt = "Sema: changed since the rewind: " .. table.concat(names, ", "),
-            kind = "sema.rewind_conflict",
-          }, function(choice)
-            if choice == "overwrite" then
-              go(true)
-            end
+          return confirm_overwrite(result.conflicts or {}, "changed since the rewind", function()
+            go(true)
           end)
         end
-        for _, path in ipairs(result.restoredFiles or {}) do
-          local abs = path:sub(1, 1) == "/" and path or vim.fs.joinpath(chat.working_dir, path)
-          require("sema.chat").reload(abs)
-        end
+        reload_restored(chat, result.restoredFiles)
         redraw(client, chat, "# Sema — redone (the last rewind is undone)")
       end)
     end
