@@ -650,6 +650,20 @@ class SessionDeleteResult(WireModel):
     )
 
 
+class SessionRenameParams(WireModel):
+    session_id: str
+    title: str = Field(
+        description="The session's new title (spaces collapsed, at most 100 characters); "
+        "empty: back to the title its first prompt gave it."
+    )
+
+
+class SessionRenameResult(WireModel):
+    title: str | None = Field(
+        description="The title `session/list` shows now (null: none yet, no prompt)."
+    )
+
+
 class SessionCompactParams(WireModel):
     session_id: str
     instructions: str | None = Field(
@@ -980,6 +994,12 @@ METHODS: dict[str, MethodSpec] = {
             SessionDeleteResult,
             "Delete a session for good: its history, seed and checkpoints. Refused while a "
             "turn runs.",
+        ),
+        MethodSpec(
+            "session/rename",
+            SessionRenameParams,
+            SessionRenameResult,
+            "Give a session a title of its own (what `session/list` shows); live or on disk.",
         ),
         MethodSpec(
             "session/compact",

@@ -60,6 +60,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -887,7 +888,7 @@ def has_history(session_id: str) -> bool:
 
 def delete_history(session_id: str) -> bool:
     """Remove everything kept on disk for a session: its history, its seed (the older
-    JSON format) and its checkpoints (`<sema root>/checkpoints/<id>/`). True when there
+    JSON format), the title the user gave it and its checkpoints (`<sema root>/checkpoints/<id>/`). True when there
     was something to remove. Blocking; use a thread. The session must not be live (its
     writer would create the file again)."""
     flush_all()  # nothing this process queued for the file lands after it is gone
@@ -898,11 +899,46 @@ def delete_history(session_id: str) -> bool:
             removed = True
         except FileNotFoundError:
             pass
+    with contextlib.suppress(FileNotFoundError):
+        title_path(session_id).unlink()
     checkpoints = sema_root() / "checkpoints" / session_id
     if checkpoints.is_dir() and not checkpoints.is_symlink():
         shutil.rmtree(checkpoints)
         removed = True
     return removed
+
+
+def title_path(session_id: str) -> Path:
+    """A title the user gave the session (`session/rename`): beside its history, so
+    `session/list` finds it without reading the history, however long it grew."""
+    return history_dir() / f"{session_id}.title"
+
+
+def write_title(session_id: str, title: str | None) -> None:
+    """Keep (None or empty: forget) the session's own title. Written whole (a temporary
+    file renamed over), 0600. Blocking; use a thread."""
+    path = title_path(session_id)
+    if not title:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return
+    _ensure_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, title.encode("utf-8"))
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def _read_title(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            text = f.read(4 * TITLE_CHARS).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    return " ".join(text.split())[:TITLE_CHARS] or None
 
 
 def _base64_image(block: dict[str, Any]) -> bool:
@@ -949,6 +985,7 @@ def list_sessions(working_dir: Path | None = None) -> list[SessionSummary]:
         return []
     wanted = str(working_dir) if working_dir is not None else None
     jsonl_ids = {e.name[:-6] for e in entries if e.name.endswith(".jsonl")}
+    renamed = {e.name[:-6]: e.path for e in entries if e.name.endswith(".title")}
     out: list[SessionSummary] = []
     for entry in entries:
         name = entry.name
@@ -970,6 +1007,10 @@ def list_sessions(working_dir: Path | None = None) -> list[SessionSummary]:
             continue
         if wanted is not None and summary.working_dir != wanted:
             continue
+        if summary.session_id in renamed:
+            title = _read_title(renamed[summary.session_id])
+            if title:
+                summary = dataclasses.replace(summary, title=title)
         out.append(summary)
     out.sort(key=lambda s: s.updated_at, reverse=True)
     return out

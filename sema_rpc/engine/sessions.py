@@ -26,6 +26,7 @@ from sema_rpc.core.policy.permissions import RuleStore
 from sema_rpc.engine.checkpoints import Checkpoints, CheckpointStore
 from sema_rpc.engine.events import ClientBridge, EventBus
 from sema_rpc.engine.history import (
+    TITLE_CHARS,
     HistoryError,
     HistoryStore,
     InputHistory,
@@ -34,10 +35,12 @@ from sema_rpc.engine.history import (
     cut_before,
     dangling_tool_results,
     delete_history,
+    has_history,
     list_sessions,
     load_history,
     locate,
     valid_session_id,
+    write_title,
 )
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.session import Session
@@ -65,6 +68,8 @@ from sema_rpc.protocol import (
     SessionMessagesResult,
     SessionReadyEventParams,
     SessionReadyParams,
+    SessionRenameParams,
+    SessionRenameResult,
     TodoItem,
     TodosUpdateParams,
 )
@@ -426,6 +431,23 @@ class SessionRegistry:
             await self.dispose(SessionDisposeParams(session_id=session.id))
         deleted = await asyncio.to_thread(delete_history, params.session_id)
         return SessionDeleteResult(deleted=deleted)
+
+    async def rename_session(self, params: SessionRenameParams) -> SessionRenameResult:
+        """Give a session (live, or only on disk) a title of its own, kept beside its
+        history; an empty title forgets it. Answers the title `session/list` shows now."""
+        session_id = params.session_id
+        if not valid_session_id(session_id):
+            raise InvalidArgument(f"invalid sessionId: {session_id!r}")
+        live = self.sessions.get(session_id)
+        if (live is None or live.disposed) and not await asyncio.to_thread(has_history, session_id):
+            raise SessionNotFound(session_id)
+        title = " ".join(params.title.split())[:TITLE_CHARS]
+        await asyncio.to_thread(write_title, session_id, title or None)
+        if title:
+            return SessionRenameResult(title=title)
+        listed = await asyncio.to_thread(list_sessions)
+        first = next((s.title for s in listed if s.session_id == session_id), None)
+        return SessionRenameResult(title=first)
 
     async def _start_mcp(self, session: Session, params: SessionCreateParams) -> None:
         from sema_rpc.mcp import load_mcp_config

@@ -263,6 +263,7 @@ class SemaServer:
             "session/list": self._on_engine("list_sessions", is_async=True),
             "session/dispose": self._on_engine("dispose", is_async=True),
             "session/delete": self._on_engine("delete_session", is_async=True),
+            "session/rename": self._on_engine("rename_session", is_async=True),
             "session/compact": self._on_engine("compact", is_async=True),
             "session/messages": self._on_engine("session_messages", is_async=True),
             "session/fork": self._on_engine("fork_session", is_async=True),

@@ -369,3 +369,54 @@ async def test_session_delete_removes_history_seed_and_checkpoints_and_refuses_a
     assert await client.call("session/delete", {"sessionId": sid}) == {"deleted": False}
     ready = await client.create_session(workspace, sessionId=sid, model=MODEL)
     assert ready["historyLoaded"] is False, "a deleted session starts over"
+
+
+async def test_session_rename_sets_the_listed_title_for_live_and_stored_sessions(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    root = Path(server_env["SEMA_ROOT"])
+    async with WireClient(env=server_env) as client:
+        await client.initialize()
+        sid = (await client.create_session(workspace, model=MODEL))["sessionId"]
+        scripted_llm.script(Reply.text("Done."), Reply.text("Again."))
+        await prompt(client, sid, "fix the login test")
+
+        renamed = await client.call(
+            "session/rename", {"sessionId": sid, "title": "  Login   test\nflake "}
+        )
+        assert renamed == {"title": "Login test flake"}
+        [listed] = (await client.call("session/list"))["sessions"]
+        assert listed["title"] == "Login test flake"
+        # Later prompts do not take the title back.
+        await prompt(client, sid, "and the signup test")
+        [listed] = (await client.call("session/list"))["sessions"]
+        assert listed["title"] == "Login test flake"
+        title_file = root / "history" / f"{sid}.title"
+        assert title_file.stat().st_mode & 0o777 == 0o600
+
+    async with WireClient(env=server_env) as client:
+        await client.initialize()
+        # Listed after a restart; renamed again while only on disk (not resumed).
+        [listed] = (await client.call("session/list"))["sessions"]
+        assert listed["title"] == "Login test flake"
+        await client.call("session/rename", {"sessionId": sid, "title": "Auth tests"})
+        [listed] = (await client.call("session/list"))["sessions"]
+        assert listed["title"] == "Auth tests"
+        # An empty title gives the session back the title of its first prompt.
+        assert await client.call("session/rename", {"sessionId": sid, "title": ""}) == {
+            "title": "fix the login test"
+        }
+        [listed] = (await client.call("session/list"))["sessions"]
+        assert listed["title"] == "fix the login test"
+
+        await client.call("session/rename", {"sessionId": sid, "title": "Short-lived"})
+        assert await client.call("session/delete", {"sessionId": sid}) == {"deleted": True}
+        assert not title_file.exists()
+
+        with pytest.raises(RpcFailure) as err:
+            await client.call("session/rename", {"sessionId": "no-such-session", "title": "x"})
+        assert err.value.code == -32010
+        with pytest.raises(RpcFailure) as err:
+            await client.call("session/rename", {"sessionId": "../escape", "title": "x"})
+        assert err.value.code == -32602
+        assert (await client.call("session/list"))["sessions"] == []

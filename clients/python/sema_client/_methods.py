@@ -46,6 +46,8 @@ from sema_rpc.protocol import (
     SessionPromptResult,
     SessionReadyParams,
     SessionRef,
+    SessionRenameParams,
+    SessionRenameResult,
     SessionRewindParams,
     SessionRewindResult,
     SessionSetModelParams,
@@ -240,6 +242,22 @@ class Methods:
             msg_id=msg_id,
         )
         return SessionDeleteResult.model_validate(result)
+
+    async def session_rename(
+        self,
+        params: SessionRenameParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionRenameResult:
+        """`session/rename`: Give a session a title of its own (what `session/list` shows); live or on disk."""
+        result = await self._client.request(
+            "session/rename",
+            _wire(SessionRenameParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionRenameResult.model_validate(result)
 
     async def session_compact(
         self,

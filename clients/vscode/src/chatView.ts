@@ -598,6 +598,29 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.post({ type: "sessions", items: sessions.slice(0, 50) });
   }
 
+  /** "Sema: Rename Chat…": the title `session/list` shows for this chat (`session/rename`);
+   *  an empty title gives it back the title of its first message. */
+  async renameChat(): Promise<void> {
+    const session = this.session;
+    if (!session) {
+      void vscode.window.showInformationMessage("Start a chat first: there is nothing to rename yet.");
+      return;
+    }
+    if (!session.connection.supports("session/rename")) {
+      void vscode.window.showWarningMessage("This sema-rpc cannot rename sessions (it has no session/rename).");
+      return;
+    }
+    const title = await vscode.window.showInputBox({
+      prompt: "Chat title (empty: the first message)",
+      value: this.title ?? "",
+    });
+    if (title === undefined) return;
+    const result = await session.connection.request("session/rename", { sessionId: session.id, title });
+    this.title = result.title ?? undefined;
+    this.postState();
+    await this.listSessions().catch(() => undefined);
+  }
+
   /** A new, empty chat; the previous session is disposed (its history stays resumable). */
   async newChat(): Promise<void> {
     const old = this.session;

@@ -31,6 +31,10 @@ export function activate(context: vscode.ExtensionContext): void {
       await vscode.commands.executeCommand("sema.chat.focus");
       await view.newChat();
     }),
+    vscode.commands.registerCommand("sema.renameChat", async () => {
+      await vscode.commands.executeCommand("sema.chat.focus");
+      await view.renameChat();
+    }),
     vscode.commands.registerCommand("sema.resumeSession", async () => {
       await vscode.commands.executeCommand("sema.chat.focus");
       await view.pickSession();

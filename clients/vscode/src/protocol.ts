@@ -542,6 +542,17 @@ export interface SessionRef {
   sessionId: string;
 }
 
+export interface SessionRenameParams {
+  sessionId: string;
+  /** The session's new title (spaces collapsed, at most 100 characters); empty: back to the title its first prompt gave it. */
+  title: string;
+}
+
+export interface SessionRenameResult {
+  /** The title `session/list` shows now (null: none yet, no prompt). */
+  title: string | null;
+}
+
 export interface SessionRewindParams {
   sessionId: string;
   /** A user prompt's message id: back to the state just before it was sent. Required unless `redo`. */
@@ -859,6 +870,8 @@ export interface Methods {
   "session/dispose": { params: SessionRef; result: SessionDisposeResult };
   /** Delete a session for good: its history, seed and checkpoints. Refused while a turn runs. */
   "session/delete": { params: SessionRef; result: SessionDeleteResult };
+  /** Give a session a title of its own (what `session/list` shows); live or on disk. */
+  "session/rename": { params: SessionRenameParams; result: SessionRenameResult };
   /** Compact the session's history now (like `/compact`). Emits `compact:exec`. */
   "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
   /** Undo turns: files (`code`), messages (`conversation`) or both, back to just before a prompt; or `redo` the last rewind. Refused while a turn runs. */

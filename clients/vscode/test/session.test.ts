@@ -277,4 +277,19 @@ describe("session features on the real server", { timeout: 180000 }, () => {
     await fork.dispose();
     await session.dispose();
   });
+  it("renames a session: session/list shows the new title, an empty one gives back the first prompt's", async () => {
+    await model.reset();
+    const session = await conn.createSession({ workingDir: home.workspace, model: "fast" });
+    await model.script({ text: "Renamed soon." });
+    await session.prompt("tidy the parser");
+    const listed = async (): Promise<string | null | undefined> =>
+      (await conn.request("session/list", { workingDir: home.workspace })).sessions.find((s) => s.sessionId === session.id)?.title;
+    assert.deepEqual(await conn.request("session/rename", { sessionId: session.id, title: "Parser clean-up" }), {
+      title: "Parser clean-up",
+    });
+    assert.equal(await listed(), "Parser clean-up");
+    assert.deepEqual(await conn.request("session/rename", { sessionId: session.id, title: "" }), { title: "tidy the parser" });
+    assert.equal(await listed(), "tidy the parser");
+    await session.dispose();
+  });
 });
