@@ -203,8 +203,26 @@ def _parse_params(spec: MethodSpec, params: Any) -> Any:
         raise RpcError(
             ErrorCode.INVALID_PARAMS,
             f"invalid params for {spec.name}: {exc.error_count()} error(s)",
-            json.loads(exc.json(include_url=False, include_context=False)),
+            [
+                _capped_input(e)
+                for e in json.loads(exc.json(include_url=False, include_context=False))
+            ],
         ) from exc
+
+
+_ERROR_INPUT_CHARS = 500
+"""The most of a refused value an error's `data` echoes back (an image's base64 can be
+megabytes): longer values are replaced by their start and their size."""
+
+
+def _capped_input(error: dict[str, Any]) -> dict[str, Any]:
+    value = error.get("input")
+    if value is None or isinstance(value, bool | int | float):
+        return error
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) > _ERROR_INPUT_CHARS:
+        error["input"] = f"{text[:200]}… ({len(text):,} characters)"
+    return error
 
 
 _NOT_A_REQUEST = object()

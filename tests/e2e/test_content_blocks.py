@@ -392,3 +392,20 @@ async def test_session_messages_shows_an_image_by_type_and_path_never_its_bytes(
         {"type": "image", "mediaType": "image/png", "path": "shot.png"},
     ]
     assert PNG_B64 not in json.dumps(page)
+
+
+async def test_a_malformed_block_with_a_big_payload_gets_a_small_error(
+    env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    big = "A" * 3_000_000  # an unknown block type: the whole block is the refused value
+    async with WireClient(env=env) as client:
+        sid = await session(client, workspace, "claude-vision")
+        with pytest.raises(RpcFailure) as failure:
+            await prompt(client, sid, [{"type": "picture", "data": big}])
+        error = failure.value.error
+        assert failure.value.code == -32602
+        echoed = json.dumps(error.get("data"))
+        assert big not in echoed and len(echoed) < 20_000, "the error does not echo megabytes"
+        assert "3,0" in echoed, "the size of what was cut is told"
+        scripted_llm.script(Reply.text("Still here."))
+        assert (await prompt(client, sid, "Hi"))["stopReason"] == "end_turn"
