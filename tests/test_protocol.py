@@ -64,3 +64,73 @@ def test_params_ignore_unknown_fields_and_results_use_aliases():
         "stopReason": "end_turn",
         "usage": {"useTokens": 0, "maxTokens": 0, "promptTokens": 3},
     }
+
+
+# `initialize` is answered without pydantic (rpc/server.py): the plain parse and the
+# hand-built result must stay equal to what the models give.
+PLAIN_INITIALIZE_PARAMS = [
+    None,
+    [],
+    {},
+    {"protocolVersion": 1},
+    {"clientInfo": None},
+    {"clientInfo": {"name": "nvim"}},
+    {"clientInfo": {"name": "vscode", "version": "1.2"}, "capabilities": {}},
+    {"clientInfo": {"name": "vscode", "version": None}},
+    {"capabilities": {"permissions": True}},
+    {
+        "protocolVersion": 1,
+        "clientInfo": {"name": "e", "version": "0"},
+        "capabilities": {"permissions": True, "askQuestion": False, "planExit": True},
+    },
+]
+
+NOT_PLAIN_INITIALIZE_PARAMS = [
+    {"protocolVersion": 2},
+    {"protocolVersion": "1"},
+    {"protocolVersion": True},
+    {"protocolVersion": 1.0},
+    {"protocol_version": 1},
+    {"unknown": 1},
+    {"clientInfo": {}},
+    {"clientInfo": {"name": 3}},
+    {"clientInfo": {"name": "x", "extra": 1}},
+    {"clientInfo": []},
+    {"capabilities": []},
+    {"capabilities": {"permissions": 1}},
+    {"capabilities": {"ask_question": True}},
+    {"capabilities": None},
+    "text",
+    [1],
+]
+
+
+def test_initialize_plain_parse_equals_the_model():
+    from sema_rpc.rpc.server import _initialize_params_plain
+
+    for params in PLAIN_INITIALIZE_PARAMS:
+        plain = _initialize_params_plain(params)
+        assert plain is not None, params
+        model = protocol.InitializeParams.model_validate({} if params in (None, []) else params)
+        assert plain == model, params
+        assert plain.model_fields_set == model.model_fields_set, params
+        assert plain.capabilities.model_fields_set == model.capabilities.model_fields_set
+        assert plain.wire() == model.wire(), params
+    for params in NOT_PLAIN_INITIALIZE_PARAMS:  # left to the model (and its errors)
+        assert _initialize_params_plain(params) is None, params
+
+
+def test_initialize_result_equals_the_model():
+    import sema_rpc
+    from sema_rpc.rpc.server import initialize_result
+
+    model = protocol.InitializeResult(
+        protocol_version=protocol.PROTOCOL_VERSION,
+        server_info=protocol.ServerInfo(version=sema_rpc.__version__),
+        capabilities=protocol.ServerCapabilities(
+            methods=list(protocol.METHODS),
+            notifications=list(protocol.NOTIFICATIONS),
+            server_requests=list(protocol.SERVER_REQUESTS),
+        ),
+    )
+    assert json.dumps(initialize_result()) == json.dumps(model.wire())

@@ -43,15 +43,13 @@ from sema_rpc.protocol import (
     PROTOCOL_VERSION,
     SERVER_REQUESTS,
     ClientCapabilities,
+    ClientInfo,
     EmptyResult,
     ErrorCode,
     EventParams,
     InitializeParams,
-    InitializeResult,
     MethodSpec,
     RpcError,
-    ServerCapabilities,
-    ServerInfo,
     TextChunkParams,
     ThinkingChunkParams,
     ToolExecutionUpdateParams,
@@ -210,6 +208,75 @@ def _parse_params(spec: MethodSpec, params: Any) -> Any:
         ) from exc
 
 
+_INITIALIZE_CAPABILITIES = {
+    "permissions": "permissions",
+    "askQuestion": "ask_question",
+    "planExit": "plan_exit",
+}
+
+
+def _initialize_params_plain(params: Any) -> InitializeParams | None:
+    """`initialize`'s params without a pydantic validator, for the common, plainly valid
+    shapes only (every key its wire name, every value of its exact type, the supported
+    version); None for anything else, which `_parse_params` then validates (and refuses
+    with its usual -32602 data). Building the first validator costs ~20 ms (pydantic's
+    plugin lookup and the schema), which the first answer does not wait for. The result
+    equals `InitializeParams.model_validate(params)` (tests/test_protocol.py)."""
+    if params is None or params == []:
+        params = {}
+    if not isinstance(params, dict) or not params.keys() <= {
+        "protocolVersion",
+        "clientInfo",
+        "capabilities",
+    }:
+        return None
+    fields: dict[str, Any] = {}
+    if "protocolVersion" in params:
+        version = params["protocolVersion"]
+        if type(version) is not int or version != PROTOCOL_VERSION:
+            return None
+        fields["protocol_version"] = version
+    if "clientInfo" in params:
+        info = params["clientInfo"]
+        if info is None:
+            fields["client_info"] = None
+        elif (
+            type(info) is dict
+            and info.keys() <= {"name", "version"}
+            and type(info.get("name")) is str
+            and (info.get("version") is None or type(info["version"]) is str)
+        ):
+            fields["client_info"] = ClientInfo.model_construct(**info)
+        else:
+            return None
+    if "capabilities" in params:
+        caps = params["capabilities"]
+        if type(caps) is not dict or not caps.keys() <= _INITIALIZE_CAPABILITIES.keys():
+            return None
+        if any(type(value) is not bool for value in caps.values()):
+            return None
+        fields["capabilities"] = ClientCapabilities.model_construct(
+            **{_INITIALIZE_CAPABILITIES[key]: value for key, value in caps.items()}
+        )
+    return InitializeParams.model_construct(**fields)
+
+
+def initialize_result() -> dict[str, Any]:
+    """`initialize`'s result on the wire, built without pydantic (see
+    `_initialize_params_plain`); equal to `InitializeResult(...).wire()`
+    (tests/test_protocol.py)."""
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "serverInfo": {"name": "sema-rpc", "version": sema_rpc.__version__},
+        "capabilities": {
+            "methods": list(METHODS),
+            "notifications": list(NOTIFICATIONS),
+            "serverRequests": list(SERVER_REQUESTS),
+            "promptDelivery": ["followUp", "steer"],
+        },
+    }
+
+
 _ERROR_INPUT_CHARS = 500
 """The most of a refused value an error's `data` echoes back (an image's base64 can be
 megabytes): longer values are replaced by their start and their size."""
@@ -290,7 +357,8 @@ class SemaServer:
         missing = set(METHODS) - set(handlers)
         assert not missing, f"methods without a handler: {missing}"
         for name, spec in METHODS.items():
-            self._handlers[name] = self._wrap(spec, handlers[name])
+            plain = _initialize_params_plain if name == "initialize" else None
+            self._handlers[name] = self._wrap(spec, handlers[name], plain)
 
     # ------------------------------------------------------------------ the engine, lazily
 
@@ -341,14 +409,25 @@ class SemaServer:
 
     # ------------------------------------------------------------------ dispatch
 
-    def _wrap(self, spec: MethodSpec, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def _wrap(
+        self,
+        spec: MethodSpec,
+        fn: Callable[[Any], Any],
+        plain: Callable[[Any], Any] | None = None,
+    ) -> Callable[[Any], Any]:
         """The one place where exceptions become JSON-RPC errors.
 
         Synchronous handlers stay synchronous, so they are answered before reading on
         (`session/interrupt` is answered at once, in order); async ones run as tasks.
+        `plain`: params parsed without pydantic when they are plainly valid (None
+        otherwise: the model validates them).
         """
 
         def parse(params: Any) -> Any:
+            if plain is not None:
+                parsed = plain(params)
+                if parsed is not None:
+                    return parsed
             if not spec.notification:
                 return _parse_params(spec, params)
             try:
@@ -690,7 +769,7 @@ class SemaServer:
 
     # ------------------------------------------------------------------ lifecycle methods
 
-    def _initialize(self, params: InitializeParams) -> InitializeResult:
+    def _initialize(self, params: InitializeParams) -> dict[str, Any]:
         if params.protocol_version != PROTOCOL_VERSION:
             # Refused, and nothing changes: a client that speaks several versions tries
             # again with this one.
@@ -714,15 +793,7 @@ class SemaServer:
         self.capabilities = params.capabilities
         if self._engine is not None:
             self._engine.client_answers_permissions = params.capabilities.permissions
-        return InitializeResult(
-            protocol_version=PROTOCOL_VERSION,
-            server_info=ServerInfo(version=sema_rpc.__version__),
-            capabilities=ServerCapabilities(
-                methods=list(METHODS),
-                notifications=list(NOTIFICATIONS),
-                server_requests=list(SERVER_REQUESTS),
-            ),
-        )
+        return initialize_result()
 
     async def _shutdown(self, _params: Any) -> EmptyResult:
         self.shutting_down = True
