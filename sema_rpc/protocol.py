@@ -26,7 +26,11 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-PROTOCOL_VERSION = 1
+# The version and the error codes need no pydantic (rpc/server.py answers `initialize`
+# before this module is loaded); they are the wire's as much as what follows.
+from sema_rpc.protocol_core import PROTOCOL_VERSION as PROTOCOL_VERSION
+from sema_rpc.protocol_core import ErrorCode as ErrorCode
+from sema_rpc.protocol_core import RpcError as RpcError
 
 
 class WireModel(BaseModel):
@@ -45,37 +49,6 @@ class WireModel(BaseModel):
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class ErrorCode:
-    """JSON-RPC error codes. Standard codes first, then sema-rpc's application codes."""
-
-    PARSE_ERROR = -32700
-    INVALID_REQUEST = -32600
-    METHOD_NOT_FOUND = -32601
-    INVALID_PARAMS = -32602
-    INTERNAL_ERROR = -32603
-    REQUEST_CANCELLED = -32800
-    # Application codes (documented in protocol/README.md).
-    SESSION_NOT_FOUND = -32010
-    NO_MODEL_CONFIGURED = -32012
-    CONFIG_ERROR = -32014
-    HISTORY_UNREADABLE = -32015
-    SESSION_BUSY = -32016
-
-
-class RpcError(Exception):
-    """An error answer to a client request, raised by the wire layer (rpc/); the engine
-    raises core.errors instead, which rpc/errors.py maps to these."""
-
-    def __init__(self, code: int, message: str, data: Any = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
 
 
 # --------------------------------------------------------------------------- shared types

@@ -2,6 +2,7 @@
 packages import each other (directly or round a ring).
 
     0  protocol, sema_rpc/__init__    the wire's types and method table; the version
+       (protocol_core, protocol_names: its parts that need no pydantic, for `initialize`)
     1  core                           shared vocabulary: messages, stream events, errors,
                                       config, secrets, text, project files, policy
     2  tools, providers, mcp          what the agent uses; they know core, never the engine
@@ -43,6 +44,8 @@ LAYERS: dict[str, int] = {
     "client_gen": 5,
     "spec_tables": 5,
     "__init__": 0,
+    "protocol_core": 0,
+    "protocol_names": 0,
     "__main__": 5,
 }
 """The layer of each unit: a subpackage or a top-level module of `sema_rpc`."""

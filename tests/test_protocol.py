@@ -66,7 +66,7 @@ def test_params_ignore_unknown_fields_and_results_use_aliases():
     }
 
 
-# `initialize` is answered without pydantic (rpc/server.py): the plain parse and the
+# `initialize` is answered without pydantic (rpc/server.py): the plain check and the
 # hand-built result must stay equal to what the models give.
 PLAIN_INITIALIZE_PARAMS = [
     None,
@@ -105,19 +105,33 @@ NOT_PLAIN_INITIALIZE_PARAMS = [
 ]
 
 
-def test_initialize_plain_parse_equals_the_model():
-    from sema_rpc.rpc.server import _initialize_params_plain
+def test_initialize_plain_check_equals_the_model():
+    from sema_rpc.rpc.server import _initialize_capabilities_plain
 
     for params in PLAIN_INITIALIZE_PARAMS:
-        plain = _initialize_params_plain(params)
-        assert plain is not None, params
+        fields = _initialize_capabilities_plain(params)
+        assert fields is not None, params
         model = protocol.InitializeParams.model_validate({} if params in (None, []) else params)
-        assert plain == model, params
-        assert plain.model_fields_set == model.model_fields_set, params
-        assert plain.capabilities.model_fields_set == model.capabilities.model_fields_set
-        assert plain.wire() == model.wire(), params
+        assert model.protocol_version == protocol.PROTOCOL_VERSION
+        plain = protocol.ClientCapabilities.model_construct(**fields)
+        assert plain == model.capabilities, params
+        assert plain.model_fields_set == model.capabilities.model_fields_set, params
     for params in NOT_PLAIN_INITIALIZE_PARAMS:  # left to the model (and its errors)
-        assert _initialize_params_plain(params) is None, params
+        assert _initialize_capabilities_plain(params) is None, params
+
+
+def test_protocol_names_are_up_to_date():
+    from sema_rpc.schema_gen import NAMES_FILE, render_names
+
+    assert NAMES_FILE.read_text() == render_names(), (
+        "sema_rpc/protocol_names.py is out of date with sema_rpc/protocol.py. Rewrite it "
+        "with:\n    make generate   (or: python -m sema_rpc.schema_gen)"
+    )
+    from sema_rpc import protocol_names
+
+    assert protocol_names.METHODS == tuple(protocol.METHODS)
+    assert protocol_names.NOTIFICATIONS == tuple(protocol.NOTIFICATIONS)
+    assert protocol_names.SERVER_REQUESTS == tuple(protocol.SERVER_REQUESTS)
 
 
 def test_initialize_result_equals_the_model():
@@ -134,3 +148,42 @@ def test_initialize_result_equals_the_model():
         ),
     )
     assert json.dumps(initialize_result()) == json.dumps(model.wire())
+
+
+def test_initialize_is_answered_before_the_models_load():
+    """A plainly valid `initialize` is answered with neither pydantic nor the protocol's
+    models loaded; they load at the loop's next turn, and the next request is served."""
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, io, json, sys\n"
+        "from sema_rpc.rpc.framing import FrameWriter\n"
+        "from sema_rpc.rpc.server import SemaServer\n"
+        "heavy = lambda: [m for m in ('pydantic', 'sema_rpc.protocol') if m in sys.modules]\n"
+        "async def main():\n"
+        "    out = io.BytesIO()\n"
+        "    server = SemaServer(FrameWriter(out, jsonl=True))\n"
+        '    server.on_body(b\'{"jsonrpc":"2.0","id":1,"method":"initialize",\'\n'
+        '                   b\'"params":{"capabilities":{"permissions":true}}}\')\n'
+        "    before = heavy()\n"
+        "    await asyncio.sleep(0)\n"
+        "    after = heavy()\n"
+        '    server.on_body(b\'{"jsonrpc":"2.0","id":2,"method":"initialize",\'\n'
+        '                   b\'"params":{"protocolVersion":7}}\')\n'
+        "    lines = [json.loads(x) for x in out.getvalue().splitlines()]\n"
+        "    print(json.dumps({'before': before, 'after': after, 'lines': lines,\n"
+        "                      'permissions': server.capabilities.permissions}))\n"
+        "asyncio.run(main())\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    seen = json.loads(run.stdout)
+    assert seen["before"] == []
+    assert seen["after"] == ["pydantic", "sema_rpc.protocol"]
+    first, second = seen["lines"]
+    assert first["id"] == 1 and first["result"]["capabilities"]["methods"] == list(protocol.METHODS)
+    assert second["id"] == 2 and second["error"]["code"] == protocol.ErrorCode.INVALID_PARAMS
+    assert second["error"]["data"][0]["type"] == "unsupported_protocol_version"
+    assert seen["permissions"] is True

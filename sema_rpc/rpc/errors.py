@@ -11,7 +11,7 @@ from sema_rpc.core.errors import (
     SessionBusy,
     SessionNotFound,
 )
-from sema_rpc.protocol import ErrorCode, RpcError
+from sema_rpc.protocol_core import ErrorCode, RpcError
 
 CODES: dict[type[DomainError], int] = {
     InvalidArgument: ErrorCode.INVALID_PARAMS,

@@ -15,7 +15,11 @@ sema-rpc's own framing.
 - server→client requests (`ClientBridge.ask`) wait on a future per request id, and
   are cancelled on the wire with `$/cancelRequest` when the engine stops waiting;
 - the engine (and everything under `sema_rpc.engine`) is imported and created on the
-  first method that needs it, so `initialize` is answered without paying for it.
+  first method that needs it, so `initialize` is answered without paying for it;
+- so are the protocol's models (and pydantic): a plainly valid `initialize` is answered
+  from `protocol_names` (generated from the registries) and checked by hand, with the
+  same outcome as its model; the models are loaded right after that answer, or on the
+  first other message (`_load`).
 """
 
 from __future__ import annotations
@@ -32,29 +36,11 @@ from json.encoder import encode_basestring_ascii as _escape  # type: ignore[attr
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from pydantic import ValidationError
-
 import sema_rpc
+from sema_rpc import protocol_names
 from sema_rpc.core.errors import DomainError
 from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
-from sema_rpc.protocol import (
-    METHODS,
-    NOTIFICATIONS,
-    PROTOCOL_VERSION,
-    SERVER_REQUESTS,
-    ClientCapabilities,
-    ClientInfo,
-    EmptyResult,
-    ErrorCode,
-    EventParams,
-    InitializeParams,
-    MethodSpec,
-    RpcError,
-    TextChunkParams,
-    ThinkingChunkParams,
-    ToolExecutionUpdateParams,
-    WireModel,
-)
+from sema_rpc.protocol_core import PROTOCOL_VERSION, ErrorCode, RpcError
 from sema_rpc.rpc.errors import to_rpc_error
 from sema_rpc.rpc.framing import (
     ContentLengthDecoder,
@@ -66,16 +52,27 @@ from sema_rpc.rpc.framing import (
 if TYPE_CHECKING:
     from sema_rpc.engine.control import PromptCancel
     from sema_rpc.engine.engine import SemaEngine
+    from sema_rpc.protocol import (
+        ClientCapabilities,
+        EmptyResult,
+        EventParams,
+        InitializeParams,
+        MethodSpec,
+        WireModel,
+    )
     from sema_rpc.record.recorder import TranscriptRecorder
 
 log = logging.getLogger(__name__)
 
 
-_BATCHED = frozenset(
-    {TextChunkParams.event, ThinkingChunkParams.event, ToolExecutionUpdateParams.event}
-)
-"""High-rate deltas: written at the end of the loop iteration, many per `write(2)` (see
-FrameWriter); every other message is written at once (with the deltas before it)."""
+def _batched() -> frozenset[str]:
+    """High-rate deltas: written at the end of the loop iteration, many per `write(2)` (see
+    FrameWriter); every other message is written at once (with the deltas before it)."""
+    from sema_rpc.protocol import TextChunkParams, ThinkingChunkParams, ToolExecutionUpdateParams
+
+    return frozenset(
+        {TextChunkParams.event, ThinkingChunkParams.event, ToolExecutionUpdateParams.event}
+    )
 
 
 def _dumps(obj: Any) -> bytes:
@@ -107,7 +104,7 @@ _VARYING = ("seq", "delta")
 
 
 class DeltaEncoder:
-    """The bytes of a high-rate delta notification (`_BATCHED`: text, thinking and tool
+    """The bytes of a high-rate delta notification (`_batched()`: text, thinking and tool
     output chunks) without pydantic or a dict per chunk, identical to the generic
     `_dumps(_notification(event))`.
 
@@ -195,6 +192,8 @@ def _loads(body: bytes) -> Any:
 def _parse_params(spec: MethodSpec, params: Any) -> Any:
     """Validate a request's params; `[]` is `{}` (Lua's JSON encoders write an empty
     table as `[]`), so a method whose fields are all optional accepts it."""
+    from pydantic import ValidationError
+
     try:
         return spec.params.model_validate({} if params is None or params == [] else params)
     except ValidationError as exc:
@@ -215,63 +214,50 @@ _INITIALIZE_CAPABILITIES = {
 }
 
 
-def _initialize_params_plain(params: Any) -> InitializeParams | None:
-    """`initialize`'s params without a pydantic validator, for the common, plainly valid
+def _initialize_capabilities_plain(params: Any) -> dict[str, bool] | None:
+    """`initialize`'s params checked without pydantic, for the common, plainly valid
     shapes only (every key its wire name, every value of its exact type, the supported
-    version); None for anything else, which `_parse_params` then validates (and refuses
-    with its usual -32602 data). Building the first validator costs ~20 ms (pydantic's
-    plugin lookup and the schema), which the first answer does not wait for. The result
-    equals `InitializeParams.model_validate(params)` (tests/test_protocol.py)."""
+    version): the client's capabilities given, by field name. None for anything else,
+    which `InitializeParams` then validates (and refuses with its usual -32602 data).
+    Equal to what the model gives (tests/test_protocol.py)."""
     if params is None or params == []:
         params = {}
-    if not isinstance(params, dict) or not params.keys() <= {
+    if type(params) is not dict or not params.keys() <= {
         "protocolVersion",
         "clientInfo",
         "capabilities",
     }:
         return None
-    fields: dict[str, Any] = {}
-    if "protocolVersion" in params:
-        version = params["protocolVersion"]
-        if type(version) is not int or version != PROTOCOL_VERSION:
-            return None
-        fields["protocol_version"] = version
-    if "clientInfo" in params:
-        info = params["clientInfo"]
-        if info is None:
-            fields["client_info"] = None
-        elif (
-            type(info) is dict
-            and info.keys() <= {"name", "version"}
-            and type(info.get("name")) is str
-            and (info.get("version") is None or type(info["version"]) is str)
-        ):
-            fields["client_info"] = ClientInfo.model_construct(**info)
-        else:
-            return None
-    if "capabilities" in params:
-        caps = params["capabilities"]
-        if type(caps) is not dict or not caps.keys() <= _INITIALIZE_CAPABILITIES.keys():
-            return None
-        if any(type(value) is not bool for value in caps.values()):
-            return None
-        fields["capabilities"] = ClientCapabilities.model_construct(
-            **{_INITIALIZE_CAPABILITIES[key]: value for key, value in caps.items()}
-        )
-    return InitializeParams.model_construct(**fields)
+    version = params.get("protocolVersion", PROTOCOL_VERSION)
+    if type(version) is not int or version != PROTOCOL_VERSION:
+        return None
+    info = params.get("clientInfo")
+    if info is not None and not (
+        type(info) is dict
+        and info.keys() <= {"name", "version"}
+        and type(info.get("name")) is str
+        and (info.get("version") is None or type(info["version"]) is str)
+    ):
+        return None
+    caps = params.get("capabilities", {})
+    if type(caps) is not dict or not caps.keys() <= _INITIALIZE_CAPABILITIES.keys():
+        return None
+    if any(type(value) is not bool for value in caps.values()):
+        return None
+    return {_INITIALIZE_CAPABILITIES[key]: value for key, value in caps.items()}
 
 
 def initialize_result() -> dict[str, Any]:
     """`initialize`'s result on the wire, built without pydantic (see
-    `_initialize_params_plain`); equal to `InitializeResult(...).wire()`
+    `_initialize_capabilities_plain`); equal to `InitializeResult(...).wire()`
     (tests/test_protocol.py)."""
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "serverInfo": {"name": "sema-rpc", "version": sema_rpc.__version__},
         "capabilities": {
-            "methods": list(METHODS),
-            "notifications": list(NOTIFICATIONS),
-            "serverRequests": list(SERVER_REQUESTS),
+            "methods": list(protocol_names.METHODS),
+            "notifications": list(protocol_names.NOTIFICATIONS),
+            "serverRequests": list(protocol_names.SERVER_REQUESTS),
             "promptDelivery": ["followUp", "steer"],
         },
     }
@@ -309,12 +295,14 @@ class SemaServer:
             writer.tap = recorder.record_out
         self.writer = writer
         self._handlers: dict[str, Callable[[Any], Any]] = {}
-        """Every method of the table, wrapped (`_wrap`)."""
+        """Every method of the table, wrapped (`_wrap`); empty until `_load`."""
+        self._batched: frozenset[str] = frozenset()
         self._incoming: dict[Any, asyncio.Task[Any]] = {}
         """The client's requests whose async handler runs, by id (`$/cancelRequest`)."""
         self._outgoing: dict[Any, asyncio.Future[Any]] = {}
         """Server→client requests awaiting the client's answer, by id."""
-        self.capabilities = ClientCapabilities()
+        self._capabilities: ClientCapabilities | dict[str, bool] = {}
+        """What `initialize` declared: the model, or its fields when checked by hand."""
         self._engine: SemaEngine | None = None
         self._engine_methods: dict[str, bool] = {}
         self.record_dir: Path | None = None
@@ -331,6 +319,14 @@ class SemaServer:
         self._reading: Any = _NOT_A_REQUEST
         """The id of the request being read, once known (for an answer on a bug)."""
         self._deltas = DeltaEncoder()
+
+    # ------------------------------------------------------------------ the protocol, lazily
+
+    def _load(self) -> None:
+        """Load the protocol's models and wrap every method of the table: on the first
+        message other than a plainly valid `initialize`, or right after answering one."""
+        if self._handlers:
+            return
         handlers: dict[str, Callable[[Any], Any]] = {
             "initialize": self._initialize,
             "shutdown": self._shutdown,
@@ -354,11 +350,36 @@ class SemaServer:
             "session/fork": self._on_engine("fork_session", is_async=True),
             "session/rewind": self._on_engine("rewind", is_async=True),
         }
+        from sema_rpc.protocol import METHODS
+
         missing = set(METHODS) - set(handlers)
         assert not missing, f"methods without a handler: {missing}"
         for name, spec in METHODS.items():
-            plain = _initialize_params_plain if name == "initialize" else None
-            self._handlers[name] = self._wrap(spec, handlers[name], plain)
+            self._handlers[name] = self._wrap(spec, handlers[name])
+        self._batched = _batched()
+
+    @property
+    def capabilities(self) -> ClientCapabilities:
+        caps = self._capabilities
+        if isinstance(caps, dict):
+            from sema_rpc.protocol import ClientCapabilities
+
+            fields: dict[str, Any] = caps
+            caps = self._capabilities = ClientCapabilities.model_construct(**fields)
+        return caps
+
+    def _answer_plain_initialize(self, msg_id: Any, params: Any) -> bool:
+        """Answer `initialize` without the protocol's models when its params are plainly
+        valid (`_initialize_capabilities_plain`); False (nothing done) otherwise."""
+        caps = _initialize_capabilities_plain(params)
+        if caps is None:
+            return False
+        self._capabilities = caps
+        self._send_result(msg_id, initialize_result())
+        # The answer is written; the models load at the loop's next turn (or at once for a
+        # message already read behind this one).
+        asyncio.get_running_loop().call_soon(self._load)
+        return True
 
     # ------------------------------------------------------------------ the engine, lazily
 
@@ -409,25 +430,15 @@ class SemaServer:
 
     # ------------------------------------------------------------------ dispatch
 
-    def _wrap(
-        self,
-        spec: MethodSpec,
-        fn: Callable[[Any], Any],
-        plain: Callable[[Any], Any] | None = None,
-    ) -> Callable[[Any], Any]:
+    def _wrap(self, spec: MethodSpec, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """The one place where exceptions become JSON-RPC errors.
 
         Synchronous handlers stay synchronous, so they are answered before reading on
         (`session/interrupt` is answered at once, in order); async ones run as tasks.
-        `plain`: params parsed without pydantic when they are plainly valid (None
-        otherwise: the model validates them).
         """
+        from sema_rpc.protocol import WireModel
 
         def parse(params: Any) -> Any:
-            if plain is not None:
-                parsed = plain(params)
-                if parsed is not None:
-                    return parsed
             if not spec.notification:
                 return _parse_params(spec, params)
             try:
@@ -562,10 +573,21 @@ class SemaServer:
             )
             return
         params = obj.get("params")
+        if not self._handlers:
+            if (
+                method == "initialize"
+                and "id" in obj
+                and not self.shutting_down
+                and self._answer_plain_initialize(msg_id, params)
+            ):
+                return
+            self._load()
         if "id" not in obj:  # a notification
             if method == "$/cancelRequest":
                 self._on_cancel(params)
                 return
+            from sema_rpc.protocol import METHODS
+
             if method in METHODS and not METHODS[method].notification:
                 log.warning(
                     "ignoring %s sent as a notification (no id): it needs an answer", method
@@ -677,6 +699,8 @@ class SemaServer:
             task.add_done_callback(_log_notification_failure)
 
     def _params_valid(self, method: str, params: Any) -> bool:
+        from sema_rpc.protocol import METHODS
+
         try:
             _parse_params(METHODS[method], params)
         except RpcError:
@@ -729,13 +753,17 @@ class SemaServer:
     # ------------------------------------------------------------------ ClientBridge
 
     def notify(self, event: EventParams) -> None:
-        if event.event in _BATCHED:
+        if event.event in self._batched:
             body = self._deltas.encode(event)
             self.writer.write(body, batch=True, session=event.session_id)
             return
         self.send_raw(_notification(event), session=event.session_id)
 
     async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
+        from pydantic import ValidationError
+
+        from sema_rpc.protocol import SERVER_REQUESTS
+
         spec = SERVER_REQUESTS[event.event]
         if not getattr(self.capabilities, _snake(spec.capability), False) or self.writer.closed:
             return None
@@ -790,12 +818,14 @@ class SemaServer:
                     }
                 ],
             )
-        self.capabilities = params.capabilities
+        self._capabilities = params.capabilities
         if self._engine is not None:
             self._engine.client_answers_permissions = params.capabilities.permissions
         return initialize_result()
 
     async def _shutdown(self, _params: Any) -> EmptyResult:
+        from sema_rpc.protocol import EmptyResult
+
         self.shutting_down = True
         await self.stop_turns()
         return EmptyResult()
