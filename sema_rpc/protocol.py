@@ -6,8 +6,11 @@ in `protocol/README.md` all come from `METHODS`, `NOTIFICATIONS` and `SERVER_REQ
 
 Conventions: field names are snake_case in Python and camelCase on the wire; params
 ignore unknown fields (forward compatibility) and reject wrong types (-32602); results
-are dumped with `by_alias=True`. Models use `defer_build` so importing this module costs
-almost nothing before the first message.
+are dumped with `by_alias=True`. Models use `defer_build` (a validator is built on first
+use); creating the classes still costs tens of ms, so the server answers a plainly valid
+`initialize` before loading this module, from `protocol_names` (the registries' names,
+generated from this module with a drift test) and `protocol_core` (the version and the
+error codes, re-exported here).
 """
 
 from __future__ import annotations
