@@ -1051,7 +1051,9 @@ async def test_the_acp_schema_copy_matches_the_shared_one(name: str):
     where the shared reference is present, the copy must not have drifted from it."""
     from tests.support.shared_data import shared_dir
 
+    copy = (REPO / "schema" / "acp" / name).read_bytes()
+    # The copy is what every message here is validated against: it must be the v1 schema.
+    assert json.loads(copy).get("$defs") or json.loads(copy).get("agentMethods")
     shared = shared_dir() / "acp" / name
-    if not shared.is_file():
-        pytest.skip(f"no shared reference at {shared}")
-    assert (REPO / "schema" / "acp" / name).read_bytes() == shared.read_bytes()
+    if shared.is_file():
+        assert copy == shared.read_bytes()
