@@ -22,9 +22,12 @@ local function lines(text)
 end
 
 --- Render one message into the chat; a user's prompt is remembered (rewind and fork pick
---- from them).
-local function render(chat, m)
+--- from them). `state.last_role` joins consecutive assistant messages (a tool call, then
+--- the answer) under one heading, as a live turn shows them.
+local function render(chat, m, state)
   local text = text_of(m.content)
+  local after_assistant = state.last_role == "assistant"
+  state.last_role = m.role
   if m.kind == "summary" then
     chat:append({ "", "— summary of the earlier conversation —" })
     chat:append(lines(text))
@@ -40,7 +43,7 @@ local function render(chat, m)
       chat:append(vim.list_extend({ "", "## You", "" }, lines(text)))
     end
   elseif m.role == "assistant" then
-    local out = { "", "## Sema", "" }
+    local out = after_assistant and { "" } or { "", "## Sema", "" }
     if m.thinking and m.thinking ~= "" and require("sema.config").options.show_thinking then
       chat:append(out)
       chat:append_thinking(m.thinking)
@@ -63,7 +66,8 @@ end
 ---@param client sema.RpcClient
 ---@param chat sema.Chat
 ---@param done fun()?
-function M.show(client, chat, done, cursor)
+function M.show(client, chat, done, cursor, state)
+  state = state or {}
   local params = { sessionId = chat.session_id, limit = 500, cursor = cursor }
   client:request("session/messages", params, function(err, result)
     if err or not result then
@@ -71,10 +75,10 @@ function M.show(client, chat, done, cursor)
       return done and done()
     end
     for _, m in ipairs(result.messages or {}) do
-      render(chat, m)
+      render(chat, m, state)
     end
     if result.nextCursor then
-      return M.show(client, chat, done, result.nextCursor)
+      return M.show(client, chat, done, result.nextCursor, state)
     end
     chat:append({ "", "— earlier conversation above —" })
     if done then
