@@ -18,7 +18,11 @@ from sema_rpc.protocol import EventParams, WireModel
 
 
 class ClientBridge(Protocol):
-    """How the engine reaches the client. Implemented by the rpc layer and by `run`."""
+    """How the engine reaches the client.
+
+    Implemented by each wire dialect (`rpc/server.py`'s `SemaServer`, `acp/server.py`'s
+    `AcpServer`) and by the in-process API (`engine/api.py`), which `run` drives through
+    the native server."""
 
     def notify(self, event: EventParams) -> None: ...
 

@@ -5,7 +5,7 @@ their own workflows without a model or a server, as the project's fast loop test
 
     provider = ScriptedProvider([
         ScriptedReply.tool_calls(ToolUseBlock(id="c1", name="Read", input={"file_path": "a"})),
-        ScriptedReply.text("Done."),
+        ScriptedReply.text_reply("Done."),
     ])
 
 Each model request takes the next reply in order and streams it as a real provider

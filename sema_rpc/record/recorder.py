@@ -9,7 +9,7 @@ wire.jsonl`, next to its cassette; the folder replays like a `--record` run fold
 Outgoing messages arrive tagged with the session they belong to (`record_out(body,
 session)`), as the server produces them: a notification of a session that is not
 recorded costs one dict lookup and is never parsed. Untagged messages (answers, which
-name no session, and server→client requests, which go out through pygls untagged) are
+name no session, and server→client requests, which go out untagged) are
 parsed only while a session recording is open or being opened.
 
 Loaded when the server starts: it imports nothing heavy (the snapshot imports the

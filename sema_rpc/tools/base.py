@@ -2,7 +2,7 @@
 
 A tool is a class with a pydantic `Input` model. The engine (engine/run_tools.py)
 validates the model's arguments against `Input`, calls `validate_input`, asks for
-permission when `needs_permission` says so, then awaits `call`. A tool reports
+permission when `permission()` returns a `PermissionAsk`, then awaits `call`. A tool reports
 failures by returning `ToolOutput(is_error=True, ...)` or raising `ToolError`; any
 other exception is caught by the engine and becomes an error result too, so a
 broken tool can never end a turn.

@@ -471,3 +471,19 @@ def workspace(tmp_path: Path) -> Path:
     for i in range(8):
         (root / "src" / f"mod{i}.py").write_text(f"VALUE_{i} = {i}\n")
     return root
+
+
+def test_resume_a_chat_still_open_draws_it_as_a_fresh_neovim_does(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    scripted_llm.script(Reply.text("The answer is 42."))
+    result = run_scenario("resume_open", workspace, tmp_path, scripted_llm)
+
+    assert result["new_session_id"] != result["session_id"]
+    assert result["resumed_session_id"] == result["session_id"]
+    history = result["snapshots"]["history"]
+    assert "resumed: What is the answer?" in history
+    assert "## You\n\nWhat is the answer?\n\n## Sema\n\nThe answer is 42." in history
+    assert history.index("The answer is 42.") < history.index("— earlier conversation above —")
+    # drawn once, not appended below what the buffer already showed
+    assert history.count("The answer is 42.") == 1

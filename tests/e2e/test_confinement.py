@@ -155,7 +155,9 @@ async def test_plan_mode_refuses_link_following_commands(
     await client.close()
     assert result["stopReason"] == "end_turn"
     assert editor.asked == []
-    assert all("not available in Plan mode" in r for r in results_seen_by_model(scripted_llm))
+    results = results_seen_by_model(scripted_llm)
+    assert len(results) == 2, results  # the last request carries both commands' results
+    assert all("not available in Plan mode" in r for r in results), results
     assert SECRET not in str([r.body for r in scripted_llm.requests])
 
 

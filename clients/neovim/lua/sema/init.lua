@@ -323,19 +323,34 @@ function M.resume()
   end)
 end
 
+local redraw -- defined with rewind and fork below
+
 --- Resume the session `session_id` (from `session/list`) in a chat and show it.
 function M.resume_session(session_id, item)
   local chat = state.chats[session_id]
   local previous = state.current
+  local title = "# Sema — resumed: " .. ((item and item.title) or session_id)
   if chat then
     state.current = chat
     chat:show(previous)
+    -- Drawn again from the server, as a fresh Neovim draws it (the marker, then
+    -- SemaHistoryShown); a turn still streaming into the buffer is left as it is.
+    if chat.inflight == 0 and has_method("session/messages") then
+      local function draw(client)
+        redraw(client, chat, title)
+      end
+      if chat.attached and state.client and state.client:is_running() then
+        M.with_server(draw)
+      else
+        attach(chat, { resume = true }, draw)
+      end
+    end
     return chat
   end
   chat = register(session_id, (item and item.workingDir) or vim.fn.getcwd())
   state.current = chat
   chat:show(previous)
-  chat:append({ "# Sema — resumed: " .. ((item and item.title) or session_id) })
+  chat:append({ title })
   attach(chat, { resume = true }, function(client, ready)
     if not ready.historyLoaded then
       chat:append({ "(no saved history for this session: it starts empty)" })
@@ -499,9 +514,9 @@ local function pick_prompt(chat, what, cb)
   end)
 end
 
---- Show the chat's conversation again from the server (after a rewind or a fork) and put
---- `input` in the input line.
-local function redraw(client, chat, title, input)
+--- Show the chat's conversation again from the server (after a rewind, a fork, or a resume
+--- of a chat already open) and put `input` in the input line.
+redraw = function(client, chat, title, input)
   chat:clear(title)
   require("sema.history").show(client, chat, function()
     if input and input ~= "" then
