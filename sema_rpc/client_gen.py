@@ -32,7 +32,7 @@ the server goes away; `timeout=` or cancelling the caller sends `$/cancelRequest
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic.alias_generators import to_camel
 
@@ -41,10 +41,23 @@ from sema_rpc.protocol import (
     WireModel,
 )
 
-if TYPE_CHECKING:
-    from sema_client.client import SemaClient
+__all__ = ["Methods", "Requester"]
 
-__all__ = ["Methods"]
+
+class Requester(Protocol):
+    """What the typed calls need of a client (`SemaClient` is one); a protocol, so that
+    this module and the client do not import each other."""
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> Any: ...
+
+    async def notify(self, method: str, params: Any = None) -> None: ...
 
 
 def _wire(model: type[WireModel], params: WireModel | Mapping[str, Any] | None) -> Any:
@@ -60,7 +73,7 @@ def _wire(model: type[WireModel], params: WireModel | Mapping[str, Any] | None) 
 class Methods:
     """`client.rpc`: the protocol's methods as typed calls."""
 
-    def __init__(self, client: SemaClient):
+    def __init__(self, client: Requester):
         self._client = client
 '''
 

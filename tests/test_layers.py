@@ -10,6 +10,12 @@ packages import each other (directly or round a ring).
     4  rpc, acp, record               wire dialects (native, ACP) and recording, over the engine
     5  cli, runner, log, schema_gen, ts_gen, client_gen, spec_tables   entry points and generators
 
+The Python client (`clients/python`'s `sema_client`) is one unit at layer 1: it speaks the
+wire with the protocol's types and knows nothing else of the server.
+
+And no two modules import each other, directly or round a ring, inside a package either
+(a module cycle makes the import order matter and a module impossible to read alone).
+
 Every import counts: module level, inside functions (lazy imports), and type-only imports
 under `if TYPE_CHECKING:` (a type-only edge still ties the packages together for a reader
 and for a later move). `importlib.import_module("sema_rpc....")` with a literal name counts
@@ -25,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "sema_rpc"
+CLIENT_ROOT = ROOT / "clients" / "python"
+PREFIXES = ("sema_rpc", "sema_client")
 
 LAYERS: dict[str, int] = {
     "protocol": 0,
@@ -47,23 +55,28 @@ LAYERS: dict[str, int] = {
     "protocol_core": 0,
     "protocol_names": 0,
     "__main__": 5,
+    "sema_client": 1,
 }
 """The layer of each unit: a subpackage or a top-level module of `sema_rpc`."""
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path | None = None) -> str:
+    parts = list(path.relative_to(root or ROOT).with_suffix("").parts)
     if parts[-1] == "__init__" and len(parts) > 1:
         parts = parts[:-1]
     return ".".join(parts)
 
 
 def _modules() -> dict[str, Path]:
-    return {
+    found = {
         _module_name(p): p
         for p in PACKAGE.rglob("*.py")
         if "data" not in p.relative_to(PACKAGE).parts
     }
+    found.update(
+        (_module_name(p, CLIENT_ROOT), p) for p in (CLIENT_ROOT / "sema_client").rglob("*.py")
+    )
+    return found
 
 
 def _resolve(name: str, known: dict[str, Path]) -> str | None:
@@ -105,7 +118,7 @@ def _imports(module: str, path: Path, known: dict[str, Path]) -> list[tuple[str,
         ):
             names = [node.args[0].value]
         for name in names:
-            if not name.startswith("sema_rpc"):
+            if not name.startswith(PREFIXES):
                 continue
             target = _resolve(name, known)
             if target and target != module and (target, node.lineno) not in found:
@@ -114,6 +127,8 @@ def _imports(module: str, path: Path, known: dict[str, Path]) -> list[tuple[str,
 
 
 def _unit(module: str) -> str:
+    if module.startswith("sema_client"):
+        return "sema_client"
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
@@ -179,6 +194,16 @@ def _cycles(edges: dict[str, set[str]]) -> list[str]:
     return found
 
 
+def module_cycles() -> list[str]:
+    """Rings of modules importing each other (every kind of import counts, as above)."""
+    known = _modules()
+    edges: dict[str, set[str]] = defaultdict(set)
+    for module, path in known.items():
+        for target, _ in _imports(module, path, known):
+            edges[module].add(target)
+    return _cycles(edges)
+
+
 def _report(up: list[str], cycles: list[str], unplaced: list[str]) -> str:
     lines = [f"{len(up)} edge(s) up the layers:"] + [f"  {e}" for e in up]
     lines += [f"{len(cycles)} cycle(s) between packages:"] + [f"  {c}" for c in cycles]
@@ -190,6 +215,27 @@ def _report(up: list[str], cycles: list[str], unplaced: list[str]) -> str:
 def test_imports_run_down_the_layers_without_cycles() -> None:
     up, cycles, unplaced = graph()
     assert not (up or cycles or unplaced), "\n" + _report(up, cycles, unplaced)
+
+
+def test_no_two_modules_import_each_other() -> None:
+    cycles = module_cycles()
+    assert not cycles, f"\n{len(cycles)} module cycle(s):\n" + "\n".join(f"  {c}" for c in cycles)
+
+
+def test_the_client_is_walked_and_imports_only_the_protocol() -> None:
+    """`clients/python` is part of the graph (else the client could drift into the engine)."""
+    known = _modules()
+    assert "sema_client.client" in known and "sema_client._methods" in known
+    used = {
+        target
+        for module, path in known.items()
+        if module.startswith("sema_client")
+        for target, _ in _imports(module, path, known)
+        if target.startswith("sema_rpc")
+    }
+    assert used and all(
+        _unit(t) in {"protocol", "protocol_core", "protocol_names"} for t in used
+    ), used
 
 
 def test_the_walker_sees_lazy_and_type_only_imports(tmp_path: Path) -> None:
@@ -223,4 +269,6 @@ def test_the_walker_sees_lazy_and_type_only_imports(tmp_path: Path) -> None:
 if __name__ == "__main__":
     up, cycles, unplaced = graph()
     print(_report(up, cycles, unplaced))
-    sys.exit(1 if up or cycles or unplaced else 0)
+    rings = module_cycles()
+    print(f"{len(rings)} module cycle(s):", *(f"  {c}" for c in rings), sep="\n")
+    sys.exit(1 if up or cycles or unplaced or rings else 0)

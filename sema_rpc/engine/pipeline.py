@@ -17,7 +17,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -35,10 +35,14 @@ from sema_rpc.engine.system_prompt import (
     plan_mode_reminder,
 )
 from sema_rpc.protocol import NOTIFICATIONS, EventParams, FileReferenceParams, ToolListItem
-from sema_rpc.tools.base import Tool
+from sema_rpc.tools.base import FileSnapshot, Tool
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.session import Session
+    from sema_rpc.core.messages import Message
+    from sema_rpc.engine.checkpoints import CheckpointStore
+    from sema_rpc.engine.events import EventBus
+    from sema_rpc.engine.history import HistoryStore
+    from sema_rpc.engine.tokens import TokenTracker
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +59,35 @@ class TurnSetup:
     system_prompt: str
 
 
+class PipelineSession(Protocol):
+    """What the pipeline reads of its session (`engine/session.py`'s `Session` is one).
+
+    A protocol rather than the class, so that the session (which owns its pipeline) and
+    the pipeline do not import each other."""
+
+    @property
+    def working_dir(self) -> Path: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def store(self) -> HistoryStore | None: ...
+    @property
+    def checkpoints(self) -> CheckpointStore | None: ...
+    @property
+    def tokens(self) -> TokenTracker: ...
+    @property
+    def use_tools(self) -> list[str] | None: ...
+    @property
+    def history(self) -> list[Message]: ...
+    @property
+    def read_files(self) -> dict[str, FileSnapshot]: ...
+    @property
+    def bus(self) -> EventBus: ...
+
+
 @dataclass
 class InputPipeline:
-    session: Session
+    session: PipelineSession
     mcp_tools: list[Tool] = field(default_factory=list)
     git_status: str | None = None
     _git_checked: bool = False

@@ -11,6 +11,7 @@ See clients/python/README.md. Depends on the standard library, pydantic, and the
 models in `sema_rpc.protocol` (shipped in the same distribution).
 """
 
+from sema_client._version import __version__
 from sema_client.client import (
     DEFERRED,
     Decision,
@@ -22,8 +23,6 @@ from sema_client.client import (
 )
 from sema_client.errors import SemaClientError, SemaConnectionError, SemaRpcError
 from sema_client.events import Event, Notification, parse_notification
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DEFERRED",

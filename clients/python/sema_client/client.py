@@ -720,7 +720,7 @@ class SemaClient:
         else:
             caps = ClientCapabilities.model_validate(dict(capabilities))
         if client_info is None:
-            from sema_client import __version__
+            from sema_client._version import __version__
 
             info = ClientInfo(name="sema-client", version=__version__)
         elif isinstance(client_info, str):
