@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sema_rpc.core.config import sema_root
+from sema_rpc.core.files import ensure_private_dir, write_private
 from sema_rpc.core.policy.paths import (
     SKIP_DIRS,
     display_path,
@@ -125,13 +126,6 @@ def _stamp(path: str) -> Stamp | None:
     if not statmod.S_ISREG(st.st_mode):
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-def _private_dir(path: Path) -> None:
-    if not path.is_dir():
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):
-        os.chmod(path, 0o700)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +255,7 @@ class CheckpointStore:
                 log.warning("%s: skipping an unreadable checkpoint entry", self.index)
 
     def _append(self, entries: list[dict[str, Any]]) -> None:
-        _private_dir(self.root)
+        ensure_private_dir(self.root)
         data = b"".join(
             json.dumps(e, separators=(",", ":")).encode("utf-8") + b"\n" for e in entries
         )
@@ -275,17 +269,7 @@ class CheckpointStore:
         sha = hashlib.sha256(data).hexdigest()
         path = self.blobs / sha
         if not path.exists():
-            _private_dir(self.blobs)
-            tmp = self.blobs / f".{sha}.{threading.get_ident()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            write_private(path, data)
         return sha
 
     def get(self, sha: str) -> bytes:

@@ -77,6 +77,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from sema_rpc.core.config import sema_root
+from sema_rpc.core.files import ensure_private_dir, write_private
 from sema_rpc.core.messages import (
     ContentBlock,
     Message,
@@ -118,13 +119,6 @@ def history_path(session_id: str) -> Path:
 
 def seed_json_path(session_id: str) -> Path:
     return history_dir() / f"{session_id}.json"
-
-
-def _ensure_private_dir(path: Path) -> None:
-    if not path.is_dir():
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            os.chmod(path, 0o700)
 
 
 def _dumps(entry: dict[str, Any]) -> bytes:
@@ -585,7 +579,7 @@ class HistoryStore:
     def _open(self) -> int:
         if self._fd is not None:
             return self._fd
-        _ensure_private_dir(self.path.parent)
+        ensure_private_dir(self.path.parent)
         flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
         created = False
         try:
@@ -922,14 +916,7 @@ def write_title(session_id: str, title: str | None) -> None:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         return
-    _ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, title.encode("utf-8"))
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_private(path, title)
 
 
 def _read_title(path: str) -> str | None:
@@ -1141,11 +1128,6 @@ class InputHistory:
             return
         items = [text, *(s for s in self._load() if s != text)][:INPUT_HISTORY_CAP]
         try:
-            _ensure_private_dir(self.path.parent)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(json.dumps(items, indent=0).encode("ascii"))
-            os.replace(tmp, self.path)
+            write_private(self.path, json.dumps(items, indent=0).encode("ascii"))
         except OSError as exc:
             log.error("cannot write input history %s: %s", self.path, exc)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sema_rpc.core.config import sema_root
+from sema_rpc.core.files import write_private
 
 log = logging.getLogger(__name__)
 
@@ -142,11 +143,7 @@ class RuleStore:
             if not isinstance(permissions, dict):
                 permissions = data["permissions"] = {}
             permissions["allow"] = rules
-            tmp = self.path.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=2)
-            os.replace(tmp, self.path)
+            write_private(self.path, json.dumps(data, indent=2), make_dir=False)
         finally:
             os.close(lock_fd)  # releases the lock
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
+import io
 import re
 import sys
 from pathlib import Path
 
+from sema_rpc.core.files import replacing_private
 from sema_rpc.record.view.model import ViewError
 from sema_rpc.record.view.page import render
 from sema_rpc.record.view.source import load, resolve_input
@@ -46,16 +47,14 @@ def view_main(argv: list[str]) -> int:
         name = next(iter(view.sessions), None) or path.stem
         output = re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".html"
     target = Path(output)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         # 0600 like the history it shows: the page holds the whole conversation
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with open(fd, "w", encoding="utf-8", buffering=1 << 20) as out:
+        with (
+            replacing_private(target, make_dir=False) as raw,
+            io.TextIOWrapper(raw, encoding="utf-8", write_through=True) as out,
+        ):
             render(view, out)
-        os.replace(tmp, target)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         print(f"sema-rpc view: cannot write {output}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     print(f"wrote {target}", file=sys.stderr)
