@@ -13,7 +13,6 @@ The oracle is the process table: every process the server starts carries
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -24,7 +23,14 @@ from typing import Any
 
 import pytest
 
-from tests.support.proc_table import MARK_VAR, kill_marked, marked, new_mark, wait_marked
+from tests.support.proc_table import (
+    MARK_VAR,
+    RawServer,
+    kill_marked,
+    marked,
+    new_mark,
+    wait_marked,
+)
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 pytestmark = pytest.mark.asyncio
@@ -59,92 +65,6 @@ SIGNALS = {
 
 def sleeps(procs: list[tuple[int, str]]) -> list[tuple[int, str]]:
     return [p for p in procs if p[1].startswith("sleep 300")]
-
-
-class RawServer:
-    """`python -m sema_rpc ARGS` over real pipes, JSONL or Content-Length framing."""
-
-    def __init__(self, args: list[str], env: dict[str, str], *, content_length: bool = False):
-        self.args = args
-        self.env = env
-        self.content_length = content_length
-        self.messages: list[dict[str, Any]] = []
-        self.changed = asyncio.Event()
-        self.ids = 0
-
-    async def start(self) -> RawServer:
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "sema_rpc",
-            *self.args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"},
-            cwd=str(REPO),
-        )
-        self.reader = asyncio.create_task(self._read())
-        self.stderr = asyncio.create_task(self.proc.stderr.read())  # type: ignore[union-attr]
-        return self
-
-    async def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            if self.content_length:
-                try:
-                    header = await out.readuntil(b"\r\n\r\n")
-                except asyncio.IncompleteReadError:
-                    break
-                length = int(header.split(b":", 1)[1].split(b"\r\n", 1)[0])
-                body = await out.readexactly(length)
-            else:
-                body = await out.readline()
-                if not body:
-                    break
-            self.messages.append(json.loads(body))
-            self.changed.set()
-
-    def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message).encode()
-        assert self.proc.stdin is not None
-        if self.content_length:
-            self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        else:
-            self.proc.stdin.write(body + b"\n")
-
-    def request(self, method: str, params: dict[str, Any]) -> int:
-        self.ids += 1
-        self.send({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
-        return self.ids
-
-    def response(self, msg_id: int) -> dict[str, Any] | None:
-        for m in self.messages:
-            if m.get("id") == msg_id and "method" not in m:
-                return m
-        return None
-
-    async def call(self, method: str, params: dict[str, Any], timeout: float = 30) -> Any:
-        msg_id = self.request(method, params)
-        async with asyncio.timeout(timeout):
-            while (answer := self.response(msg_id)) is None:
-                self.changed.clear()
-                await self.changed.wait()
-        assert "result" in answer, answer
-        return answer["result"]
-
-    async def ended(self, timeout: float) -> int:
-        """The exit code, once stdout is closed and the process is gone."""
-        async with asyncio.timeout(timeout):
-            await self.reader
-            return await self.proc.wait()
-
-    async def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-        await self.proc.wait()
-        self.reader.cancel()
 
 
 def end(server: RawServer, how: str) -> None:
@@ -184,9 +104,7 @@ def marked_env(server_env: dict[str, str], mark: str) -> dict[str, str]:
 
 
 async def wait_for_sleeps(mark: str, server: RawServer, count: int = SLEEPS) -> None:
-    procs, took = await asyncio.to_thread(
-        wait_marked, mark, lambda p: len(sleeps(p)) >= count, 30
-    )
+    procs, took = await asyncio.to_thread(wait_marked, mark, lambda p: len(sleeps(p)) >= count, 30)
     if len(sleeps(procs)) < count:
         await server.kill()
         raise AssertionError(f"the command did not start within {took:.0f}s: {procs}")
@@ -354,9 +272,7 @@ async def run_until_sleeps(
     env: dict[str, str], mark: str, workspace: Path
 ) -> asyncio.subprocess.Process:
     proc = await start_run(env, workspace)
-    procs, took = await asyncio.to_thread(
-        wait_marked, mark, lambda p: len(sleeps(p)) >= SLEEPS, 30
-    )
+    procs, took = await asyncio.to_thread(wait_marked, mark, lambda p: len(sleeps(p)) >= SLEEPS, 30)
     if len(sleeps(procs)) < SLEEPS:
         proc.kill()
         raise AssertionError(f"the command did not start within {took:.0f}s: {procs}")
@@ -392,3 +308,14 @@ async def test_run_quit_leaves_nothing(
     await assert_all_gone(mark, how)
     assert time.monotonic() - start < DEADLINE_S + LOAD_SLACK_S
     assert proc.returncode != 0
+
+
+async def test_the_guardian_starts_with_the_first_command_not_before(
+    marked_env: dict[str, str], mark: str, workspace: Path
+) -> None:
+    server = await RawServer(["--jsonl"], marked_env).start()
+    await server.call("initialize", {"protocolVersion": 1, "clientInfo": {"name": "t"}})
+    await server.call("session/create", {"workingDir": str(workspace), "model": MODEL})
+    assert [pid for pid, _ in marked(mark)] == [server.proc.pid]
+    end(server, "eof")
+    assert await server.ended(DEADLINE_S + LOAD_SLACK_S) == 0

@@ -7,9 +7,17 @@ A process that cleared its environment (`env -i`) would not be found: none of ou
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import os
+import sys
 import time
 import uuid
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
 
 MARK_VAR = "SEMA_TEST_MARK"
 
@@ -65,3 +73,89 @@ def kill_marked(mark: str) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+class RawServer:
+    """`python -m sema_rpc ARGS` over real pipes, JSONL or Content-Length framing."""
+
+    def __init__(self, args: list[str], env: dict[str, str], *, content_length: bool = False):
+        self.args = args
+        self.env = env
+        self.content_length = content_length
+        self.messages: list[dict[str, Any]] = []
+        self.changed = asyncio.Event()
+        self.ids = 0
+
+    async def start(self) -> RawServer:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "sema_rpc",
+            *self.args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"},
+            cwd=str(REPO),
+        )
+        self.reader = asyncio.create_task(self._read())
+        self.stderr = asyncio.create_task(self.proc.stderr.read())  # type: ignore[union-attr]
+        return self
+
+    async def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        while True:
+            if self.content_length:
+                try:
+                    header = await out.readuntil(b"\r\n\r\n")
+                except asyncio.IncompleteReadError:
+                    break
+                length = int(header.split(b":", 1)[1].split(b"\r\n", 1)[0])
+                body = await out.readexactly(length)
+            else:
+                body = await out.readline()
+                if not body:
+                    break
+            self.messages.append(json.loads(body))
+            self.changed.set()
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps(message).encode()
+        assert self.proc.stdin is not None
+        if self.content_length:
+            self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        else:
+            self.proc.stdin.write(body + b"\n")
+
+    def request(self, method: str, params: dict[str, Any]) -> int:
+        self.ids += 1
+        self.send({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
+        return self.ids
+
+    def response(self, msg_id: int) -> dict[str, Any] | None:
+        for m in self.messages:
+            if m.get("id") == msg_id and "method" not in m:
+                return m
+        return None
+
+    async def call(self, method: str, params: dict[str, Any], timeout: float = 30) -> Any:
+        msg_id = self.request(method, params)
+        async with asyncio.timeout(timeout):
+            while (answer := self.response(msg_id)) is None:
+                self.changed.clear()
+                await self.changed.wait()
+        assert "result" in answer, answer
+        return answer["result"]
+
+    async def ended(self, timeout: float) -> int:
+        """The exit code, once stdout is closed and the process is gone."""
+        async with asyncio.timeout(timeout):
+            await self.reader
+            return await self.proc.wait()
+
+    async def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        await self.proc.wait()
+        self.reader.cancel()
