@@ -9,9 +9,10 @@ SOCK_SEQPACKET socket pair with the server: the lifeline and the control channel
 Contract (the server side is `sema_rpc.core.processes`):
 - server → guardian, one JSON message each:
   `{"op": "spawn", "id", "argv", "cwd", "env", "policy"}` with three file descriptors
-  attached (stdin, stdout, stderr of the command): fork; the child starts a new session
-  (its own process group, pgid = pid), takes the descriptors, applies the sandbox policy
-  if one is given, and execs. Answer `{"id", "pid"}` once the exec succeeded, or
+  attached (stdin, stdout, stderr of the command): the child starts a new session (its
+  own process group, pgid = pid), takes the descriptors, applies the sandbox policy if
+  one is given (`sema_rpc.sandbox.apply_in_child`, imported on the first policy), and
+  execs. Answer `{"id", "pid"}` once the exec succeeded, or
   `{"id", "error"}` (nothing runs).
   `{"op": "adopt", "pid"}`: a session the server started itself (an MCP server); it is
   killed with the rest. `{"op": "release", "pid"}`: that session is gone, forget it.
@@ -29,6 +30,7 @@ reparented to the guardian, not to init, and stays findable as a descendant.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -36,6 +38,7 @@ import os
 import select
 import signal
 import socket
+import subprocess
 import sys
 import time
 from typing import Any
@@ -112,7 +115,11 @@ def _reap() -> list[tuple[int, int]]:
             break
         if pid == 0:
             break
-        done.append((pid, os.waitstatus_to_exitcode(status)))
+        code = os.waitstatus_to_exitcode(status)
+        proc = _popens.pop(pid, None)
+        if proc is not None:
+            proc.returncode = code
+        done.append((pid, code))
     return done
 
 
@@ -150,11 +157,11 @@ def _which(program: str, env: dict[str, str]) -> str:
 
 
 def _spawn(request: dict[str, Any], fds: list[int], paths: list[str]) -> int:
-    """Fork and exec one command; the pid, or OSError/RuntimeError with the reason."""
+    """Start one command in a new session; the pid, or OSError/RuntimeError with the
+    reason (nothing runs)."""
     global _apply_in_child
     argv = [str(a) for a in request["argv"]]
     env = {str(k): str(v) for k, v in request["env"].items()}
-    cwd = request.get("cwd")
     policy = request.get("policy")
     if policy is not None and _apply_in_child is None:
         sys.path.extend(p for p in paths if p not in sys.path)
@@ -165,51 +172,54 @@ def _spawn(request: dict[str, Any], fds: list[int], paths: list[str]) -> int:
                 f"a sandbox policy was given but the sandbox cannot be loaded: {exc}"
             ) from None
         _apply_in_child = apply_in_child
-    executable = _which(argv[0], env)
-    err_r, err_w = os.pipe()  # close-on-exec: an exec that succeeded closes it empty
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        try:
-            os.close(err_r)
-            os.setsid()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            signal.signal(signal.SIGUSR1, signal.SIG_DFL)
-            signal.set_wakeup_fd(-1)
-            signal.pthread_sigmask(signal.SIG_SETMASK, [])
-            for target, fd in enumerate(fds[:3]):
-                os.dup2(fd, target)  # dup2'd descriptors are inheritable
-            os.closerange(3, err_w)
-            os.closerange(err_w + 1, 1 << 16)
-            if cwd:
-                os.chdir(cwd)
-            if policy is not None:
-                # Contract: the sandbox is applied in the child, right before exec; any
-                # failure fails the command closed (nothing runs).
-                _apply_in_child(policy)
-            os.execve(executable, argv, env)
-        except BaseException as exc:  # reported, then the child dies
-            reason = f"{type(exc).__name__}: {exc}"
+    preexec = None
+    why_r = why_w = -1
+    if policy is not None:
+        apply = _apply_in_child
+        why_r, why_w = os.pipe()
+
+        def preexec() -> None:
+            # Contract: the sandbox is applied in the child, right before exec; an
+            # exception here fails the command closed (Popen raises, nothing runs).
             try:
-                os.write(err_w, reason.encode("utf-8", "replace")[:4000])
-            finally:
-                os._exit(127)
-    os.close(err_w)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(err_r, 4096)
-        except InterruptedError:
-            continue
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(err_r)
-    if chunks:
-        os.waitpid(pid, 0)
-        raise RuntimeError(b"".join(chunks).decode("utf-8", "replace"))
-    return pid
+                apply(policy)
+            except BaseException as exc:
+                os.write(why_w, f"{type(exc).__name__}: {exc}".encode()[:4000])
+                raise
+
+    # A plain Popen from this small process: vfork + exec, as cheap as it gets.
+    try:
+        proc = subprocess.Popen(
+            argv,
+            executable=_which(argv[0], env),
+            cwd=request.get("cwd") or None,
+            env=env,
+            stdin=fds[0],
+            stdout=fds[1],
+            stderr=fds[2],
+            start_new_session=True,
+            preexec_fn=preexec,
+            close_fds=True,
+        )
+    except subprocess.SubprocessError:
+        why = ""
+        if why_r >= 0:
+            os.close(why_w)
+            why_w = -1
+            why = os.read(why_r, 4096).decode("utf-8", "replace")
+        reason = why or "unknown reason"
+        raise RuntimeError(f"the sandbox could not be applied: {reason}") from None
+    finally:
+        for fd in (why_r, why_w):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+    _popens[proc.pid] = proc
+    return proc.pid
+
+
+_popens: dict[int, subprocess.Popen[bytes]] = {}
+"""Kept until reaped by `_reap` (which sets their returncode, so Popen never reaps)."""
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
@@ -268,7 +278,14 @@ def main(argv: list[str]) -> int:
                     continue
                 try:
                     pid = _spawn(request, fds, paths)
-                except (OSError, RuntimeError, ValueError, TypeError, KeyError) as exc:
+                except (
+                    OSError,
+                    RuntimeError,
+                    ValueError,
+                    TypeError,
+                    KeyError,
+                    subprocess.SubprocessError,
+                ) as exc:
                     message = str(exc) if isinstance(exc, RuntimeError) else repr(exc)
                     if isinstance(exc, OSError):
                         message = f"{exc.strerror or exc}: {exc.filename or request.get('argv')}"

@@ -260,15 +260,22 @@ class Supervisor:
         return found
 
     def release_gone(self) -> None:
-        """Forget adopted sessions whose leader is gone (so a reused pid is never hit)."""
+        """For each adopted session whose leader is gone (an MCP server that stopped):
+        kill what is left in it, and forget it (so a reused pid is never hit)."""
         if not self._adopted:
             return
-        alive = {pid for pid, _ppid, _sid, state in _processes() if state != b"Z"}
-        for pid in list(self._adopted):
-            if pid not in alive:
-                self._adopted.discard(pid)
-                self.groups.discard(pid)
-                self._tell({"op": "release", "pid": pid})
+        table = _processes()
+        alive = {pid for pid, _ppid, _sid, state in table if state != b"Z"}
+        for sid in list(self._adopted):
+            if sid in alive:
+                continue
+            for pid, _ppid, member_sid, _state in table:
+                if member_sid == sid:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+            self._adopted.discard(sid)
+            self.groups.discard(sid)
+            self._tell({"op": "release", "pid": sid})
 
     def _tell(self, message: dict[str, Any]) -> None:
         sock = self._ensure_guardian()

@@ -191,7 +191,7 @@ async def test_a_daemon_left_by_a_finished_command_dies_with_the_server(
 MCP_SERVER = REPO / "tests" / "mcp" / "servers" / "crashy_server.py"
 
 
-@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
+@pytest.mark.parametrize("how", ["eof", "sigterm", "sigkill"])
 async def test_mcp_stdio_server_and_its_children_end_with_the_server(
     how: str, marked_env: dict[str, str], mark: str, workspace: Path
 ) -> None:
