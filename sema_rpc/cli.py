@@ -88,13 +88,16 @@ def serve_main(argv: list[str]) -> int:
     async def serving() -> int:
         # A server that never creates a session still gets its collector back.
         asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
-        return await serve(
+        stop = _stop_on_signals()
+        code = await serve(
             sys.stdin.buffer,
             protocol_out,  # type: ignore[arg-type]
             jsonl=args.jsonl,
             record_dir=args.record,
             after_first_session=startup_done,
+            stop=stop,
         )
+        return _stopped_code(stop, code)
 
     try:
         code = asyncio.run(serving())
@@ -109,7 +112,9 @@ def _serve_acp(protocol_out: object) -> int:
 
     async def serving() -> int:
         asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
-        return await serve_acp(sys.stdin.buffer, protocol_out)  # type: ignore[arg-type]
+        stop = _stop_on_signals()
+        code = await serve_acp(sys.stdin.buffer, protocol_out, stop=stop)  # type: ignore[arg-type]
+        return _stopped_code(stop, code)
 
     try:
         code = asyncio.run(serving())
@@ -123,10 +128,44 @@ _GC_FALLBACK_S = 10.0
 """How long a server may run without a session before its collector comes back anyway."""
 
 
+class _StopEvent(asyncio.Event):
+    signum = 0
+
+
+def _stop_on_signals() -> _StopEvent:
+    """SIGTERM, SIGINT, SIGHUP: the orderly end that end of input starts, bounded by a
+    hard stop (every group killed, the process gone) within STOP_DEADLINE_S; a second
+    signal stops at once. Shared by both dialects."""
+    from sema_rpc.core.processes import STOP_DEADLINE_S, hard_stop, hard_stop_after, on_stop_signals
+
+    stop = _StopEvent()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            hard_stop(128 + signum)
+        stop.signum = signum
+        stop.set()
+        hard_stop_after(STOP_DEADLINE_S - _HARD_STOP_MARGIN_S, 128 + signum)
+
+    on_stop_signals(on_signal)
+    return stop
+
+
+_HARD_STOP_MARGIN_S = 0.3
+"""The hard stop comes this much before the deadline: killing and exiting take time too."""
+
+
+def _stopped_code(stop: _StopEvent, code: int) -> int:
+    return 128 + stop.signum if stop.is_set() else code
+
+
 def _fast_exit(code: int, *streams: object) -> None:
     """Leave now: the orderly end is done (see the module docstring)."""
     import logging
 
+    from sema_rpc.core.processes import close_all
+
+    close_all()  # whatever is still held dies with us, and the guardian's sweep is done
     logging.shutdown()
     for stream in (*streams, sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         flush = getattr(stream, "flush", None)

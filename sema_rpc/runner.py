@@ -31,7 +31,8 @@ the workspace, and nobody is there to ask).
 session's cassette, replayable with `sema-rpc replay DIR/<run>`.
 
 Ctrl-C sends `session/interrupt` and waits for the prompt's answer (exit 130); a second
-Ctrl-C stops waiting.
+Ctrl-C quits, as SIGTERM and SIGHUP do: the server's orderly end (the turn interrupted,
+every command group killed), bounded so the process is gone within `STOP_DEADLINE_S`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sema_rpc.core.processes import STOP_DEADLINE_S, hard_stop, hard_stop_after, on_stop_signals
 from sema_rpc.protocol import ErrorCode
 
 if TYPE_CHECKING:
@@ -188,12 +190,16 @@ async def run_once(
     interrupts = 0
     background: set[asyncio.Task[None]] = set()
 
-    def on_sigint() -> None:
+    def on_signal(signum: int) -> None:
         # First Ctrl-C during a turn: interrupt it and wait for the answer. Before the
-        # turn, or a second time: stop waiting.
+        # turn, a second time, SIGTERM or SIGHUP: quit — the server's orderly end, which
+        # kills every command group, bounded by a hard stop within STOP_DEADLINE_S.
         nonlocal interrupts
         interrupts += 1
-        if client is None or session_id is None or interrupts > 1:
+        if signum != signal.SIGINT or client is None or session_id is None or interrupts > 1:
+            if interrupts > 2 or (signum != signal.SIGINT and interrupts > 1):
+                hard_stop(128 + signum)
+            hard_stop_after(STOP_DEADLINE_S - 0.3, 128 + signum)
             if main is not None:
                 main.cancel()
             return
@@ -203,10 +209,7 @@ async def run_once(
         background.add(task)
         task.add_done_callback(background.discard)
 
-    sigint_installed = False
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-        sigint_installed = True
+    remove_handlers = on_stop_signals(on_signal)
 
     responses: dict[Any, bytes] = {}
 
@@ -257,9 +260,7 @@ async def run_once(
         if main is not None:
             main.uncancel()
     finally:
-        if sigint_installed:
-            with contextlib.suppress(Exception):
-                loop.remove_signal_handler(signal.SIGINT)
+        remove_handlers()
         if client is not None:
             await client.close()
         if server_task is not None:

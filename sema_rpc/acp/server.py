@@ -720,16 +720,22 @@ def _mcp(server: McpServer) -> dict[str, Any]:
     }
 
 
-async def serve_acp(stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Serve one ACP client until end of input. Returns the process exit code."""
+async def serve_acp(stdin: BinaryIO, stdout: BinaryIO, stop: asyncio.Event | None = None) -> int:
+    """Serve one ACP client until end of input or `stop` (a stop signal). Returns the
+    process exit code."""
     loop = asyncio.get_running_loop()
     writer = FrameWriter(stdout, jsonl=True)
     await writer.start(loop)
     server = AcpServer(writer)
     decoder = JsonlDecoder(server.on_body, server.on_frame_error)
-    await read_stream(stdin, decoder.feed, loop)
-    decoder.eof()
-    log.info("end of input: shutting down")
+    reading = asyncio.ensure_future(read_stream(stdin, decoder.feed, loop))
+    stopping = asyncio.ensure_future((stop or asyncio.Event()).wait())
+    await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if reading.done():
+        decoder.eof()
+    reading.cancel()
+    stopping.cancel()
+    log.info("end of input or a stop signal: shutting down")
     await server.stop()
     registry = sys.modules.get("sema_rpc.providers.registry")
     if registry is not None:

@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
+from sema_rpc.core.processes import supervisor
+
 from .config import McpConfig, McpServerConfig
 from .tool import MAX_TOOL_NAME, McpCallError, McpTool, mcp_tool_name
 
@@ -221,12 +223,16 @@ class _ServerHandle:
                     read, write = await self._connect_remote(stack, timeout_s)
                 else:
                     errlog = self.stderr.open()
+                    stack.callback(supervisor().release_gone)  # after the SDK stopped it
                     try:
                         read, write = await stack.enter_async_context(
                             stdio_client(params, errlog=cast(Any, errlog))
                         )
                     finally:
                         self.stderr.close_writer()
+                    # The SDK started the server in a session of its own: hand it to the
+                    # process supervisor, so it ends with us however we end.
+                    supervisor().adopt_child_sessions()
                 # Forward the server's messages through a stream we own: its end is
                 # the server's stdout closing, i.e. the process is gone.
                 fwd_send, fwd_recv = anyio.create_memory_object_stream[Any](0)

@@ -878,8 +878,10 @@ async def serve(
     jsonl: bool,
     record_dir: str | None = None,
     after_first_session: Callable[[], None] | None = None,
+    stop: asyncio.Event | None = None,
 ) -> int:
-    """Serve one client until `exit` or end of input. Returns the process exit code.
+    """Serve one client until `exit`, end of input or `stop` (a stop signal). Returns the
+    process exit code.
 
     `after_first_session`: called once, after the first `session/create` succeeded.
 
@@ -899,12 +901,16 @@ async def serve(
     decoder = decoder_cls(server.on_body, server.on_frame_error)
     reading = asyncio.ensure_future(read_stream(stdin, decoder.feed, loop))
     exiting = asyncio.ensure_future(server.exit_requested.wait())
-    await asyncio.wait({reading, exiting}, return_when=asyncio.FIRST_COMPLETED)
+    stopping = asyncio.ensure_future((stop or asyncio.Event()).wait())
+    await asyncio.wait({reading, exiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
     if reading.done():
         decoder.eof()
         log.info("end of input: shutting down")
+    elif stopping.done():
+        log.info("stop signal: shutting down")
     exiting.cancel()
     reading.cancel()
+    stopping.cancel()
     server.shutting_down = True
     await server.stop_turns()
     registry = sys.modules.get("sema_rpc.providers.registry")

@@ -5,12 +5,11 @@ from __future__ import annotations
 import codecs
 import os
 import signal
-import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import anyio
-from anyio.abc import Process
 from pydantic import Field
 
 from sema_rpc.core.policy.bash_safety import (
@@ -24,6 +23,7 @@ from sema_rpc.core.policy.bash_safety import (
     segments,
 )
 from sema_rpc.core.policy.paths import is_inside
+from sema_rpc.core.processes import GuardedProcess, spawn
 from sema_rpc.core.secrets import SECRET_ENV
 
 from .base import FileEffect, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
@@ -126,8 +126,15 @@ class BashTool(Tool):
             covered_by=lambda stored: stored.startswith("Bash(") and rule_matches(stored, command),
         )
 
+    def sandbox_policy(self, args: BashInput, ctx: ToolContext) -> Mapping[str, Any] | None:
+        """Contract: the OS sandbox policy this command runs under (JSON-serialisable), or
+        None for none; `spawn()` applies it in the child right before exec and fails the
+        command closed when it cannot."""
+        return None
+
     async def call(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
         timeout_ms = effective_timeout_ms(args.timeout)
+        sandbox_policy = self.sandbox_policy(args, ctx)
         output = _MiddleTruncatingBuffer(MAX_OUTPUT_CHARS)
         stream = _Streamer(ctx.emit_update)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -138,14 +145,13 @@ class BashTool(Tool):
                 stream.emit(text)
 
         try:
-            proc = await anyio.open_process(
+            # Its own session and group, under the process supervisor: ended with the
+            # server however the server ends (see sema_rpc/core/processes.py).
+            proc = await spawn(
                 [SHELL, "-c", args.command],
                 cwd=ctx.working_dir,
                 env=_environment(),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+                sandbox_policy=sandbox_policy,
             )
         except OSError as exc:
             message = f"Could not start {SHELL} in {ctx.working_dir}: {exc}"
@@ -157,7 +163,6 @@ class BashTool(Tool):
                 eof = anyio.Event()
 
                 async def pump() -> None:
-                    assert proc.stdout is not None
                     async for chunk in proc.stdout:
                         feed(decoder.decode(chunk))
                     eof.set()
@@ -293,7 +298,7 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-async def _terminate_group(proc: Process) -> None:
+async def _terminate_group(proc: GuardedProcess) -> None:
     """SIGTERM the command's whole process group, SIGKILL what is left after a grace period."""
     pgid = proc.pid  # start_new_session: the shell leads its own group
     if not _group_alive(pgid):
@@ -311,7 +316,7 @@ async def _terminate_group(proc: Process) -> None:
             _signal_group(pgid, signal.SIGKILL)
 
 
-async def _close(proc: Process) -> None:
+async def _close(proc: GuardedProcess) -> None:
     with anyio.CancelScope(shield=True):
         await proc.aclose()  # closes the pipes and reaps the shell
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from sema_rpc.core.processes import supervisor
 from sema_rpc.mcp import McpManager, McpServerConfig, load_mcp_config
 from sema_rpc.mcp.tool import McpTool
 from sema_rpc.tools.base import ToolContext, ToolOutput
@@ -21,7 +22,8 @@ pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="process chec
 
 
 def children() -> set[int]:
-    """Live (non-zombie) child processes of this test process."""
+    """Live (non-zombie) child processes of this test process, but for the process
+    guardian (which holds the MCP servers' sessions, and stays for the process's life)."""
     me = os.getpid()
     found: set[int] = set()
     for entry in os.listdir("/proc"):
@@ -34,7 +36,8 @@ def children() -> set[int]:
         fields = stat.rsplit(")", 1)[1].split()
         if int(fields[1]) == me and fields[0] != "Z":
             found.add(int(entry))
-    return found
+    guardian = supervisor()._guardian
+    return found - {guardian.pid} if guardian is not None else found
 
 
 def alive(pid: int) -> bool:

@@ -1,0 +1,103 @@
+"""The one spawn function: commands under the guardian, real processes (the process table
+is the oracle), and the sandbox hook failing closed."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from sema_rpc.core.processes import SpawnError, spawn, supervisor
+from sema_rpc.tools.base import ToolContext
+from sema_rpc.tools.bash import BashInput, BashTool
+
+pytestmark = pytest.mark.asyncio
+
+
+def _stat(pid: int) -> list[bytes]:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        stat = f.read()
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+async def _output(proc) -> bytes:
+    chunks = [chunk async for chunk in proc.stdout]
+    await proc.wait()
+    await proc.aclose()
+    return b"".join(chunks)
+
+
+async def test_a_command_runs_in_its_own_session_with_its_cwd_and_env(tmp_path: Path) -> None:
+    proc = await spawn(
+        ["/bin/sh", "-c", 'pwd; echo "$GREETING"; echo err >&2; exit 3'],
+        cwd=tmp_path,
+        env={"GREETING": "hello", "PATH": os.defpath},
+    )
+    assert _stat(proc.pid)[3] == str(proc.pid).encode(), "it leads its own session"
+    assert await _output(proc) == f"{tmp_path}\nhello\nerr\n".encode()
+    assert proc.returncode == 3
+
+
+async def test_a_signal_death_is_reported_as_a_negative_status(tmp_path: Path) -> None:
+    proc = await spawn(["/bin/sh", "-c", "kill -TERM $$"], cwd=tmp_path, env={})
+    await _output(proc)
+    assert proc.returncode == -signal.SIGTERM
+
+
+async def test_an_orphan_is_reparented_to_the_guardian_not_init(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    proc = await spawn(
+        ["/bin/sh", "-c", f"setsid sleep 30 >/dev/null 2>&1 & echo $! > {pid_file}"],
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"]},
+    )
+    await _output(proc)
+    orphan = int(pid_file.read_text())
+    try:
+        guardian = supervisor()._guardian
+        assert guardian is not None
+        for _ in range(100):  # the shell has exited; reparenting is immediate, reading may lag
+            if int(_stat(orphan)[1]) == guardian.pid:
+                break
+            await asyncio.sleep(0.02)
+        assert int(_stat(orphan)[1]) == guardian.pid
+    finally:
+        os.kill(orphan, signal.SIGKILL)
+
+
+async def test_a_missing_program_is_a_clear_error_and_nothing_runs(tmp_path: Path) -> None:
+    with pytest.raises(SpawnError, match="no-such-program"):
+        await spawn(["no-such-program"], cwd=tmp_path, env={"PATH": str(tmp_path)})
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("sema_rpc.sandbox") is not None,
+    reason="the sandbox module exists: its own tests cover a policy that applies",
+)
+async def test_a_sandbox_policy_that_cannot_be_applied_fails_closed(tmp_path: Path) -> None:
+    """Contract: with a policy, `sema_rpc.sandbox.apply_in_child` runs in the child before
+    exec; when it cannot be loaded the command does not run at all."""
+    witness = tmp_path / "ran"
+    with pytest.raises(SpawnError, match="sandbox"):
+        await spawn(
+            ["/bin/sh", "-c", f"touch {witness}"],
+            cwd=tmp_path,
+            env={},
+            sandbox_policy={"mode": "read-only"},
+        )
+    assert not witness.exists()
+
+    class SandboxedBash(BashTool):
+        def sandbox_policy(self, args, ctx):  # type: ignore[no-untyped-def]
+            return {"mode": "read-only"}
+
+    out = await SandboxedBash().call(
+        BashInput(command=f"touch {witness}"),
+        ToolContext(working_dir=tmp_path, session_id="s"),
+    )
+    assert out.is_error and "sandbox" in out.content
+    assert not witness.exists()
