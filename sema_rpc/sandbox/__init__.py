@@ -146,7 +146,7 @@ def apply_in_child(policy: Mapping[str, Any] | None) -> None:
     hidden = [str(p) for p in policy.get("hidden", ())]
     if hidden:
         read = _all_but("/", hidden)
-        read += [str(p) for p in policy.get("visible", ())]
+        read += [str(p) for p in policy.get("visible", ()) if os.path.exists(p)]
         read += [str(policy["workspace"]), temp]
     linux.restrict(
         write_beneath=write_dirs,
@@ -159,19 +159,30 @@ def apply_in_child(policy: Mapping[str, Any] | None) -> None:
 def _workspace_grants(workspace: str, denied: list[str]) -> tuple[list[str], list[str]]:
     """Where a workspace-write command may write: (directories, files).
 
-    Landlock only adds rights down a hierarchy; it cannot take `.git` back out of a
-    writable workspace. So when a protected entry exists, write is granted on each other
-    top-level entry (a directory: everything beneath; a file: its content) and not on the
-    workspace directory itself: a command cannot create, remove or rename entries at the
-    top level (a new `build/` or `.pytest_cache/` must exist first, or the command asks to
-    run outside). Symlinks at the top level are skipped (their target is judged on its
-    own). With no protected entry present, the whole workspace is writable (creating
-    `.git` is then like `git init`: the workspace's own, untrusted content)."""
+    Landlock only adds rights down a hierarchy: it cannot take `.git` back out of a
+    writable workspace. So when a protected entry exists it is first frozen: bind-mounted
+    read-only onto itself in a mount namespace of the command's own (`linux.freeze`), and
+    the whole workspace is then writable. Where namespaces are refused (some distributions
+    restrict unprivileged user namespaces), the fallback is stricter, never looser: write
+    on each other top-level entry (a directory: everything beneath; a file: its content;
+    symlinks skipped) and none on the workspace directory itself, so no entry can be
+    created, removed or renamed at the top level. With no protected entry present the whole
+    workspace is writable (creating `.git` is then like `git init`: the workspace's own,
+    untrusted content)."""
     try:
         names = os.listdir(workspace)
     except OSError:
         return [], []
-    if not any(name in denied for name in names):
+    present = [os.path.join(workspace, name) for name in names if name in denied]
+    if not present:
+        return [workspace], []
+    from . import linux
+
+    try:
+        linux.freeze(present)
+    except OSError:
+        pass
+    else:
         return [workspace], []
     dirs: list[str] = []
     files: list[str] = []

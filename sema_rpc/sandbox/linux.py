@@ -75,6 +75,52 @@ MIN_ABI = 4
 """Below it TCP cannot be refused: the sandbox is reported unavailable rather than weaker."""
 
 
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_RDONLY = 1
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+_KEPT_FLAGS = {  # statvfs flag -> mount flag: a bind remount must keep what is locked
+    os.ST_NOSUID: 2,
+    os.ST_NODEV: 4,
+    os.ST_NOEXEC: 8,
+    os.ST_NOATIME: 1024,
+    os.ST_NODIRATIME: 2048,
+    os.ST_RELATIME: 1 << 21,
+}
+
+
+def freeze(paths: Sequence[str]) -> None:
+    """Make `paths` read-only for this process and its children only: a private mount
+    namespace (inside a user namespace of one's own uid when not root) where each path is
+    bind-mounted onto itself read-only. Landlock, applied after, forbids undoing it (a
+    sandboxed process may not mount or unmount), and a mount point cannot be renamed or
+    removed. Raises OSError where the kernel or its policy refuses namespaces."""
+    libc = _syscall()
+    uid, gid = os.geteuid(), os.getegid()
+    _check(libc.unshare(CLONE_NEWNS | (0 if uid == 0 else CLONE_NEWUSER)), "unshare")
+    if uid != 0:
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount(private)")
+    for path in paths:
+        raw = os.fsencode(path)
+        _check(libc.mount(raw, raw, None, MS_BIND | MS_REC, None), f"bind {path}")
+        st = os.statvfs(path)
+        kept = sum(flag for bit, flag in _KEPT_FLAGS.items() if st.f_flag & bit)
+        _check(
+            libc.mount(None, raw, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept, None),
+            f"remount {path} read-only",
+        )
+
+
 class _RulesetAttr(ctypes.Structure):
     _fields_ = [
         ("handled_access_fs", ctypes.c_uint64),

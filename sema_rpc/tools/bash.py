@@ -228,7 +228,7 @@ class BashTool(Tool):
             parts.append(f"Exit code: {128 - code} (killed by signal {-code})")
         elif code != 0:
             parts.append(f"Exit code: {code}")
-        if policy is not None and code != 0 and (note := denial_note(text, mode, ctx)):
+        if policy is not None and (note := denial_note(text, mode, ctx)):
             parts.append(note)
         content = "\n\n".join(parts) if parts else "(no output)"
         return ToolOutput(content=content, summary="Done" if code == 0 else f"Exit code {code}")
@@ -273,9 +273,15 @@ def _outside_sandbox_ask(command: str, mode: str) -> PermissionAsk:
     )
 
 
-DENIAL_MARKERS = ("Permission denied", "Operation not permitted", "Invalid cross-device link")
+DENIAL_MARKERS = (
+    "Permission denied",
+    "Operation not permitted",
+    "Read-only file system",
+    "Invalid cross-device link",
+)
 """How a refusal by the sandbox reads in a command's output (EACCES, EPERM, EXDEV): the
-kernel does not tell the command who refused, so the note says what it knows."""
+kernel does not tell the command who refused, so the note says what it knows.
+(EROFS: `.git`, `.sema` are mounted read-only for the command.)"""
 
 
 def denial_note(text: str, mode: str, ctx: ToolContext) -> str | None:
