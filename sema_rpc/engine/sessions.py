@@ -73,8 +73,8 @@ from sema_rpc.protocol import (
     TodoItem,
     TodosUpdateParams,
 )
-from sema_rpc.sandbox import SandboxSettings
 from sema_rpc.sandbox import status as sandbox_status
+from sema_rpc.sandbox.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
 

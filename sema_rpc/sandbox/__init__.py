@@ -23,46 +23,20 @@ Modes:
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
-import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the child imports this package: `typing` would cost it start-up time
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    from .settings import SandboxSettings as SandboxSettings
 
 MODES = ("read-only", "workspace-write", "off")
 PROTECTED = (".git", ".sema")
 """Entries at the workspace's top level no sandboxed command may change: git's config and
 hooks run programs at the user's next commit; `.sema` holds the project's agent settings."""
-
-
-@dataclass
-class SandboxSettings:
-    """A session's sandbox: its mode, whether TCP is allowed, its private temp dir."""
-
-    mode: str = "off"
-    network: bool = False
-    reason: str | None = None
-    """Why the sandbox is unavailable here (then `mode` is `off`)."""
-    _temp: str | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.mode != "off"
-
-    def temp_dir(self) -> str:
-        """The session's private temp dir (0700, created on first use): `TMPDIR` of its
-        commands and the one place outside the workspace they may write."""
-        if self._temp is None or not os.path.isdir(self._temp):
-            self._temp = tempfile.mkdtemp(prefix="sema-sandbox-")
-        return self._temp
-
-    def close(self) -> None:
-        if self._temp is not None:
-            shutil.rmtree(self._temp, ignore_errors=True)
-            self._temp = None
 
 
 def default_mode() -> str:
@@ -223,18 +197,19 @@ def _inside(path: str, root: str) -> bool:
 # ------------------------------------------------------------ spawning today's way
 
 BOOT = (
-    "import sys,os,json\n"
+    "import sys,os,marshal\n"
     "sys.path.insert(0,sys.argv[1])\n"
     "from sema_rpc.sandbox import apply_in_child\n"
     "try:\n"
-    " apply_in_child(json.loads(sys.argv[2]))\n"
+    " apply_in_child(marshal.loads(bytes.fromhex(sys.argv[2])))\n"
     "except Exception as e:\n"
     " sys.stderr.write('sema-rpc: the sandbox could not be set up, nothing was run: %s\\n'%e)\n"
     " os._exit(126)\n"
     "os.execv(sys.argv[3],sys.argv[3:])\n"
 )
 """Confine, then exec the command: `python -I -S -c BOOT <package root> <policy> argv...`.
-Exit status 126 (as a shell's "cannot execute") when the sandbox cannot be applied."""
+The policy travels as `marshal` (built in: no import, unlike json, on every command's
+path). Exit status 126 (as a shell's "cannot execute") when the sandbox cannot be applied."""
 
 
 def wrap_argv(policy: Mapping[str, Any] | None, argv: Sequence[str]) -> list[str]:
@@ -242,4 +217,15 @@ def wrap_argv(policy: Mapping[str, Any] | None, argv: Sequence[str]) -> list[str
     if policy is None:
         return list(argv)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return [sys.executable, "-I", "-S", "-c", BOOT, root, json.dumps(policy), *argv]
+    import marshal
+
+    encoded = marshal.dumps(dict(policy)).hex()
+    return [sys.executable, "-I", "-S", "-c", BOOT, root, encoded, *argv]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SandboxSettings":  # the server's side only; kept off the child's path
+        from .settings import SandboxSettings
+
+        return SandboxSettings
+    raise AttributeError(name)

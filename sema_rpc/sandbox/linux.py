@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import stat
-from collections.abc import Iterable, Sequence
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
 
 SYS_CREATE_RULESET = 444  # the same number on every architecture (added after the split)
 SYS_ADD_RULE = 445
@@ -146,8 +149,8 @@ def _syscall() -> ctypes.CDLL:
 
 def abi_version() -> int:
     """The kernel's Landlock ABI; raises OSError saying why there is none."""
-    if platform.system() != "Linux":
-        raise OSError(0, f"Landlock is a Linux feature; this is {platform.system()}")
+    if not sys.platform.startswith("linux"):
+        raise OSError(0, f"Landlock is a Linux feature; this is {sys.platform}")
     libc = _syscall()
     libc.syscall.restype = ctypes.c_long
     version = libc.syscall(SYS_CREATE_RULESET, None, ctypes.c_size_t(0), CREATE_RULESET_VERSION)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from sema_rpc.core.policy.permissions import PermissionAsk
-from sema_rpc.sandbox import SandboxSettings
+from sema_rpc.sandbox.settings import SandboxSettings
 
 __all__ = ["PermissionAsk"]  # re-exported: every tool names it with the rest of this contract
 

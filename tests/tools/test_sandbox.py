@@ -20,7 +20,7 @@ import pytest
 
 from sema_rpc import sandbox
 from sema_rpc.core.config import sema_root
-from sema_rpc.sandbox import SandboxSettings
+from sema_rpc.sandbox.settings import SandboxSettings
 from sema_rpc.tools.base import ToolContext, ToolServices
 from sema_rpc.tools.bash import BashTool, command_sandbox
 
