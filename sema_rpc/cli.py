@@ -207,6 +207,13 @@ def run_main(argv: list[str]) -> int:
         "and the model is told.",
     )
     parser.add_argument(
+        "--sandbox",
+        choices=["read-only", "workspace-write", "off"],
+        default=None,
+        help="the OS sandbox commands run in (default: workspace-write where the kernel "
+        "can, else off). Commands stay inside it even with --yes; `off` lifts it.",
+    )
+    parser.add_argument(
         "--record",
         metavar="DIR",
         default=None,
@@ -244,6 +251,7 @@ def run_main(argv: list[str]) -> int:
                 output_format=args.format,
                 permission_mode="bypass" if args.yes else args.permission_mode,
                 yes=args.yes,
+                sandbox=args.sandbox,
                 log_level=args.log_level,
                 record_dir=os.path.abspath(args.record) if args.record else None,
                 spawn=args.spawn,

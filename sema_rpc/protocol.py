@@ -58,6 +58,7 @@ class WireModel(BaseModel):
 
 Mode = Literal["Agent", "Plan"]
 PermissionMode = Literal["default", "acceptEdits", "bypass"]
+SandboxMode = Literal["read-only", "workspace-write", "off"]
 StopReasonWire = Literal["end_turn", "interrupted", "max_turns", "error", "command"]
 
 
@@ -166,6 +167,21 @@ class McpServerStatus(WireModel):
     source: str | None = Field(None, description="editor, project, user, or a config file path")
 
 
+class SandboxState(WireModel):
+    """The OS sandbox the session's commands run in (protocol/README.md, Sandbox)."""
+
+    mode: SandboxMode = Field(
+        description="`workspace-write`: commands write only inside the workspace (never "
+        "`.git/`, `.sema/`) and a private temp dir; `read-only`: only the temp dir; `off`: "
+        "unconfined. A command the server judges read-only runs `read-only` in any mode but off."
+    )
+    network: bool = Field(False, description="TCP connections allowed inside the sandbox.")
+    available: bool = Field(description="Whether this machine's kernel can sandbox at all.")
+    reason: str | None = Field(
+        None, description="Why the sandbox is unavailable (then `mode` is `off`)."
+    )
+
+
 class SessionCreateParams(WireModel):
     session_id: str | None = Field(
         None, description="Resume this session when known; otherwise a new id is generated."
@@ -193,6 +209,12 @@ class SessionCreateParams(WireModel):
         description="When a reply without a tool call announces an action it did not take "
         '("Now I\'ll run the tests."), continue the turn once (`turn:continued`).',
     )
+    sandbox: SandboxMode | None = Field(
+        None,
+        description="The OS sandbox for the session's commands; omitted: `workspace-write` "
+        "where the kernel can, else `off`. A mode other than `off` where it cannot: -32602.",
+    )
+    sandbox_network: bool = Field(False, description="Allow TCP inside the sandbox.")
 
 
 class SessionReadyParams(WireModel):
@@ -207,6 +229,9 @@ class SessionReadyParams(WireModel):
     permission_mode: PermissionMode = "default"
     model: str | None = None
     mcp_servers: list[McpServerStatus] = Field(default_factory=list)
+    sandbox: SandboxState | None = Field(
+        None, description="The session's OS sandbox: its mode, or why there is none."
+    )
 
 
 SessionCreateResult = SessionReadyParams
@@ -319,6 +344,17 @@ class PermissionModeUpdateParams(WireModel):
 
 class PermissionModeUpdateResult(WireModel):
     permission_mode: PermissionMode
+
+
+class SessionSetSandboxParams(WireModel):
+    session_id: str
+    mode: SandboxMode
+    network: bool | None = Field(
+        None, description="Allow TCP inside the sandbox; omitted: unchanged."
+    )
+
+
+SessionSetSandboxResult = SandboxState
 
 
 class ModelListParams(WireModel):
@@ -496,6 +532,12 @@ class ConfigNoModelsParams(EventParams):
 class ModeUpdateEventParams(EventParams):
     event: ClassVar[str] = "mode:update"
     mode: Mode
+
+
+class SandboxUpdateParams(EventParams, SandboxState):
+    """The session's sandbox changed (`session/setSandbox`); the next command runs in it."""
+
+    event: ClassVar[str] = "sandbox:update"
 
 
 class ModelUpdateParams(EventParams):
@@ -951,6 +993,13 @@ METHODS: dict[str, MethodSpec] = {
             PermissionModeUpdateResult,
             "Change who decides tool permissions; applies to the running turn's next call.",
         ),
+        MethodSpec(
+            "session/setSandbox",
+            SessionSetSandboxParams,
+            SessionSetSandboxResult,
+            "Change the OS sandbox of the session's commands; applies to the next command. "
+            "Emits `sandbox:update`.",
+        ),
         # sessions that last
         MethodSpec(
             "session/list",
@@ -1052,6 +1101,7 @@ _EVENT_MODELS: list[type[EventParams]] = [
     ConfigNoModelsParams,
     ModeUpdateEventParams,
     ModelUpdateParams,
+    SandboxUpdateParams,
     TurnContinuedParams,
     SessionClearedParams,
     CompactExecParams,

@@ -163,6 +163,7 @@ async def run_once(
     output_format: str,
     permission_mode: str,
     yes: bool = False,
+    sandbox: str | None = None,
     log_level: str | None = None,
     record_dir: str | None = None,
     spawn: bool = False,
@@ -230,8 +231,9 @@ async def run_once(
         if output_format != "jsonl":
             client.on_notification(out.on_event)
         await client.initialize(client_info="sema-rpc run")
+        extra = {"sandbox": sandbox} if sandbox else {}
         ready = await client.create_session(
-            working_dir, model=model, permission_mode="bypass" if yes else permission_mode
+            working_dir, model=model, permission_mode="bypass" if yes else permission_mode, **extra
         )
         session_id = ready.session_id
         prompt_id = client.new_id()

@@ -5,6 +5,7 @@ packages import each other (directly or round a ring).
        (protocol_core, protocol_names: its parts that need no pydantic, for `initialize`)
     1  core                           shared vocabulary: messages, stream events, errors,
                                       config, secrets, text, project files, policy
+       sandbox                        the OS sandbox commands run in (stdlib only)
     2  tools, providers, mcp          what the agent uses; they know core, never the engine
     3  engine                         the agent: sessions, turns, the loop, assembly
     4  rpc, acp, record               wire dialects (native, ACP) and recording, over the engine
@@ -37,6 +38,7 @@ PREFIXES = ("sema_rpc", "sema_client")
 LAYERS: dict[str, int] = {
     "protocol": 0,
     "core": 1,
+    "sandbox": 1,
     "tools": 2,
     "providers": 2,
     "mcp": 2,

@@ -10,6 +10,7 @@ from sema_rpc.protocol import (
     EventParams,
     ModelUpdateParams,
     ModeUpdateEventParams,
+    SandboxUpdateParams,
     TextChunkParams,
     ThinkingChunkParams,
     TodosUpdateParams,
@@ -72,7 +73,7 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
         return [*pending, update]
     if isinstance(event, TodosUpdateParams):
         return [{"sessionUpdate": "plan", "entries": translate.plan_entries(event.todos)}]
-    if isinstance(event, ModelUpdateParams):
+    if isinstance(event, ModelUpdateParams | SandboxUpdateParams):
         from sema_rpc.acp.options import config_options
 
         session = server.engine.sessions.get(state.session_id)

@@ -1,9 +1,10 @@
-"""Session modes, config options (mode, model, thought level) and slash commands.
+"""Session modes, config options (mode, model, thought level, sandbox) and slash commands.
 
 Modes are sent both ways while clients migrate: the older `modes` and the newer
 `configOptions` (a `mode` select). The model list is the models.json profiles plus the
 providers' defaults for the keys in the environment; the thought level turns the
-profile's extended thinking on or off.
+profile's extended thinking on or off; the sandbox is the OS sandbox commands run in
+(category `_sandbox`: only `off` where the kernel has none, its description says why).
 """
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.acp.translate import MODES
-from sema_rpc.protocol import ModeUpdateParams, PermissionModeUpdateParams, RpcError
+from sema_rpc.protocol import (
+    ModeUpdateParams,
+    PermissionModeUpdateParams,
+    RpcError,
+    SessionSetSandboxParams,
+)
 
 if TYPE_CHECKING:
     from sema_rpc.engine.engine import SemaEngine
@@ -100,10 +106,50 @@ def config_options(engine: SemaEngine, session: Session) -> list[dict[str, Any]]
                 {"value": "on", "name": "Extended thinking"},
             ],
         },
+        sandbox_option(session),
     ]
 
 
+SANDBOX_MODES = [
+    (
+        "workspace-write",
+        "Sandbox: workspace",
+        "Commands write only in the workspace (not .git/), no network",
+    ),
+    ("read-only", "Sandbox: read-only", "Commands cannot write (but a temp dir) or connect"),
+    ("off", "No sandbox", "Commands run unconfined (consent as without a sandbox)"),
+]
+
+
+def sandbox_option(session: Session) -> dict[str, Any]:
+    box = session.services.sandbox
+    modes = SANDBOX_MODES if box.reason is None else SANDBOX_MODES[-1:]
+    option: dict[str, Any] = {
+        "id": "sandbox",
+        "name": "Sandbox",
+        "category": "_sandbox",
+        "type": "select",
+        "currentValue": box.mode,
+        "options": [{"value": v, "name": n, "description": d} for v, n, d in modes],
+    }
+    if box.reason is not None:
+        option["description"] = f"Unavailable: {box.reason}"
+    return option
+
+
 def set_option(engine: SemaEngine, session: Session, config_id: str, value: str | bool) -> None:
+    if config_id == "sandbox":
+        from sema_rpc.core.errors import InvalidArgument
+
+        if value not in {m[0] for m in SANDBOX_MODES}:
+            raise RpcError(
+                INVALID_PARAMS, f"sandbox is one of {', '.join(m[0] for m in SANDBOX_MODES)}"
+            )
+        try:
+            engine.set_sandbox(SessionSetSandboxParams(session_id=session.id, mode=value))  # type: ignore[arg-type]
+        except InvalidArgument as exc:
+            raise RpcError(INVALID_PARAMS, exc.message) from exc
+        return
     if config_id == "mode":
         set_mode(engine, session, str(value))
         return

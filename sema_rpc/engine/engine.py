@@ -66,6 +66,7 @@ from sema_rpc.protocol import (
     PermissionModeUpdateParams,
     PermissionModeUpdateResult,
     PromptInputBlock,
+    SandboxUpdateParams,
     SessionClearedParams,
     SessionCompactParams,
     SessionCompactResult,
@@ -75,6 +76,8 @@ from sema_rpc.protocol import (
     SessionRewindResult,
     SessionSetModelParams,
     SessionSetModelResult,
+    SessionSetSandboxParams,
+    SessionSetSandboxResult,
     TodosUpdateParams,
     ToolListParams,
     ToolListResult,
@@ -182,6 +185,17 @@ class SemaEngine(SessionRegistry):
         if session.policy is not None:
             session.policy.mode = params.permission_mode
         return PermissionModeUpdateResult(permission_mode=params.permission_mode)
+
+    def set_sandbox(self, params: SessionSetSandboxParams) -> SessionSetSandboxResult:
+        """`session/setSandbox`: the next command (of this turn too) runs in the new mode."""
+        session = self.session(params.session_id)
+        network = session.services.sandbox.network if params.network is None else params.network
+        chosen = self.sandbox_settings(params.mode, network)
+        box = session.services.sandbox
+        box.mode, box.network, box.reason = chosen.mode, chosen.network, chosen.reason
+        state = session.sandbox_state()
+        session.bus.emit(SandboxUpdateParams.model_validate(state.model_dump()))
+        return state
 
     async def rewind(self, params: SessionRewindParams) -> SessionRewindResult:
         """session/rewind (rewind.py), while the session runs no turn: one that runs (or

@@ -22,6 +22,7 @@ from sema_rpc.engine.usage import UsageMeter
 from sema_rpc.protocol import (
     ConversationUsageParams,
     McpServerStatus,
+    SandboxState,
     SessionPromptResult,
     SessionReadyParams,
     StopReasonWire,
@@ -138,6 +139,16 @@ class Session:
             permission_mode=self.permission_mode,  # type: ignore[arg-type]
             model=f"{self.profile.provider}/{self.profile.model_name}" if self.profile else None,
             mcp_servers=[McpServerStatus.model_validate(s) for s in self.mcp_status],
+            sandbox=self.sandbox_state(),
+        )
+
+    def sandbox_state(self) -> SandboxState:
+        box = self.services.sandbox
+        return SandboxState(
+            mode=box.mode,  # type: ignore[arg-type]
+            network=box.network,
+            available=box.reason is None,
+            reason=box.reason,
         )
 
     @property

@@ -73,6 +73,8 @@ from sema_rpc.protocol import (
     TodoItem,
     TodosUpdateParams,
 )
+from sema_rpc.sandbox import status as sandbox_status
+from sema_rpc.sandbox.settings import SandboxSettings
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +123,17 @@ class SessionRegistry:
         except OSError as exc:
             raise InvalidArgument(f"cannot record to {record_dir}: {exc.strerror or exc}") from exc
 
+    @staticmethod
+    def sandbox_settings(mode: str | None, network: bool) -> SandboxSettings:
+        """A session's sandbox: `mode`, or where omitted the default (workspace-write
+        where the kernel can, else off). Asking for one the kernel cannot give: refused."""
+        available, reason, _abi = sandbox_status()
+        if mode is None:
+            mode = "workspace-write" if available else "off"
+        elif mode != "off" and not available:
+            raise InvalidArgument(f"sandbox {mode!r} is not available here: {reason}")
+        return SandboxSettings(mode=mode, network=network, reason=reason)
+
     def session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None or session.disposed:
@@ -138,6 +151,7 @@ class SessionRegistry:
         if params.model is not None and profile is None:
             raise InvalidArgument(f"unknown model: {params.model}")
 
+        box = self.sandbox_settings(params.sandbox, params.sandbox_network)
         session_id = params.session_id or uuid.uuid4().hex
         record_dir = self._session_record_dir(params.record_dir, session_id)
         existing = self.sessions.get(session_id)
@@ -210,6 +224,7 @@ class SessionRegistry:
         session.services.on_todos = lambda todos: todos_changed(session, todos)
         session.services.ask_user = lambda questions: ask_user(session, questions)
         session.services.plan_exit = lambda path, text: plan_exit(session, path, text)
+        session.services.sandbox = box
         self.sessions[session_id] = session
         await self._start_mcp(session, params)
         if profile is not None:
@@ -413,6 +428,7 @@ class SessionRegistry:
             session.store.close()
             await session.store.synced()
         await self.close_mcp(session)
+        session.services.sandbox.close()
         return SessionDisposeResult(disposed=True, interrupted=interrupted)
 
     async def delete_session(self, params: SessionDeleteParams) -> SessionDeleteResult:

@@ -340,6 +340,7 @@ class SemaServer:
             "tool/list": self._on_engine("tool_list", is_async=False),
             "model/list": self._on_engine("model_list", is_async=False),
             "session/setModel": self._on_engine("session_set_model", is_async=False),
+            "session/setSandbox": self._on_engine("set_sandbox", is_async=False),
             # sessions that last
             "session/list": self._on_engine("list_sessions", is_async=True),
             "session/dispose": self._on_engine("dispose", is_async=True),

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from sema_rpc.core.policy.permissions import PermissionAsk
+from sema_rpc.sandbox.settings import SandboxSettings
 
 __all__ = ["PermissionAsk"]  # re-exported: every tool names it with the rest of this contract
 
@@ -109,6 +110,8 @@ class ToolServices:
 
     editor_files: EditorFiles | None = None
     """Files through the editor (see EditorFiles); None: the disk."""
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    """The session's OS sandbox for the commands the model runs (mode `off`: none)."""
 
 
 @dataclass(frozen=True, slots=True)

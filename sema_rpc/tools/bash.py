@@ -5,13 +5,14 @@ from __future__ import annotations
 import codecs
 import os
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 from pydantic import Field
 
+from sema_rpc import sandbox
+from sema_rpc.core.config import sema_root
 from sema_rpc.core.policy.bash_safety import (
     ShellSyntaxError,
     is_safe_readonly_command,
@@ -51,6 +52,13 @@ class BashInput(ToolInput):
     description: str | None = Field(
         None, description="What the command does, in 5-10 words (shown to the user)."
     )
+    outside_sandbox: bool = Field(
+        False,
+        description=(
+            "Run outside the OS sandbox. Only after the sandbox refused something this "
+            "command needs (the result said so); the user is asked every time."
+        ),
+    )
 
 
 def max_timeout_ms() -> int:
@@ -79,6 +87,10 @@ class BashTool(Tool):
         f"- Output over {MAX_OUTPUT_CHARS // 1000}k characters is cut in the middle. A non-zero "
         "exit status is reported as `Exit code: N`.\n"
         "- Network fetchers (curl, wget, nc, ssh, scp, ...) are refused.\n"
+        "- Commands run in an OS sandbox when the session has one: writes only inside the "
+        "working directory (never `.git/` or `.sema/`) and $TMPDIR, no network. When the "
+        "result says the sandbox refused something the task needs, rerun the same command "
+        "with `outside_sandbox: true`: the user is asked.\n"
         "- Prefer Read, Glob, Grep, Edit and Write over cat, find, grep, sed and echo > file. "
         "Quote paths containing spaces. Chain dependent commands with `&&`."
     )
@@ -107,9 +119,15 @@ class BashTool(Tool):
         return _check_cd(args.command, ctx.working_dir)
 
     def permission(self, args: BashInput, ctx: ToolContext) -> PermissionAsk | None:
+        box = ctx.services.sandbox
+        if args.outside_sandbox and box.active:
+            return _outside_sandbox_ask(args.command, box.mode)
         if is_safe_readonly_command(args.command, ctx.working_dir):
             return None
-        if names_git_dir(args.command):
+        if box.mode == "read-only":
+            return None  # confined to reading: nothing to consent to
+        sandboxed = box.mode == "workspace-write"
+        if names_git_dir(args.command) and not sandboxed:
             # A write inside `.git/` is asked every time, as for Write and Edit: its config
             # and hooks make later read-only git commands run programs.
             return PermissionAsk(
@@ -124,17 +142,11 @@ class BashTool(Tool):
             rule=rule_for(command),
             # `Bash(prefix:*)` covers the commands it names, as one simple command only.
             covered_by=lambda stored: stored.startswith("Bash(") and rule_matches(stored, command),
+            sandboxed=sandboxed,
         )
-
-    def sandbox_policy(self, args: BashInput, ctx: ToolContext) -> Mapping[str, Any] | None:
-        """Contract: the OS sandbox policy this command runs under (JSON-serialisable), or
-        None for none; `spawn()` applies it in the child right before exec and fails the
-        command closed when it cannot."""
-        return None
 
     async def call(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
         timeout_ms = effective_timeout_ms(args.timeout)
-        sandbox_policy = self.sandbox_policy(args, ctx)
         output = _MiddleTruncatingBuffer(MAX_OUTPUT_CHARS)
         stream = _Streamer(ctx.emit_update)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -144,14 +156,29 @@ class BashTool(Tool):
                 output.append(text)
                 stream.emit(text)
 
+        mode = command_sandbox(args, ctx)
+        env = _environment()
+        policy = None
+        if mode != "off":
+            box = ctx.services.sandbox
+            env["TMPDIR"] = box.temp_dir()
+            policy = sandbox.policy(
+                mode,
+                ctx.working_dir,
+                env["TMPDIR"],
+                network=box.network,
+                hidden=[sema_root()],
+                visible=[sema_root() / "skills"],
+            )
         try:
-            # Its own session and group, under the process supervisor: ended with the
-            # server however the server ends (see sema_rpc/core/processes.py).
+            # Its own session and group, under the process supervisor (ended with the
+            # server however the server ends, see sema_rpc/core/processes.py), confined by
+            # `policy` in the child right before exec (failing closed when it cannot be).
             proc = await spawn(
                 [SHELL, "-c", args.command],
                 cwd=ctx.working_dir,
-                env=_environment(),
-                sandbox_policy=sandbox_policy,
+                env=env,
+                sandbox_policy=policy,
             )
         except OSError as exc:
             message = f"Could not start {SHELL} in {ctx.working_dir}: {exc}"
@@ -199,8 +226,84 @@ class BashTool(Tool):
             parts.append(f"Exit code: {128 - code} (killed by signal {-code})")
         elif code != 0:
             parts.append(f"Exit code: {code}")
+        if policy is not None and (note := denial_note(text, mode, ctx)):
+            parts.append(note)
         content = "\n\n".join(parts) if parts else "(no output)"
         return ToolOutput(content=content, summary="Done" if code == 0 else f"Exit code {code}")
+
+
+# ---------------------------------------------------------------- sandbox
+
+OUTSIDE_RULE = "BashOutsideSandbox("
+"""The rule an "always" answer to running outside the sandbox stores, e.g.
+`BashOutsideSandbox(npm install:*)`: that command prefix only."""
+
+
+def command_sandbox(args: BashInput, ctx: ToolContext) -> str:
+    """The sandbox this command runs in: `read-only` when the session's is, or when the
+    parser calls the command read-only (a wrong guess still cannot write or connect);
+    otherwise the session's mode; `off` outside it (consented) or without one."""
+    box = ctx.services.sandbox
+    if not box.active or args.outside_sandbox:
+        return "off"
+    if box.mode == "read-only" or is_safe_readonly_command(args.command, ctx.working_dir):
+        return "read-only"
+    return box.mode
+
+
+def _outside_sandbox_ask(command: str, mode: str) -> PermissionAsk:
+    rule = OUTSIDE_RULE + rule_for(command)[len("Bash(") :]
+
+    def covered(stored: str) -> bool:
+        return stored.startswith(OUTSIDE_RULE) and rule_matches(
+            "Bash(" + stored[len(OUTSIDE_RULE) :], command
+        )
+
+    return PermissionAsk(
+        title=f"Run outside the sandbox ({mode} lifted): {command}",
+        content=(
+            f"{command}\n\nThis command runs without the OS sandbox: it may write anywhere "
+            "you can (including .git/) and use the network."
+        ),
+        rule=rule,
+        covered_by=covered,
+        leaves_sandbox=True,
+    )
+
+
+DENIAL_MARKERS = (
+    "Permission denied",
+    "Operation not permitted",
+    "Read-only file system",
+    "Invalid cross-device link",
+)
+"""How a refusal by the sandbox reads in a command's output (EACCES, EPERM, EXDEV): the
+kernel does not tell the command who refused, so the note says what it knows.
+(EROFS: `.git`, `.sema` are mounted read-only for the command.)"""
+
+
+def denial_note(text: str, mode: str, ctx: ToolContext) -> str | None:
+    """For a failed sandboxed command whose output shows a refusal: which lines, what the
+    sandbox allows, and how to run it outside (the user is asked)."""
+    lines = [line.strip() for line in text.splitlines() if any(m in line for m in DENIAL_MARKERS)]
+    if not lines:
+        return None
+    shown = "\n".join(f"  {line[:300]}" for line in lines[:5])
+    more = f"\n  ... and {len(lines) - 5} more" if len(lines) > 5 else ""
+    if mode == "read-only":
+        allowed = "no writes except $TMPDIR"
+    else:
+        allowed = (
+            f"writes only inside {ctx.working_dir} (not its .git/ or .sema/, and no new "
+            "entries at its top level when those exist) and $TMPDIR"
+        )
+    network = "TCP allowed" if ctx.services.sandbox.network else "no network connections"
+    return (
+        f"[sandbox] This command ran in the {mode} OS sandbox ({allowed}; {network}; the "
+        f"user's {sema_root()} is unreadable). These refusals are likely the sandbox's:\n"
+        f"{shown}{more}\nIf the task needs that, rerun the same command with "
+        "`outside_sandbox: true` (the user is asked), or do the write with Write/Edit."
+    )
 
 
 # ---------------------------------------------------------------- validation

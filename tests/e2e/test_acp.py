@@ -76,7 +76,7 @@ async def test_initialize_new_prompt_streams_chunks_and_usage(
             "bypass",
             "plan",
         }
-        assert {o.id for o in new.config_options} == {"mode", "model", "thought_level"}
+        assert {o.id for o in new.config_options} == {"mode", "model", "thought_level", "sandbox"}
 
         result = await agent.conn.prompt(session_id=sid, prompt=[text("Say hello")])
 
@@ -515,6 +515,45 @@ async def test_model_and_thought_level_options_change_the_next_model_call(
 
         with pytest.raises(Exception) as err:
             await agent.conn.set_config_option(session_id=sid, config_id="model", value="nope")
+        assert getattr(err.value, "code", None) == -32602
+
+
+async def test_the_sandbox_is_a_config_option_and_confines_commands(
+    server_env, scripted_llm: ScriptedLLM, workspace, tmp_path: Path
+):
+    from sema_rpc.sandbox import status
+
+    if not status()[0]:
+        pytest.skip(f"no OS sandbox here: {status()[1]}")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    command = f"touch {outside}/escaped; touch made.txt"
+    scripted_llm.script(
+        Reply.tools([("Bash", {"command": command})]), Reply.text("one"),
+        Reply.tools([("Bash", {"command": command})]), Reply.text("two"),
+    )  # fmt: skip
+    async with acp_agent(server_env) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        new = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        sid = new.session_id
+        options = [o.model_dump(by_alias=True, exclude_none=True) for o in new.config_options]
+        sandbox = next(o for o in options if o["id"] == "sandbox")
+        assert sandbox["currentValue"] == "workspace-write"
+        assert [o["value"] for o in sandbox["options"]] == ["workspace-write", "read-only", "off"]
+        await agent.conn.set_config_option(session_id=sid, config_id="mode", value="bypass")
+        await agent.conn.prompt(session_id=sid, prompt=[text("go")])
+        assert (workspace / "made.txt").exists() and not (outside / "escaped").exists()
+
+        (workspace / "made.txt").unlink()
+        changed = await agent.conn.set_config_option(
+            session_id=sid, config_id="sandbox", value="read-only"
+        )
+        after = [o.model_dump(by_alias=True, exclude_none=True) for o in changed.config_options]
+        assert config_value(after, "sandbox") == "read-only"
+        await agent.conn.prompt(session_id=sid, prompt=[text("again")])
+        assert not (workspace / "made.txt").exists() and not (outside / "escaped").exists()
+        with pytest.raises(Exception) as err:
+            await agent.conn.set_config_option(session_id=sid, config_id="sandbox", value="all")
         assert getattr(err.value, "code", None) == -32602
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from sema_rpc.sandbox import status as sandbox_status
 from tests.support.scripted_llm import Reply, ScriptedLLM
 from tests.support.wire_client import WireClient
 
@@ -179,7 +180,9 @@ async def test_bypass_asks_for_bash_writes_inside_dot_git(
     config = workspace / ".git" / "config"
     before = config.read_bytes()
     editor = Editor()
-    client, sid = await open_session(server_env, workspace, editor, permissionMode="bypass")
+    client, sid = await open_session(
+        server_env, workspace, editor, permissionMode="bypass", sandbox="off"
+    )
     scripted_llm.script(
         *[Reply.tools([("Bash", {"command": c})]) for c in GIT_WRITES],
         # bypass still runs the rest without asking, git's own commands included
@@ -198,13 +201,40 @@ async def test_bypass_asks_for_bash_writes_inside_dot_git(
     assert "ref: refs/heads/" in results_seen_by_model(scripted_llm)[-1]
 
     # Without a client to ask, such a command is refused, not run.
-    client2, sid2 = await open_session(server_env, workspace, None, permissionMode="bypass")
+    client2, sid2 = await open_session(
+        server_env, workspace, None, permissionMode="bypass", sandbox="off"
+    )
     scripted_llm.script(Reply.tools([("Bash", {"command": GIT_WRITES[0]})]), Reply.text("ok"))
     await client2.call("session/prompt", {"sessionId": sid2, "input": "go"})
     await client.close()
     await client2.close()
     assert config.read_bytes() == before
     assert "no one can be asked" in results_seen_by_model(scripted_llm)[-1]
+
+
+@pytest.mark.skipif(not sandbox_status()[0], reason=f"no OS sandbox here: {sandbox_status()[1]}")
+async def test_bypass_in_the_sandbox_runs_them_and_the_kernel_refuses(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    config = workspace / ".git" / "config"
+    before = config.read_bytes()
+    editor = Editor()
+    client, sid = await open_session(server_env, workspace, editor, permissionMode="bypass")
+    scripted_llm.script(
+        *[Reply.tools([("Bash", {"command": c})]) for c in GIT_WRITES],
+        Reply.tools([("Bash", {"command": "touch fine.txt"})]),
+        Reply.text("done"),
+    )
+    result = await client.call("session/prompt", {"sessionId": sid, "input": "go"})
+    await client.close()
+    assert result["stopReason"] == "end_turn"
+    assert editor.asked == [], "bypass: nothing asked, everything confined"
+    assert config.read_bytes() == before
+    assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+    assert (workspace / "fine.txt").exists()
+    seen = results_seen_by_model(scripted_llm)
+    assert "Read-only file system" in seen[0] and "[sandbox]" in seen[0]
 
 
 ENV_KEY = "sk-ant-test-key-000000"  # the server's ANTHROPIC_API_KEY (server_env)

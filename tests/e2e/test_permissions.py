@@ -212,7 +212,9 @@ async def test_client_without_permissions_capability_is_never_asked(
 
 async def test_permission_modes(server_env, scripted_llm: ScriptedLLM, workspace):
     editor = Editor({"decision": "allow_once"})
-    client, sid = await open_session(server_env, workspace, editor, permissionMode="acceptEdits")
+    client, sid = await open_session(
+        server_env, workspace, editor, permissionMode="acceptEdits", sandbox="off"
+    )
     scripted_llm.script(
         Reply.tools([("Write", {"file_path": "auto.txt", "content": "x"})]),
         Reply.tools([("Bash", {"command": "touch made-by-bash"})]),
@@ -222,7 +224,7 @@ async def test_permission_modes(server_env, scripted_llm: ScriptedLLM, workspace
     await client.close()
     assert (workspace / "auto.txt").exists() and (workspace / "made-by-bash").exists()
     assert [a["toolName"] for a in editor.asked] == ["Bash"], (
-        "acceptEdits: edits run, Bash still asks"
+        "acceptEdits without a sandbox: edits run, Bash still asks"
     )
 
     client, sid = await open_session(

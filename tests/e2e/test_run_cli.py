@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from sema_rpc.sandbox import status as sandbox_status
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,6 +109,31 @@ def test_jsonl_without_yes_refuses_the_write_and_a_provider_error_exits_1(
     assert "no one can be asked" in error["content"], "the refusal is a clear tool error"
     seqs = [m["params"]["seq"] for m in events]
     assert seqs == list(range(1, len(seqs) + 1)), "every notification, in wire order"
+
+
+@pytest.mark.skipif(not sandbox_status()[0], reason=f"no OS sandbox here: {sandbox_status()[1]}")
+def test_sandbox_flag_confines_commands_even_with_yes(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+):
+    outside = tmp_path / "outside-run"
+    outside.mkdir()
+    command = f"touch made.txt; touch {outside}/escaped"
+    for flag in ("read-only", "workspace-write", "off"):
+        scripted_llm.script(Reply.tools([("Bash", {"command": command})]), Reply.text("done"))
+        proc = run(
+            "--yes", "--sandbox", flag, "--model", MODEL, "--cwd", str(workspace), "go",
+            env=server_env,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        [ready] = [m["params"] for m in jsonl(proc.stdout) if m.get("method") == "session:ready"]
+        assert ready["sandbox"]["mode"] == flag
+        made, escaped = (workspace / "made.txt").exists(), (outside / "escaped").exists()
+        assert (made, escaped) == {
+            "read-only": (False, False),
+            "workspace-write": (True, False),
+            "off": (True, True),
+        }[flag]
+        (workspace / "made.txt").unlink(missing_ok=True)
 
 
 def test_no_model_is_a_usage_error_naming_model(tmp_path: Path, workspace: Path):

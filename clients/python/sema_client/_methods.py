@@ -30,6 +30,7 @@ from sema_rpc.protocol import (
     ModeUpdateResult,
     PermissionModeUpdateParams,
     PermissionModeUpdateResult,
+    SandboxState,
     SessionCompactParams,
     SessionCompactResult,
     SessionCreateParams,
@@ -52,6 +53,7 @@ from sema_rpc.protocol import (
     SessionRewindResult,
     SessionSetModelParams,
     SessionSetModelResult,
+    SessionSetSandboxParams,
     ToolListParams,
     ToolListResult,
     WireModel,
@@ -207,6 +209,22 @@ class Methods:
             msg_id=msg_id,
         )
         return PermissionModeUpdateResult.model_validate(result)
+
+    async def session_set_sandbox(
+        self,
+        params: SessionSetSandboxParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SandboxState:
+        """`session/setSandbox`: Change the OS sandbox of the session's commands; applies to the next command. Emits `sandbox:update`."""
+        result = await self._client.request(
+            "session/setSandbox",
+            _wire(SessionSetSandboxParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SandboxState.model_validate(result)
 
     async def session_list(
         self,

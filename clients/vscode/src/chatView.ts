@@ -13,6 +13,7 @@ import {
   type TurnDiff,
 } from "./client";
 import { showProposedDiff, type ProposedContentProvider } from "./diff";
+import { SandboxStatusBar } from "./sandboxStatus";
 import { readText, resolveInWorkspace, reversePatch } from "./util";
 import type {
   ChatState,
@@ -56,6 +57,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private queue: ToWebview[] = [];
   private flushTimer: NodeJS.Timeout | undefined;
   private session: ChatSession | undefined;
+  private readonly sandboxBar = new SandboxStatusBar();
   private sessionListener: { dispose(): void } | undefined;
   private creating: Promise<ChatSession> | undefined;
   private readonly requests = new Map<number, PendingRequest>();
@@ -422,6 +424,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.sessionListener = session.onEvent((event) => this.onEvent(event));
     this.mode = session.mode;
     this.permissionMode = session.permissionMode;
+    this.sandboxBar.show(session.sandbox);
     this.post({ type: "inputHistory", items: session.ready?.projectInputHistory ?? [] });
     this.postState();
     void this.refreshModels(session.connection);
@@ -455,6 +458,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       return;
     }
     this.post({ type: "event", method: event.method, params: event.params as never });
+    if (event.method === "sandbox:update" || event.method === "session:ready") {
+      this.sandboxBar.show(this.session?.sandbox);
+    }
     if (
       event.method === "state:update" ||
       event.method === "conversation:usage" ||
@@ -621,6 +627,30 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     await this.listSessions().catch(() => undefined);
   }
 
+  /** "Sema: Set Sandbox…": the OS sandbox the chat's commands run in (`session/setSandbox`). */
+  async setSandbox(): Promise<void> {
+    const session = this.session;
+    if (!session?.sandbox || !session.connection.supports("session/setSandbox")) {
+      void vscode.window.showInformationMessage("Start a chat first (with a sema-rpc that has a sandbox).");
+      return;
+    }
+    if (!session.sandbox.available) {
+      void vscode.window.showWarningMessage(`No sandbox here: ${session.sandbox.reason ?? "unavailable"}`);
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(
+      [
+        { label: "workspace-write", detail: "Commands write only inside the workspace (not .git/), no network" },
+        { label: "read-only", detail: "Commands cannot write (but a temp dir) or connect" },
+        { label: "off", detail: "Commands run unconfined" },
+      ] as const,
+      { placeHolder: `Sandbox for this chat's commands (now: ${session.sandbox.mode})` },
+    );
+    if (!picked) return;
+    const state = await session.setSandbox(picked.label);
+    this.sandboxBar.show(state);
+  }
+
   /** A new, empty chat; the previous session is disposed (its history stays resumable). */
   async newChat(): Promise<void> {
     const old = this.session;
@@ -749,6 +779,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   }
 
   dispose(): void {
+    this.sandboxBar.dispose();
     for (const d of this.disposables) d.dispose();
     this.sessionListener?.dispose();
     if (this.flushTimer) clearTimeout(this.flushTimer);

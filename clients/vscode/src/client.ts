@@ -18,6 +18,7 @@ import type {
   NotificationName,
   Notifications,
   PermissionModeUpdateResult,
+  SandboxState,
   ServerRequestName,
   ServerRequests,
   SessionCreateParams,
@@ -273,6 +274,8 @@ export class ChatSession {
   modelName: string | undefined;
   /** Running totals of the session (tokens and cost), from `conversation:usage`. */
   totals: UsageTotals | undefined;
+  /** The OS sandbox its commands run in (`session:ready`, `sandbox:update`). */
+  sandbox: SandboxState | undefined;
   disposed = false;
 
   constructor(
@@ -287,6 +290,7 @@ export class ChatSession {
     this.mode = ready.mode ?? this.mode;
     this.permissionMode = ready.permissionMode ?? this.permissionMode;
     this.usage = ready.usage ?? this.usage;
+    this.sandbox = ready.sandbox ?? this.sandbox;
   }
 
   /** @internal Called by the connection for every event of this session, in wire order. */
@@ -305,6 +309,11 @@ export class ChatSession {
       case "model:update":
         this.modelName = event.params.model;
         break;
+      case "sandbox:update": {
+        const { mode, network, available, reason } = event.params;
+        this.sandbox = { mode, network, available, reason };
+        break;
+      }
     }
     for (const listener of this.listeners) listener(event);
   }
@@ -361,6 +370,13 @@ export class ChatSession {
     const result = await this.connection.request("mode/update", { sessionId: this.id, mode });
     this.mode = result.mode;
     return result.mode;
+  }
+
+  /** `session/setSandbox`: the next command runs in `mode` (a `sandbox:update` follows). */
+  async setSandbox(mode: SandboxState["mode"]): Promise<SandboxState> {
+    const result: SandboxState = await this.connection.request("session/setSandbox", { sessionId: this.id, mode });
+    this.sandbox = result;
+    return result;
   }
 
   async setPermissionMode(permissionMode: PermissionMode): Promise<PermissionMode> {

@@ -35,6 +35,9 @@ export function activate(context: vscode.ExtensionContext): void {
       await vscode.commands.executeCommand("sema.chat.focus");
       await view.renameChat();
     }),
+    vscode.commands.registerCommand("sema.setSandbox", async () => {
+      await view.setSandbox();
+    }),
     vscode.commands.registerCommand("sema.resumeSession", async () => {
       await vscode.commands.executeCommand("sema.chat.focus");
       await view.pickSession();

@@ -333,6 +333,35 @@ export interface RewindConflict {
   reason: "modified" | "notCaptured";
 }
 
+/** The OS sandbox the session's commands run in (protocol/README.md, Sandbox). */
+export interface SandboxState {
+  /** `workspace-write`: commands write only inside the workspace (never `.git/`, `.sema/`) and a private temp dir; `read-only`: only the temp dir; `off`: unconfined. A command the server judges read-only runs `read-only` in any mode but off. */
+  mode: "read-only" | "workspace-write" | "off";
+  /** TCP connections allowed inside the sandbox. */
+  network?: boolean;
+  /** Whether this machine's kernel can sandbox at all. */
+  available: boolean;
+  /** Why the sandbox is unavailable (then `mode` is `off`). */
+  reason?: string | null;
+}
+
+/** The session's sandbox changed (`session/setSandbox`); the next command runs in it. */
+export interface SandboxUpdateParams {
+  /** `workspace-write`: commands write only inside the workspace (never `.git/`, `.sema/`) and a private temp dir; `read-only`: only the temp dir; `off`: unconfined. A command the server judges read-only runs `read-only` in any mode but off. */
+  mode: "read-only" | "workspace-write" | "off";
+  /** TCP connections allowed inside the sandbox. */
+  network?: boolean;
+  /** Whether this machine's kernel can sandbox at all. */
+  available: boolean;
+  /** Why the sandbox is unavailable (then `mode` is `off`). */
+  reason?: string | null;
+  sessionId?: string;
+  /** `main`, or the id of the subagent that emitted it */
+  agentId?: string;
+  /** Per-session sequence number, increasing by one per event. */
+  seq?: number;
+}
+
 export interface ServerCapabilities {
   methods: string[];
   notifications: string[];
@@ -388,6 +417,10 @@ export interface SessionCreateParams {
   recordDir?: string | null;
   /** When a reply without a tool call announces an action it did not take ("Now I'll run the tests."), continue the turn once (`turn:continued`). */
   checkContinuation?: boolean;
+  /** The OS sandbox for the session's commands; omitted: `workspace-write` where the kernel can, else `off`. A mode other than `off` where it cannot: -32602. */
+  sandbox?: "read-only" | "workspace-write" | "off" | null;
+  /** Allow TCP inside the sandbox. */
+  sandboxNetwork?: boolean;
 }
 
 export interface SessionDeleteResult {
@@ -433,6 +466,8 @@ export interface SessionForkResult {
   permissionMode?: "default" | "acceptEdits" | "bypass";
   model?: string | null;
   mcpServers?: McpServerStatus[];
+  /** The session's OS sandbox: its mode, or why there is none. */
+  sandbox?: SandboxState | null;
   /** The text of the message forked before (to prefill the input). */
   input?: string | null;
 }
@@ -519,6 +554,8 @@ export interface SessionReadyEventParams {
   permissionMode?: "default" | "acceptEdits" | "bypass";
   model?: string | null;
   mcpServers?: McpServerStatus[];
+  /** The session's OS sandbox: its mode, or why there is none. */
+  sandbox?: SandboxState | null;
   /** `main`, or the id of the subagent that emitted it */
   agentId?: string;
   /** Per-session sequence number, increasing by one per event. */
@@ -536,6 +573,8 @@ export interface SessionReadyParams {
   permissionMode?: "default" | "acceptEdits" | "bypass";
   model?: string | null;
   mcpServers?: McpServerStatus[];
+  /** The session's OS sandbox: its mode, or why there is none. */
+  sandbox?: SandboxState | null;
 }
 
 export interface SessionRef {
@@ -589,6 +628,13 @@ export interface SessionSetModelParams {
 export interface SessionSetModelResult {
   model: string;
   thinking: boolean;
+}
+
+export interface SessionSetSandboxParams {
+  sessionId: string;
+  mode: "read-only" | "workspace-write" | "off";
+  /** Allow TCP inside the sandbox; omitted: unchanged. */
+  network?: boolean | null;
 }
 
 export interface StateUpdateParams {
@@ -864,6 +910,8 @@ export interface Methods {
   "mode/update": { params: ModeUpdateParams; result: ModeUpdateResult };
   /** Change who decides tool permissions; applies to the running turn's next call. */
   "permissionMode/update": { params: PermissionModeUpdateParams; result: PermissionModeUpdateResult };
+  /** Change the OS sandbox of the session's commands; applies to the next command. Emits `sandbox:update`. */
+  "session/setSandbox": { params: SessionSetSandboxParams; result: SandboxState };
   /** Sessions with a history on disk, newest first; optionally of one project. */
   "session/list": { params: SessionListParams; result: SessionListResult };
   /** Interrupt the session's turn, wait for it, and drop the session from memory. */
@@ -908,6 +956,7 @@ export interface Notifications {
   "config:no_models": ConfigNoModelsParams;
   "mode:update": ModeUpdateEventParams;
   "model:update": ModelUpdateParams;
+  "sandbox:update": SandboxUpdateParams;
   "turn:continued": TurnContinuedParams;
   "session:cleared": SessionClearedParams;
   "compact:exec": CompactExecParams;
@@ -948,6 +997,7 @@ export const NOTIFICATION_NAMES: readonly NotificationName[] = [
   "config:no_models",
   "mode:update",
   "model:update",
+  "sandbox:update",
   "turn:continued",
   "session:cleared",
   "compact:exec",

@@ -128,3 +128,38 @@ export function reversePatch(diff: string, after: string): string | undefined {
   const endsWithNewline = tailUnchanged ? afterEndsWithNewline : beforeEndsWithNewline;
   return before.join("\n") + (endsWithNewline ? "\n" : "");
 }
+
+/** What the status bar says about a session's OS sandbox (`session:ready`, `sandbox:update`). */
+export function sandboxLabel(
+  state: { mode: string; network?: boolean; available?: boolean; reason?: string | null } | null | undefined,
+): { text: string; tooltip: string; warning: boolean } | undefined {
+  if (!state) return undefined;
+  if (state.available === false) {
+    return {
+      text: "$(warning) Sema: no sandbox",
+      tooltip: `Commands run unconfined: ${state.reason ?? "this system has no sandbox"}`,
+      warning: true,
+    };
+  }
+  const net = state.network ? ", network allowed" : "";
+  switch (state.mode) {
+    case "workspace-write":
+      return {
+        text: "$(shield) Sema: workspace",
+        tooltip: `Commands write only inside the workspace (not .git/), no network${net}. Click to change.`,
+        warning: false,
+      };
+    case "read-only":
+      return {
+        text: "$(lock) Sema: read-only",
+        tooltip: `Commands cannot write (but a temp dir) or connect${net}. Click to change.`,
+        warning: false,
+      };
+    default:
+      return {
+        text: "$(unlock) Sema: sandbox off",
+        tooltip: "Commands run unconfined (consent as without a sandbox). Click to change.",
+        warning: true,
+      };
+  }
+}

@@ -292,4 +292,21 @@ describe("session features on the real server", { timeout: 180000 }, () => {
     assert.equal(await listed(), "tidy the parser");
     await session.dispose();
   });
+
+  it("knows the session's sandbox from session:ready and follows setSandbox (sandbox:update)", async () => {
+    const session = await conn.createSession({ workingDir: home.workspace, model: "fast" });
+    const events = record(session);
+    assert.ok(session.sandbox, "session:ready carries the sandbox");
+    if (!session.sandbox.available) {
+      assert.equal(session.sandbox.mode, "off");
+      assert.ok(session.sandbox.reason);
+    } else {
+      assert.equal(session.sandbox.mode, "workspace-write");
+      const state = await session.setSandbox("read-only");
+      assert.deepEqual(state, { mode: "read-only", network: false, available: true });
+      assert.equal(session.sandbox.mode, "read-only");
+      assert.ok(events.some((e) => e.method === "sandbox:update" && e.params.mode === "read-only"));
+    }
+    await session.dispose();
+  });
 });

@@ -5,7 +5,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { after, describe, it } from "node:test";
-import { findServer, proposedContent, reversePatch, ServerMissingError } from "../src/util";
+import { findServer, proposedContent, reversePatch, sandboxLabel, ServerMissingError } from "../src/util";
 import { stablePrefix } from "../webview/markdown";
 
 const root = mkdtempSync(path.join(tmpdir(), "sema-vscode-units-"));
@@ -104,5 +104,18 @@ describe("reversePatch", () => {
   it("keeps a missing final newline", () => {
     const noNewline = "@@ -1 +1 @@\n-old\n\\ No newline at end of file\n+new\n";
     assert.equal(reversePatch(noNewline, "new\n"), "old");
+  });
+});
+
+describe("sandboxLabel", () => {
+  it("names the mode, warns when the sandbox is off or missing, and says why", () => {
+    assert.equal(sandboxLabel(undefined), undefined);
+    assert.match(sandboxLabel({ mode: "workspace-write", available: true })!.text, /workspace/);
+    assert.equal(sandboxLabel({ mode: "workspace-write", available: true })!.warning, false);
+    assert.match(sandboxLabel({ mode: "read-only", available: true })!.text, /read-only/);
+    assert.equal(sandboxLabel({ mode: "off", available: true })!.warning, true);
+    const missing = sandboxLabel({ mode: "off", available: false, reason: "Landlock is unavailable" })!;
+    assert.match(missing.text, /no sandbox/);
+    assert.match(missing.tooltip, /Landlock is unavailable/);
   });
 });

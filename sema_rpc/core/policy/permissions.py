@@ -4,12 +4,14 @@ Decision order for a call whose tool asked for consent (`Tool.permission()` retu
 `PermissionAsk`):
 1. A path outside the working dir is asked every time; no mode or rule covers it, and
    when the client cannot be asked it is refused.
-2. `bypass` allows; `acceptEdits` allows file edits (`PermissionAsk.file_edit`) inside
-   the workspace.
-3. A stored "allow always" rule that covers the call allows. What a rule looks like and
+2. A call that would leave the OS sandbox (`PermissionAsk.leaves_sandbox`) is allowed by
+   a stored rule of its own kind or by the user's answer, never by a mode.
+3. `bypass` allows; `acceptEdits` allows file edits (`PermissionAsk.file_edit`) inside
+   the workspace and commands confined to the workspace by the sandbox (`sandboxed`).
+4. A stored "allow always" rule that covers the call allows. What a rule looks like and
    what it covers is the tool's own business: its `PermissionAsk` carries the rule an
    "always" answer stores and, when matching is more than equality, `covered_by`.
-4. Otherwise the editor is asked (`tool:permission:request`); a client without the
+5. Otherwise the editor is asked (`tool:permission:request`); a client without the
    `permissions` capability gets nothing asked and the call is refused.
 
 Rules persist per project in `$SEMA_ROOT/projects/<project-key>/settings.json` as
@@ -52,6 +54,12 @@ class PermissionAsk:
     """A change to a file in the workspace: the `acceptEdits` mode allows it."""
     covered_by: Callable[[str], bool] | None = None
     """Whether a stored rule allows this call; None: a rule equal to `rule` does."""
+    sandboxed: bool = False
+    """A command the OS sandbox confines to the workspace (no `.git/`, no network): the
+    `acceptEdits` mode allows it, as it allows file edits."""
+    leaves_sandbox: bool = False
+    """A command to run outside the session's OS sandbox: only the user (an answer, or an
+    "always" rule stored for it) allows it, never `bypass` or `acceptEdits`."""
 
     def covered(self, stored: str) -> bool:
         if self.covered_by is not None:
@@ -160,9 +168,13 @@ class PermissionPolicy:
     def decide(self, ask: PermissionAsk) -> Verdict:
         if ask.ask_every_time:
             return "ask" if self.client_can_answer else "refuse"
+        if ask.leaves_sandbox:
+            if any(ask.covered(rule) for rule in self.store.rules()):
+                return "allow"
+            return "ask" if self.client_can_answer else "refuse"
         if self.mode == "bypass":
             return "allow"
-        if self.mode == "acceptEdits" and ask.file_edit:
+        if self.mode == "acceptEdits" and (ask.file_edit or ask.sandboxed):
             return "allow"
         if any(ask.covered(rule) for rule in self.store.rules()):
             return "allow"

@@ -1,0 +1,35 @@
+"""A session's sandbox settings (the server's side; the child never imports this)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+
+
+@dataclass
+class SandboxSettings:
+    """A session's sandbox: its mode, whether TCP is allowed, its private temp dir."""
+
+    mode: str = "off"
+    network: bool = False
+    reason: str | None = None
+    """Why the sandbox is unavailable here (then `mode` is `off`)."""
+    _temp: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.mode != "off"
+
+    def temp_dir(self) -> str:
+        """The session's private temp dir (0700, created on first use): `TMPDIR` of its
+        commands and the one place outside the workspace they may write."""
+        if self._temp is None or not os.path.isdir(self._temp):
+            self._temp = tempfile.mkdtemp(prefix="sema-sandbox-")
+        return self._temp
+
+    def close(self) -> None:
+        if self._temp is not None:
+            shutil.rmtree(self._temp, ignore_errors=True)
+            self._temp = None
