@@ -344,3 +344,26 @@ def test_run_trust_project_starts_it_and_the_trust_command_round_trip(
     revoked = run("trust", "revoke", str(workspace), env=server_env)
     assert f"revoked {workspace.resolve()}" in revoked.stdout
     assert str(workspace.resolve()) not in run("trust", "list", env=server_env).stdout
+
+
+async def test_the_session_start_git_snapshot_never_runs_the_repositorys_fsmonitor(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+):
+    """`.git/config` is a stranger's too: `core.fsmonitor` names a program `git status`
+    runs; the snapshot the system prompt takes must not run it."""
+    hook_marker = tmp_path / "fsmonitor-ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {hook_marker}\n")
+    hook.chmod(0o755)
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    subprocess.run(["git", "-C", str(workspace), "config", "core.fsmonitor", str(hook)], check=True)
+    scripted_llm.script(Reply.text("hello"))
+    client = await start_client(server_env, Editor())
+    try:
+        sid = (await client.create_session(workspace, model=MODEL))["sessionId"]
+        assert (await prompt(client, sid, "hi"))["stopReason"] == "end_turn"
+        system = json.dumps(scripted_llm.requests[0].body.get("system"))
+        assert "Is a git repository: yes" in system, "the snapshot was taken"
+    finally:
+        await client.close()
+    assert not hook_marker.exists()
