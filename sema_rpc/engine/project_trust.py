@@ -131,11 +131,10 @@ async def settle(session: Session, control: TurnControl, start_timeout_s: float)
         return
     names = [s.name for s in ask.servers]
     content, servers = describe(ask)
-    n = len(ask.servers)
     request = PermissionRequestParams(
         tool_call_id="trust-" + ask.digest.removeprefix("sha256:")[:16],
         tool_name=trust.TRUST_TOOL,
-        title=f"Start {n} MCP server{'s' if n != 1 else ''} this project defines?",
+        title=f"MCP servers of this project: {', '.join(names)}",
         input={"file": ask.file, "digest": ask.digest, "servers": servers},
         content=content,
         content_kind="text",

@@ -1,0 +1,32 @@
+// Workspace Trust: what a folder's own settings may decide.
+//
+// A folder is written by strangers. `sema.serverPath` and `sema.serverArgs` choose the program
+// the extension runs: they are machine-scoped and read from the user's settings only, trusted
+// folder or not. `sema.permissionMode` of a folder the user has not trusted (Restricted Mode)
+// is ignored: the user's own value applies, and the chat says so.
+import * as vscode from "vscode";
+import type { PermissionMode } from "./messages";
+
+/** A setting as the user (not the folder) set it, else its default. */
+export function userSetting<T>(key: string, fallback: T): T {
+  const info = vscode.workspace.getConfiguration("sema").inspect<T>(key);
+  return info?.globalValue ?? info?.defaultValue ?? fallback;
+}
+
+/** The permission mode for new chats, and the folder's value when Restricted Mode ignored it. */
+export function permissionModeSetting(): { mode: PermissionMode; ignored?: PermissionMode } {
+  if (vscode.workspace.isTrusted) {
+    return { mode: vscode.workspace.getConfiguration("sema").get<PermissionMode>("permissionMode", "default") };
+  }
+  const info = vscode.workspace.getConfiguration("sema").inspect<PermissionMode>("permissionMode");
+  const mode = userSetting<PermissionMode>("permissionMode", "default");
+  const folder = info?.workspaceFolderValue ?? info?.workspaceValue;
+  return { mode, ignored: folder !== undefined && folder !== mode ? folder : undefined };
+}
+
+export function ignoredNotice(ignored: PermissionMode, mode: PermissionMode): string {
+  return (
+    `This folder is not trusted (Restricted Mode): its setting sema.permissionMode "${ignored}" is ignored; ` +
+    `new chats use "${mode}". Trust the folder to use its settings.`
+  );
+}
