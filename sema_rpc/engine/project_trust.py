@@ -165,6 +165,8 @@ async def settle(session: Session, control: TurnControl, start_timeout_s: float)
         await anyio.to_thread.run_sync(
             lambda: trust.trust(session.working_dir, ask.digest, file=ask.file, servers=names)
         )
+    if session.mcp is not manager or session.disposed:
+        return  # the session ended while the user answered: nothing starts
     session.mcp_status = await manager.start(ask.servers, timeout_s=start_timeout_s)
     if session.pipeline is not None:
         session.pipeline.mcp_tools = manager.tools()

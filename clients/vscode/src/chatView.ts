@@ -200,9 +200,6 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         case "ready":
           this.webviewReady = true;
           this.queue.unshift({ type: "server", state: this.server.state === "ready" ? "ready" : "starting" });
-          if (this.ignoredPermissionMode !== undefined) {
-            this.post({ type: "notice", message: ignoredNotice(this.ignoredPermissionMode, this.permissionMode) });
-          }
           this.postState();
           void this.warmUp();
           break;
@@ -442,6 +439,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.mode = session.mode;
     this.permissionMode = session.permissionMode;
     this.post({ type: "inputHistory", items: session.ready?.projectInputHistory ?? [] });
+    if (this.ignoredPermissionMode !== undefined) {
+      this.post({ type: "notice", message: ignoredNotice(this.ignoredPermissionMode, session.permissionMode) });
+    }
     const held = (session.ready?.mcpServers ?? []).filter((s) => s.state === "untrusted").map((s) => s.name);
     if (held.length) {
       this.post({
