@@ -103,6 +103,13 @@ export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJso
       "sema.serverPath": path.join(REPO, ".venv/bin/sema-rpc"),
     }),
   );
+  // sema.serverPath is a machine setting: code-server (a remote window) reads it from the
+  // remote machine's settings, never from the browser-side user settings.
+  mkdirSync(path.join(dirs.user, "Machine"), { recursive: true });
+  writeFileSync(
+    path.join(dirs.user, "Machine/settings.json"),
+    JSON.stringify({ "sema.serverPath": path.join(REPO, ".venv/bin/sema-rpc") }),
+  );
   const port = await freePort();
   const config = path.join(W, "cs-config.yaml");
   writeFileSync(config, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
