@@ -83,6 +83,7 @@ vsix: $(VSCODE_STAMP)
 # set-up script says Chromium cannot be installed on this machine (exit 3).
 test-vscode: $(STAMP) vsix
 	node $(VSCODE)/test/e2e/run.mjs
+	node $(VSCODE)/test/e2e/trust.mjs
 	@rc=0; bash $(VSCODE)/scripts/setup-e2e.sh >/dev/null || rc=$$?; \
 	if [ $$rc = 3 ]; then echo "*** view browser test SKIPPED: chromium cannot be installed here ***"; \
 	elif [ $$rc != 0 ]; then exit $$rc; \

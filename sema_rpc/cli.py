@@ -47,7 +47,9 @@ def serve_main(argv: list[str]) -> int:
         description="Agent backend over stdio JSON-RPC 2.0 (LSP framing; --jsonl for one message per line).",
         epilog="Subcommands: `sema-rpc run PROMPT` runs one prompt and prints the event stream; "
         "`sema-rpc replay DIR` replays a recorded transcript and prints the difference; "
-        "`sema-rpc view RECORDING_OR_HISTORY -o session.html` renders a session as one HTML page.",
+        "`sema-rpc view RECORDING_OR_HISTORY -o session.html` renders a session as one HTML page; "
+        "`sema-rpc trust list|add|revoke` manages which projects may start the programs their "
+        ".sema/mcp.json names.",
     )
     parser.add_argument(
         "--jsonl",
@@ -69,8 +71,18 @@ def serve_main(argv: list[str]) -> int:
         help="speak the Agent Client Protocol (v1, one JSON message per line) instead of "
         "sema-rpc's own protocol (Zed, JetBrains, Neovim ACP plugins)",
     )
+    parser.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="start the MCP servers a project's .sema/mcp.json defines without asking, for "
+        "this process's sessions (nothing is stored; `sema-rpc trust add DIR` trusts for good)",
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     args = parser.parse_args(argv)
+    if args.trust_project:
+        from sema_rpc.core.trust import trust_project_once
+
+        trust_project_once()
     if args.version:
         import sema_rpc
 
@@ -214,6 +226,13 @@ def run_main(argv: list[str]) -> int:
         "can, else off). Commands stay inside it even with --yes; `off` lifts it.",
     )
     parser.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="start the MCP servers the project's .sema/mcp.json defines (programs the "
+        "repository names) for this run. --yes does not: without this flag they are not "
+        "started (`sema-rpc trust add DIR` trusts a project for good)",
+    )
+    parser.add_argument(
         "--record",
         metavar="DIR",
         default=None,
@@ -233,6 +252,10 @@ def run_main(argv: list[str]) -> int:
     from sema_rpc.log import setup_logging
 
     setup_logging(args.log_level)
+    if args.trust_project:
+        from sema_rpc.core.trust import trust_project_once
+
+        trust_project_once()
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     out = _user_stdout()
     from sema_rpc.core.config import recording_workspace
@@ -255,6 +278,7 @@ def run_main(argv: list[str]) -> int:
                 log_level=args.log_level,
                 record_dir=os.path.abspath(args.record) if args.record else None,
                 spawn=args.spawn,
+                trust_project=args.trust_project,
                 stdout=out,
                 after_first_answer=startup_done,
             )
@@ -263,6 +287,69 @@ def run_main(argv: list[str]) -> int:
         return 130
     _fast_exit(code, out)
     return code  # not reached
+
+
+def trust_main(argv: list[str]) -> int:
+    """`sema-rpc trust list|add|revoke`: the projects whose .sema/mcp.json may start."""
+    parser = argparse.ArgumentParser(
+        prog="sema-rpc trust",
+        description="Which projects may start the MCP servers their .sema/mcp.json defines "
+        "(stored in $SEMA_ROOT/trust.json, 0600). A changed definition is asked about again.",
+    )
+    sub = parser.add_subparsers(dest="action", required=True)
+    sub.add_parser("list", help="the trusted projects and their definitions")
+    add = sub.add_parser("add", help="trust the current .sema/mcp.json of a project for good")
+    add.add_argument("dir", nargs="?", default=".", help="the project (default: .)")
+    revoke = sub.add_parser("revoke", help="forget a project's trust (--all: every project's)")
+    revoke.add_argument("dir", nargs="?", default=None, help="the project (default: .)")
+    revoke.add_argument("--all", action="store_true", help="forget every project's trust")
+    args = parser.parse_args(argv)
+    from pathlib import Path
+
+    from sema_rpc.core import trust
+
+    if args.action == "list":
+        listed = trust.list_trusted()
+        if not listed:
+            print(f"no trusted projects ({trust.trust_path()})")
+        for project, entries in listed.items():
+            for e in entries:
+                names = ", ".join(e.get("servers") or [])
+                print(f"{project}\t{e.get('file')}\t{e.get('digest')}\t{names}")
+        return 0
+    if args.action == "add":
+        from sema_rpc.mcp.config import load_mcp_config
+
+        folder = Path(args.dir).resolve()
+        config = load_mcp_config(folder)
+        servers = config.project_servers()
+        if config.project_digest is None or config.project_file is None:
+            print(f"sema-rpc trust: {folder} has no .sema/mcp.json servers", file=sys.stderr)
+            return USAGE_ERROR
+        trust.trust(
+            folder,
+            config.project_digest,
+            file=config.project_file,
+            servers=[s.name for s in servers],
+        )
+        from sema_rpc.engine.project_trust import TrustAsk, describe
+
+        text, _ = describe(TrustAsk(config.project_file, config.project_digest, servers))
+        print(text)
+        print(f"\ntrusted ({config.project_digest}); `sema-rpc trust revoke {folder}` undoes it")
+        return 0
+    if args.all:
+        gone = trust.revoke(None)
+    else:
+        gone = trust.revoke(Path(args.dir or ".").resolve())
+    for project in gone:
+        print(f"revoked {project}")
+    if not gone:
+        print("nothing to revoke")
+    return 0
+
+
+USAGE_ERROR = 2
 
 
 def _user_stdout() -> io.TextIOWrapper:
@@ -275,7 +362,7 @@ def _user_stdout() -> io.TextIOWrapper:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in ("replay", "view"):
+    if not argv or argv[0] not in ("replay", "view", "trust"):
         gc.disable()  # until start-up is done (startup_done)
     if argv and argv[0] == "run":
         code = run_main(argv[1:])
@@ -283,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
         from sema_rpc.record.replay import replay_main
 
         code = replay_main(argv[1:])
+    elif argv and argv[0] == "trust":
+        code = trust_main(argv[1:])
     elif argv and argv[0] == "view":
         from sema_rpc.record.view import view_main
 

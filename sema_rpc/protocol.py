@@ -161,8 +161,12 @@ class McpServerParams(WireModel):
 
 class McpServerStatus(WireModel):
     name: str
-    state: Literal["connected", "failed", "stopped"]
-    error: str | None = None
+    state: Literal["connected", "failed", "stopped", "untrusted"] = Field(
+        description="untrusted: a project's server the user has not trusted; not started"
+    )
+    error: str | None = Field(
+        None, description="Why it is not connected; for untrusted, how to trust it."
+    )
     tools: list[str] = Field(default_factory=list)
     source: str | None = Field(None, description="editor, project, user, or a config file path")
 

@@ -27,6 +27,10 @@ refused and the model gets a tool error saying why. `--yes` sets the permission 
 `bypass`; paths outside the workspace stay refused even then (bypass never extends past
 the workspace, and nobody is there to ask).
 
+The project's own MCP servers (`.sema/mcp.json`: programs the repository names) are not
+started, `--yes` or not: `--trust-project` starts them for this run (`sema-rpc trust add
+DIR` for good).
+
 `--record DIR` records as the server's `--record DIR` does: `DIR/<run>/wire.jsonl` and the
 session's cassette, replayable with `sema-rpc replay DIR/<run>`.
 
@@ -167,6 +171,7 @@ async def run_once(
     log_level: str | None = None,
     record_dir: str | None = None,
     spawn: bool = False,
+    trust_project: bool = False,
     stdout: Any = None,
     after_first_answer: Callable[[], None] | None = None,
 ) -> int:
@@ -184,6 +189,8 @@ async def run_once(
         argv += ["--log-level", log_level]
     if record_dir:
         argv += ["--record", record_dir]
+    if trust_project:
+        argv += ["--trust-project"]
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     client: SemaClient | None = None

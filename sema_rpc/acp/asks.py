@@ -6,6 +6,8 @@
 - ExitPlanMode: "Yes, and auto-accept edits" (allow_always: leaves Plan, permission mode
   acceptEdits), "Yes, and ask before edits" (allow_once), "Yes, clear the context and
   start" (allow_once), "No, keep planning" (reject_once);
+- a project's MCP servers (`ProjectTrust`): trust once / always trust this project's
+  definition / do not start them (no reject_always: a refusal holds for the session);
 - AskUserQuestion: one request per question, one allow_once option per answer and a
   reject_once "Skip"; a client that advertises `elicitation` (form mode) gets one
   `elicitation/create` form instead.
@@ -37,6 +39,11 @@ _NAMES = {
     "reject_once": "Reject",
     "reject_always": "Always reject",
 }
+_TRUST_NAMES = {
+    "allow_once": "Trust once (this session)",
+    "allow_always": "Always trust this project's definition",
+    "reject_once": "Do not start them",
+}
 
 
 def _selected(answer: Any) -> str | None:
@@ -53,14 +60,17 @@ async def permission(
     rule = event.always_rule
     if rule is not None and rule in state.rejected_rules:
         return PermissionResult(decision="reject")
+    from sema_rpc.core.trust import TRUST_TOOL
+
+    trusting = event.tool_name == TRUST_TOOL  # a project's programs: once, always, or no
     kinds = ["allow_once"]
     if "allow_always" in event.options:
         kinds.append("allow_always")
-    kinds += ["reject_once", "reject_always"]
+    kinds += ["reject_once"] if trusting else ["reject_once", "reject_always"]
     options = []
     for kind in kinds:
-        name = _NAMES[kind]
-        if kind == "allow_always" and rule:
+        name = _TRUST_NAMES[kind] if trusting else _NAMES[kind]
+        if kind == "allow_always" and rule and not trusting:
             name = f"Always allow {rule}"
         options.append({"optionId": kind, "name": name, "kind": kind})
     content = translate.diff_content(event.tool_name, event.input, state.cwd) or (

@@ -422,6 +422,11 @@ class SemaEngine(SessionRegistry):
     ) -> TurnOutcome:
         profile = session.profile
         assert profile is not None and session.pipeline is not None
+        if session.trust_pending is not None:  # the project's servers: ask first
+            from sema_rpc.engine import project_trust
+            from sema_rpc.engine.sessions import mcp_start_timeout
+
+            await project_trust.settle(session, control, mcp_start_timeout())
         user_content, setup = await session.pipeline.prepare(user_input)
         session.redo = None  # a new prompt makes the last rewind final
         if session.checkpoints is not None:

@@ -73,6 +73,9 @@ class Session:
     mcp: Any = None
     """The session's McpManager, when it has MCP servers."""
     mcp_status: list[dict[str, Any]] = field(default_factory=list)
+    trust_pending: Any = None
+    """The project's MCP servers waiting for the user's trust (`sessions.TrustAsk`):
+    asked before the next turn runs."""
     steering: list[SteerInput] = field(default_factory=list)
     """`delivery: steer` inputs waiting for the running turn's next tool batch to end."""
     policy: PermissionPolicy | None = None

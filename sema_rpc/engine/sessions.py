@@ -109,6 +109,8 @@ class SessionRegistry:
         engine cannot record, and a `recordDir` is an error."""
         self.closing = False
         """Set by `shutdown()`: nothing new starts; waiting prompts answer `interrupted`."""
+        self.client_answers_permissions = False
+        """The client answers consent requests (`permissions`; always in ACP)."""
 
     def _session_record_dir(self, record_dir: str | None, session_id: str) -> Path | None:
         """session/create `recordDir` → the session's recording folder (created now)."""
@@ -476,7 +478,11 @@ class SessionRegistry:
         config = await asyncio.to_thread(load_mcp_config, session.working_dir, editor)
         if not config.servers and not config.errors:
             return
+        from sema_rpc.engine import project_trust
         from sema_rpc.mcp import McpManager
+
+        # Before anything starts: the project's own servers wait for the user's trust.
+        held = await asyncio.to_thread(project_trust.gate, session, config)
 
         def died(name: str, message: str) -> None:
             session.mcp_status = session.mcp.status() if session.mcp else session.mcp_status
@@ -492,6 +498,10 @@ class SessionRegistry:
             )
 
         session.mcp = McpManager(on_server_error=died)
+        if held is not None:
+            can_ask = self.client_answers_permissions
+            session.mcp.hold(held.servers, project_trust.held_reason(session, held, can_ask))
+            session.trust_pending = held if can_ask else None
         session.mcp_status = await session.mcp.start(config, timeout_s=mcp_start_timeout())
         assert session.pipeline is not None
         session.pipeline.mcp_tools = session.mcp.tools()

@@ -71,7 +71,9 @@ def git_status_summary(working_dir: Path, timeout_s: float = GIT_TIMEOUT_S) -> s
     """
     try:
         proc = subprocess.run(
-            ["git", "status", "--porcelain", "-b", "--no-renames"],
+            # A workspace's .git/config is a stranger's: its fsmonitor is a program
+            # `git status` would run, before anyone was asked.
+            ["git", "-c", "core.fsmonitor=false", "status", "--porcelain", "-b", "--no-renames"],
             cwd=working_dir,
             capture_output=True,
             timeout=timeout_s,

@@ -14,7 +14,13 @@ The editor's list from `session/create` (ACP's shape)::
 
 Both env shapes are accepted everywhere. In files, `${VAR}` and `${VAR:-default}` in
 `command`, `args`, `env` values and `cwd` expand from our environment (servers only
-inherit a minimal environment — HOME, PATH, … — so secrets are passed this way).
+inherit a minimal environment — HOME, PATH, … — so secrets are passed this way). The
+user's file expands any variable; the project's only those the user allowed
+(`core.trust.project_env_allowed`: never a model key): another one reads as unset.
+
+The project's servers are programs a workspace names: `McpConfig.project_digest` is the
+SHA-256 of its `mcpServers` definition, which the engine checks against the user's
+trust before starting them (core/trust.py).
 A relative `cwd` is relative to the working dir; without one a server runs in the
 working dir.
 
@@ -29,13 +35,16 @@ Stdlib only; no `mcp` import here.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from sema_rpc.core.config import sema_root
+from sema_rpc.core.trust import definition_digest, project_env_allowed, project_env_names
 
 __all__ = [
     "McpConfig",
@@ -47,6 +56,8 @@ __all__ = [
     "project_mcp_path",
     "user_mcp_path",
 ]
+
+log = logging.getLogger(__name__)
 
 Source = Literal["editor", "project", "user"]
 _PRECEDENCE: tuple[Source, ...] = ("editor", "project", "user")
@@ -92,6 +103,14 @@ class McpConfig:
     """After precedence, in order: editor's, then project's, then user's. Includes disabled ones."""
     errors: list[McpConfigError] = field(default_factory=list)
     """Broken files, and broken entries that won their name (they shadow lower levels)."""
+    project_file: str | None = None
+    """The project's mcp.json, when it defines servers."""
+    project_digest: str | None = None
+    """`sha256:…` of the project file's `mcpServers` (core.trust.definition_digest)."""
+
+    def project_servers(self) -> list[McpServerConfig]:
+        """The servers the project's file defines that would start (not disabled)."""
+        return [s for s in self.servers if s.source == self.project_file and not s.disabled]
 
 
 def project_mcp_path(working_dir: Path) -> Path:
@@ -105,11 +124,21 @@ def user_mcp_path() -> Path:
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def _expand(value: str) -> str:
+Expand = Callable[[str], bool] | bool
+"""True: expand every variable; False: none (the editor's list); a predicate: those
+variables it allows (a project file), the others read as unset."""
+
+
+def _expand(value: str, allowed: Callable[[str], bool] | None = None) -> str:
     """`${VAR}` → its value ('' when unset); `${VAR:-default}` → the default when unset/empty."""
 
     def sub(m: re.Match[str]) -> str:
-        current = os.environ.get(m.group(1))
+        name = m.group(1)
+        if allowed is not None and not allowed(name):
+            log.warning("a project file's ${%s} is not expanded (not in projectEnv)", name)
+            current = None
+        else:
+            current = os.environ.get(name)
         if m.group(2) is not None and not current:
             return m.group(2)
         return current or ""
@@ -148,7 +177,7 @@ def _parse_env(raw: Any) -> dict[str, str]:
 
 
 def _parse_entry(
-    name: str, raw: Any, source: str, working_dir: Path, expand: bool
+    name: str, raw: Any, source: str, working_dir: Path, expand: Expand
 ) -> McpServerConfig:
     if not isinstance(raw, dict):
         raise _EntryError(f"expected an object, got {type(raw).__name__}")
@@ -175,11 +204,12 @@ def _parse_entry(
     disabled = raw.get("disabled", False)
     if not isinstance(disabled, bool):
         raise _EntryError('"disabled" must be true or false')
-    if expand:
-        command = _expand(command)
-        args = [_expand(a) for a in args]
-        env = {k: _expand(v) for k, v in env.items()}
-        cwd_raw = _expand(cwd_raw) if cwd_raw is not None else None
+    if expand is not False:
+        allowed = None if expand is True else expand
+        command = _expand(command, allowed)
+        args = [_expand(a, allowed) for a in args]
+        env = {k: _expand(v, allowed) for k, v in env.items()}
+        cwd_raw = _expand(cwd_raw, allowed) if cwd_raw is not None else None
     cwd = str((working_dir / Path(cwd_raw).expanduser()) if cwd_raw else working_dir)
     return McpServerConfig(
         name=name,
@@ -193,7 +223,7 @@ def _parse_entry(
 
 
 def _parse_remote(
-    name: str, raw: dict[str, Any], transport: Literal["http", "sse"], source: str, expand: bool
+    name: str, raw: dict[str, Any], transport: Literal["http", "sse"], source: str, expand: Expand
 ) -> McpServerConfig:
     url = raw.get("url")
     if not isinstance(url, str) or not url.strip():
@@ -202,9 +232,10 @@ def _parse_remote(
     disabled = raw.get("disabled", False)
     if not isinstance(disabled, bool):
         raise _EntryError('"disabled" must be true or false')
-    if expand:
-        url = _expand(url)
-        headers = {k: _expand(v) for k, v in headers.items()}
+    if expand is not False:
+        allowed = None if expand is True else expand
+        url = _expand(url, allowed)
+        headers = {k: _expand(v, allowed) for k, v in headers.items()}
     if not url.startswith(("http://", "https://")):
         raise _EntryError(f'"url" must be an http(s) URL, not {url!r}')
     return McpServerConfig(
@@ -219,7 +250,7 @@ def _parse_remote(
 
 
 def _parse_entries(
-    items: list[tuple[str, Any]], source: str, working_dir: Path, expand: bool
+    items: list[tuple[str, Any]], source: str, working_dir: Path, expand: Expand
 ) -> tuple[list[McpServerConfig], list[McpConfigError]]:
     servers: list[McpServerConfig] = []
     errors: list[McpConfigError] = []
@@ -232,31 +263,42 @@ def _parse_entries(
 
 
 def parse_mcp_file(
-    path: Path, working_dir: Path
+    path: Path, working_dir: Path, expand: Expand = True
 ) -> tuple[list[McpServerConfig], list[McpConfigError]]:
     """Read one mcp.json. A missing or empty file is no servers; a broken one is an error."""
+    servers, errors, _raw = _read_mcp_file(path, working_dir, expand)
+    return servers, errors
+
+
+def _read_mcp_file(
+    path: Path, working_dir: Path, expand: Expand
+) -> tuple[list[McpServerConfig], list[McpConfigError], Any]:
+    """`parse_mcp_file`, and the file's raw `mcpServers` (None when it defines none)."""
     where = str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return [], []
+        return [], [], None
     except (OSError, UnicodeDecodeError) as exc:
-        return [], [McpConfigError(where, f"cannot read: {exc}")]
+        return [], [McpConfigError(where, f"cannot read: {exc}")], None
     if not text.strip():
-        return [], []
+        return [], [], None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         msg = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        return [], [McpConfigError(where, msg)]
+        return [], [McpConfigError(where, msg)], None
     if not isinstance(data, dict):
-        return [], [McpConfigError(where, 'expected an object like {"mcpServers": {...}}')]
+        return [], [McpConfigError(where, 'expected an object like {"mcpServers": {...}}')], None
     raw = data.get("mcpServers", data.get("servers"))
     if raw is None:
-        return [], []
+        return [], [], None
     if not isinstance(raw, dict):
-        return [], [McpConfigError(where, '"mcpServers" must be an object of name → server')]
-    return _parse_entries([(str(k), v) for k, v in raw.items()], where, working_dir, True)
+        return [], [McpConfigError(where, '"mcpServers" must be an object of name → server')], None
+    servers, errors = _parse_entries(
+        [(str(k), v) for k, v in raw.items()], where, working_dir, expand
+    )
+    return servers, errors, raw
 
 
 def parse_editor_servers(
@@ -287,12 +329,20 @@ def parse_editor_servers(
 def load_mcp_config(working_dir: Path, editor_servers: Any = None) -> McpConfig:
     """Every server a session in `working_dir` should start, after precedence by name."""
     working_dir = Path(working_dir)
+    project_path = project_mcp_path(working_dir)
+    allowed = project_env_allowed(project_env_names())
+    project_servers, project_errors, project_raw = _read_mcp_file(
+        project_path, working_dir, allowed
+    )
     levels = {
         "editor": parse_editor_servers(editor_servers, working_dir),
-        "project": parse_mcp_file(project_mcp_path(working_dir), working_dir),
+        "project": (project_servers, project_errors),
         "user": parse_mcp_file(user_mcp_path(), working_dir),
     }
     config = McpConfig()
+    if project_raw:
+        config.project_file = str(project_path)
+        config.project_digest = definition_digest(project_raw)
     taken: set[str] = set()
     for level in _PRECEDENCE:
         servers, errors = levels[level]

@@ -54,7 +54,7 @@ __all__ = ["McpManager", "ServerErrorCallback", "ServerState"]
 
 log = logging.getLogger(__name__)
 
-ServerState = Literal["starting", "connected", "failed", "stopped"]
+ServerState = Literal["starting", "connected", "failed", "stopped", "untrusted"]
 ServerErrorCallback = Callable[[str, str], None]
 """`(server_name, message)`; called synchronously from the event loop, must not block."""
 
@@ -430,6 +430,9 @@ class McpManager:
             configs = servers
         started: list[_ServerHandle] = []
         for cfg in configs:
+            held = self._servers.get(cfg.name)
+            if held is not None and held.state == "untrusted" and held.config is cfg:
+                del self._servers[cfg.name]  # trusted since: it starts now
             if cfg.name in self._servers:
                 log.warning("MCP server %r is already started; ignoring another", cfg.name)
                 continue
@@ -452,8 +455,28 @@ class McpManager:
                 handle._scope.cancel()
         return self.status()
 
+    def hold(self, configs: Iterable[McpServerConfig], reason: str) -> None:
+        """List servers the user has not trusted (yet) as `untrusted`, with `reason`,
+        without starting them; `start()` with the same configs starts them later."""
+        for cfg in configs:
+            if cfg.name in self._servers:
+                continue
+            handle = _ServerHandle(self, cfg)
+            handle.state = "untrusted"
+            handle.error = reason
+            handle.ready.set()
+            handle.done.set()
+            self._servers[cfg.name] = handle
+
+    def set_reason(self, names: Iterable[str], reason: str) -> None:
+        """A new `error` for servers still `untrusted` (refused, not answered)."""
+        for name in names:
+            handle = self._servers.get(name)
+            if handle is not None and handle.state == "untrusted":
+                handle.error = reason
+
     def status(self) -> list[dict[str, Any]]:
-        """`[{name, state: connected|failed|stopped, error?, tools: [full tool names], source}]`."""
+        """`[{name, state: connected|failed|stopped|untrusted, error?, tools, source}]`."""
         return [h.status() for h in self._servers.values()] + [dict(e) for e in self._extra_status]
 
     def tools(self) -> list[McpTool]:

@@ -6,6 +6,8 @@ a call asks consent by tool name, and a server that crashes is an error result p
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,6 +57,13 @@ async def test_mcp_servers_listed_called_and_one_that_crashes(
     mcp_json.parent.mkdir(parents=True)
     mcp_json.write_text(
         json.dumps({"mcpServers": {"crashy": {"command": sys.executable, "args": [str(CRASHY)]}}})
+    )
+    # The user trusted this project's definition (`sema-rpc trust add`).
+    subprocess.run(
+        [sys.executable, "-m", "sema_rpc", "trust", "add", str(workspace)],
+        env={**os.environ, **server_env},
+        check=True,
+        capture_output=True,
     )
     editor = Editor(
         permission=[{"decision": "allow_always"}, {"decision": "allow_once"}],

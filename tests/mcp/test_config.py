@@ -87,9 +87,11 @@ def test_both_env_shapes_everywhere(roots: tuple[Path, Path]) -> None:
 def test_variables_expand_in_files_only(
     roots: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project, _ = roots
+    project, root = roots
     monkeypatch.setenv("MCP_TEST_TOKEN", "s3cret")
     monkeypatch.delenv("MCP_TEST_UNSET", raising=False)
+    # A project file expands only what the user allows in $SEMA_ROOT/settings.json.
+    write(root / "settings.json", {"projectEnv": ["MCP_TEST_TOKEN", "MCP_TEST_UNSET"]})
     write(
         project_mcp_path(project),
         {
@@ -109,6 +111,30 @@ def test_variables_expand_in_files_only(
     assert by_name["f"].env == {"TOKEN": "s3cret"}
     assert by_name["f"].cwd == str(project / "sub")
     assert by_name["e"].args == ["${MCP_TEST_TOKEN}"]
+
+
+def test_a_project_file_never_expands_a_secret_or_an_unlisted_variable(
+    roots: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sema_rpc.core.secrets import register_secret
+
+    project, root = roots
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-real-key-123456")
+    monkeypatch.setenv("PROFILE_KEY", "models-json-key-987654")
+    monkeypatch.setenv("NOT_LISTED", "private")
+    register_secret("models-json-key-987654")  # a models.json profile's apiKey
+    write(root / "settings.json", {"projectEnv": ["ANTHROPIC_API_KEY", "PROFILE_KEY"]})
+    entry = {
+        "command": "srv",
+        "args": ["${ANTHROPIC_API_KEY}", "${PROFILE_KEY}", "${NOT_LISTED:-none}"],
+        "env": {"K": "${ANTHROPIC_API_KEY}"},
+    }
+    write(project_mcp_path(project), {"mcpServers": {"p": entry}})
+    write(user_mcp_path(), {"mcpServers": {"u": entry}})
+    by_name = {s.name: s for s in load_mcp_config(project).servers}
+    assert by_name["p"].args == ["", "", "none"] and by_name["p"].env == {"K": ""}
+    assert by_name["u"].args == ["sk-ant-real-key-123456", "models-json-key-987654", "private"]
+    assert by_name["u"].env == {"K": "sk-ant-real-key-123456"}
 
 
 def test_malformed_file_is_an_error_entry_not_a_crash(roots: tuple[Path, Path]) -> None:
@@ -160,7 +186,8 @@ def test_bad_entries_are_reported_and_shadow_lower_levels(roots: tuple[Path, Pat
 
 
 def test_remote_servers_http_and_sse_with_headers(roots: tuple[Path, Path]) -> None:
-    project, _ = roots
+    project, root = roots
+    write(root / "settings.json", {"projectEnv": ["SEMA_TEST_MCP_TOKEN"]})
     os.environ["SEMA_TEST_MCP_TOKEN"] = "tok-123"
     try:
         write(

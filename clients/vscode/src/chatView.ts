@@ -28,6 +28,7 @@ import type {
 } from "./messages";
 import type { PermissionRequestParams, ServerRequestName, ServerRequests } from "./protocol";
 import type { ServerManager } from "./server";
+import { ignoredNotice, permissionModeSetting } from "./trust";
 
 /** Host→webview messages are sent in batches at most this often (streaming never floods it). */
 const FLUSH_MS = 16;
@@ -64,6 +65,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private nextRequestId = 1;
   private mode: Mode = "Agent";
   private permissionMode: PermissionMode;
+  /** The folder's sema.permissionMode that Restricted Mode ignores (said in the chat). */
+  private ignoredPermissionMode: PermissionMode | undefined;
   private title: string | undefined;
   private disposables: vscode.Disposable[] = [];
   /** Bench hooks: when set, figures are appended to this file as JSON lines. */
@@ -81,10 +84,23 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     private readonly server: ServerManager,
     private readonly proposed: ProposedContentProvider,
   ) {
-    this.permissionMode = vscode.workspace
-      .getConfiguration("sema")
-      .get<PermissionMode>("permissionMode", "default");
+    const setting = permissionModeSetting();
+    this.permissionMode = setting.mode;
+    this.ignoredPermissionMode = setting.ignored;
     this.disposables.push(
+      vscode.workspace.onDidGrantWorkspaceTrust(() => {
+        // Trusted now: the folder's setting applies to new chats.
+        const granted = permissionModeSetting();
+        if (this.ignoredPermissionMode !== undefined && !this.session) this.permissionMode = granted.mode;
+        if (this.ignoredPermissionMode !== undefined) {
+          this.post({
+            type: "notice",
+            message: `This folder is trusted now: its sema.permissionMode "${granted.mode}" applies to new chats.`,
+          });
+        }
+        this.ignoredPermissionMode = undefined;
+        this.postState();
+      }),
       server.onDidChangeState.event(({ state, message }) => {
         if (state !== "stopped") this.post({ type: "server", state, message });
       }),
@@ -426,6 +442,16 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.permissionMode = session.permissionMode;
     this.sandboxBar.show(session.sandbox);
     this.post({ type: "inputHistory", items: session.ready?.projectInputHistory ?? [] });
+    if (this.ignoredPermissionMode !== undefined) {
+      this.post({ type: "notice", message: ignoredNotice(this.ignoredPermissionMode, session.permissionMode) });
+    }
+    const held = (session.ready?.mcpServers ?? []).filter((s) => s.state === "untrusted").map((s) => s.name);
+    if (held.length) {
+      this.post({
+        type: "notice",
+        message: `Not started: the MCP servers this project defines (${held.join(", ")}). Sema asks you before your first prompt runs.`,
+      });
+    }
     this.postState();
     void this.refreshModels(session.connection);
   }

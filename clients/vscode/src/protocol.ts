@@ -169,7 +169,9 @@ export interface McpServerParams {
 
 export interface McpServerStatus {
   name: string;
-  state: "connected" | "failed" | "stopped";
+  /** untrusted: a project's server the user has not trusted; not started */
+  state: "connected" | "failed" | "stopped" | "untrusted";
+  /** Why it is not connected; for untrusted, how to trust it. */
   error?: string | null;
   tools?: string[];
   /** editor, project, user, or a config file path */

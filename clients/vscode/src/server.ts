@@ -2,6 +2,7 @@
 import { appendFileSync } from "node:fs";
 import * as vscode from "vscode";
 import { SemaConnection, SemaError } from "./client";
+import { userSetting } from "./trust";
 import { findServer } from "./util";
 
 export { INSTALL_HINT, ServerMissingError } from "./util";
@@ -46,10 +47,10 @@ export class ServerManager implements vscode.Disposable {
   }
 
   private async start(): Promise<SemaConnection> {
-    const config = vscode.workspace.getConfiguration("sema");
     let command: string;
     try {
-      command = findServer(config.get<string>("serverPath", ""));
+      // Machine settings: the user's value only, never a folder's (see trust.ts).
+      command = findServer(userSetting<string>("serverPath", ""));
     } catch (err) {
       this.setState("missing", (err as Error).message);
       throw err;
@@ -61,7 +62,7 @@ export class ServerManager implements vscode.Disposable {
       if (values[i]) env[name] = values[i];
     });
     const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-    const args = config.get<string[]>("serverArgs", []);
+    const args = userSetting<string[]>("serverArgs", []);
     this.output.appendLine(
       `[sema] starting ${command} ${args.join(" ")} (${Date.now() - this.activatedAt} ms after activation)`,
     );

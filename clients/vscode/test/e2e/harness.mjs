@@ -66,7 +66,7 @@ export async function startModel() {
  * Everything up to a workbench showing the workspace. `W` is a fresh temp folder holding
  * HOME, XDG dirs, SEMA_ROOT, code-server's data and the workspace: nothing touches the real home.
  */
-export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJson, extraEnv = {}, log = console.log }) {
+export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJson, extraEnv = {}, log = console.log, trusted = true, beforeStart }) {
   const W = mkdtempSync(path.join(tmpdir(), "sema-vscode-e2e-"));
   const dirs = {
     home: path.join(W, "home"),
@@ -82,6 +82,7 @@ export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJso
     mkdirSync(path.dirname(path.join(dirs.workspace, rel)), { recursive: true });
     writeFileSync(path.join(dirs.workspace, rel), text);
   }
+  beforeStart?.(dirs);
   mkdirSync(path.join(dirs.user, "User"), { recursive: true });
   writeFileSync(
     path.join(dirs.user, "User/settings.json"),
@@ -94,10 +95,20 @@ export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJso
       "workbench.enableExperiments": false,
       "workbench.startupEditor": "none",
       "workbench.tips.enabled": false,
-      "security.workspace.trust.enabled": false,
+      // `trusted: false`: Workspace Trust on, the folder opens in Restricted Mode (no prompt).
+      "security.workspace.trust.enabled": !trusted,
+      "security.workspace.trust.startupPrompt": "never",
+      "security.workspace.trust.banner": "never",
       "sema.model": MODEL,
       "sema.serverPath": path.join(REPO, ".venv/bin/sema-rpc"),
     }),
+  );
+  // sema.serverPath is a machine setting: code-server (a remote window) reads it from the
+  // remote machine's settings, never from the browser-side user settings.
+  mkdirSync(path.join(dirs.user, "Machine"), { recursive: true });
+  writeFileSync(
+    path.join(dirs.user, "Machine/settings.json"),
+    JSON.stringify({ "sema.serverPath": path.join(REPO, ".venv/bin/sema-rpc") }),
   );
   const port = await freePort();
   const config = path.join(W, "cs-config.yaml");
@@ -129,7 +140,7 @@ export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJso
   const out = openSync(serverLog, "w");
   const server = spawn(
     path.join(node24, "node"),
-    [entry, ...common, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", dirs.workspace],
+    [entry, ...common, "--disable-telemetry", "--disable-update-check", ...(trusted ? ["--disable-workspace-trust"] : []), dirs.workspace],
     { env, stdio: ["ignore", out, out] },
   );
   const base = `http://127.0.0.1:${port}`;
