@@ -8,7 +8,8 @@ packages import each other (directly or round a ring).
     2  tools, providers, mcp          what the agent uses; they know core, never the engine
     3  engine                         the agent: sessions, turns, the loop, assembly
     4  rpc, acp, record               wire dialects (native, ACP) and recording, over the engine
-    5  cli, runner, log, schema_gen, ts_gen, client_gen, spec_tables   entry points and generators
+    5  cli, runner, log, login, schema_gen, ts_gen, client_gen, spec_tables   entry points
+       and generators
 
 Every import counts: module level, inside functions (lazy imports), and type-only imports
 under `if TYPE_CHECKING:` (a type-only edge still ties the packages together for a reader
@@ -47,6 +48,7 @@ LAYERS: dict[str, int] = {
     "protocol_core": 0,
     "protocol_names": 0,
     "__main__": 5,
+    "login": 5,
 }
 """The layer of each unit: a subpackage or a top-level module of `sema_rpc`."""
 
