@@ -1,8 +1,8 @@
 """sema-rpc: a coding-agent backend spoken to over stdio with JSON-RPC 2.0.
 
 `__version__` is the installed distribution's version, read from its metadata
-(`sema_rpc-<version>.dist-info/METADATA`, found on `sys.path` as `importlib.metadata`
-finds it) on first use; `0+unknown` when sema-rpc runs from a checkout that was never
+(`sema_rpc-<version>.dist-info/METADATA` in the first site directory on `sys.path` that
+has it, as `importlib.metadata` finds it) on first use; `0+unknown` when sema-rpc runs from a checkout that was never
 installed. The file is read directly because importing `importlib.metadata` (the email
 parser and its dependencies) would cost `initialize` more than the rest of its imports;
 tests/test_dist.py checks the two agree.
@@ -21,17 +21,23 @@ _version: str | None = None
 
 
 def _metadata_version() -> str:
+    # Where installers put the metadata: the site directories, and the one holding this
+    # package (a --target or vendored install). The current directory and the standard
+    # library's are never it, and listing them (a big cwd) would cost more than the rest.
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     prefix = DIST_NAME.replace("-", "_") + "-"
     for entry in sys.path:
+        if entry != package_parent and os.path.basename(entry) not in _SITE_DIRS:
+            continue
         try:
-            names = sorted(os.listdir(entry or "."))
+            names = sorted(
+                n for n in os.listdir(entry) if n.startswith(prefix) and n.endswith(".dist-info")
+            )
         except OSError:
             continue
         for name in names:
-            if not (name.startswith(prefix) and name.endswith(".dist-info")):
-                continue
             try:
-                with open(os.path.join(entry or ".", name, "METADATA"), encoding="utf-8") as f:
+                with open(os.path.join(entry, name, "METADATA"), encoding="utf-8") as f:
                     for line in f:
                         if not line.strip():
                             break  # end of the headers
@@ -40,6 +46,9 @@ def _metadata_version() -> str:
             except OSError:
                 continue
     return UNKNOWN_VERSION
+
+
+_SITE_DIRS = ("site-packages", "dist-packages")
 
 
 def __getattr__(name: str) -> str:

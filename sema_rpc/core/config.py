@@ -48,6 +48,7 @@ from typing import Any
 from sema_rpc.core.catalog import Price, builtin_price, infer_images, price_from_json
 from sema_rpc.core.credentials import load_credentials, stored_credential
 from sema_rpc.core.errors import ConfigError, UnknownModel
+from sema_rpc.core.root import sema_root
 from sema_rpc.core.secrets import register_secret
 
 __all__ = [
@@ -76,12 +77,6 @@ DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
 
 _DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-
-
-def sema_root() -> Path:
-    """`$SEMA_ROOT`, else `~/.sema`."""
-    env = os.environ.get("SEMA_ROOT")
-    return Path(env).expanduser() if env else Path.home() / ".sema"
 
 
 def models_path() -> Path:

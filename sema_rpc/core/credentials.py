@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sema_rpc.core.root import sema_root
 from sema_rpc.core.secrets import register_secret
 
 PROVIDERS = ("anthropic", "openai")
@@ -41,11 +41,7 @@ class Credential:
 
 
 def credentials_path(root: Path | None = None) -> Path:
-    if root is None:
-        from sema_rpc.core.config import sema_root
-
-        root = sema_root()
-    return root / FILE_NAME
+    return (sema_root() if root is None else root) / FILE_NAME
 
 
 def load_credentials(path: Path | None = None) -> dict[str, Credential]:
@@ -88,6 +84,8 @@ def stored_credential(provider: str) -> Credential | None:
 
 def _write(path: Path, data: dict[str, dict[str, str]]) -> None:
     """Replace the file atomically with a 0600 one (created 0600, never widened)."""
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".credentials-", suffix=".tmp", dir=path.parent)
     try:
