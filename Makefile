@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 VSCODE := clients/vscode
 VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
-.PHONY: demo test lint lint-lua fmt schema generate spec bench clean vsix test-vscode
+.PHONY: demo test test-tools lint lint-lua fmt schema generate spec bench clean vsix dist test-vscode
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,7 +24,7 @@ demo: $(STAMP)
 	@root=$$(mktemp -d) && SEMA_ROOT=$$root $(BIN)/python -m sema_rpc run --model replay/demo \
 		--format $(FORMAT) "$(DEMO_PROMPT)"; rc=$$?; rm -rf "$$root"; exit $$rc
 
-test: $(STAMP) $(VSCODE_STAMP)
+test: $(STAMP) $(VSCODE_STAMP) test-tools
 	$(BIN)/python -m pytest
 	cd $(VSCODE) && npm test
 
@@ -33,6 +33,12 @@ lint: $(STAMP) $(VSCODE_STAMP) lint-lua
 	$(BIN)/ruff format --check sema_rpc tests bench clients
 	$(BIN)/mypy
 	cd $(VSCODE) && npx tsc --noEmit -p .
+
+# What the tests drive besides Python packages: tmux (the login flow in a real terminal),
+# from Debian's tmux package (installed when missing).
+test-tools:
+	@command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -q tmux >/dev/null; } \
+		|| { echo "tmux is missing: install Debian's tmux package"; exit 1; }
 
 # The Neovim plugin's Lua: luacheck, from Debian's lua-check package (installed when missing).
 lint-lua:
@@ -78,6 +84,15 @@ $(VSCODE_STAMP): $(VSCODE)/package-lock.json
 vsix: $(VSCODE_STAMP)
 	cd $(VSCODE) && npm run package
 
+# A release: the wheel and the sdist (checked with twine) and the .vsix, in dist/.
+VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+dist: $(STAMP) vsix
+	rm -rf dist build
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+	cp $(VSCODE)/sema-vscode.vsix dist/sema-rpc-$(VERSION).vsix
+	@ls -l dist
+
 # End to end in a real VS Code (code-server + headless Chromium); installs them on first use.
 # Then `sema-rpc view`'s page in the same Chromium, required here (never skipped) unless the
 # set-up script says Chromium cannot be installed on this machine (exit 3).
@@ -90,4 +105,4 @@ test-vscode: $(STAMP) vsix
 	else SEMA_VIEW_BROWSER=required $(BIN)/python -m pytest -q -p no:randomly tests/record/test_view_browser.py; fi
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

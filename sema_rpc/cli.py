@@ -46,6 +46,8 @@ def serve_main(argv: list[str]) -> int:
         prog="sema-rpc",
         description="Agent backend over stdio JSON-RPC 2.0 (LSP framing; --jsonl for one message per line).",
         epilog="Subcommands: `sema-rpc run PROMPT` runs one prompt and prints the event stream; "
+        "`sema-rpc login` stores a model key (`logout` removes it, `status` shows where "
+        "keys come from); "
         "`sema-rpc replay DIR` replays a recorded transcript and prints the difference; "
         "`sema-rpc view RECORDING_OR_HISTORY -o session.html` renders a session as one HTML page; "
         "`sema-rpc trust list|add|revoke` manages which projects may start the programs their "
@@ -360,9 +362,20 @@ def _user_stdout() -> io.TextIOWrapper:
     return io.TextIOWrapper(binary, encoding=encoding, errors=errors, write_through=True)  # type: ignore[arg-type]
 
 
+_ACCOUNT_COMMANDS = ("login", "logout", "status")
+
+
+def _account_main(command: str, argv: list[str]) -> int:
+    """`sema-rpc login` / `logout` / `status` (sema_rpc/login.py)."""
+    from sema_rpc import login
+
+    mains = {"login": login.login_main, "logout": login.logout_main, "status": login.status_main}
+    return mains[command](argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in ("replay", "view", "trust"):
+    if not argv or argv[0] not in ("replay", "view", "trust", *_ACCOUNT_COMMANDS):
         gc.disable()  # until start-up is done (startup_done)
     if argv and argv[0] == "run":
         code = run_main(argv[1:])
@@ -376,6 +389,8 @@ def main(argv: list[str] | None = None) -> int:
         from sema_rpc.record.view import view_main
 
         code = view_main(argv[1:])
+    elif argv and argv[0] in _ACCOUNT_COMMANDS:
+        code = _account_main(argv[0], argv[1:])
     else:
         code = serve_main(argv)
     sys.exit(code)

@@ -9,7 +9,8 @@ packages import each other (directly or round a ring).
     2  tools, providers, mcp          what the agent uses; they know core, never the engine
     3  engine                         the agent: sessions, turns, the loop, assembly
     4  rpc, acp, record               wire dialects (native, ACP) and recording, over the engine
-    5  cli, runner, log, schema_gen, ts_gen, client_gen, spec_tables   entry points and generators
+    5  cli, runner, log, login, schema_gen, ts_gen, client_gen, spec_tables   entry points
+       and generators
 
 The Python client (`clients/python`'s `sema_client`) is one unit at layer 1: it speaks the
 wire with the protocol's types and knows nothing else of the server.
@@ -58,6 +59,7 @@ LAYERS: dict[str, int] = {
     "protocol_names": 0,
     "__main__": 5,
     "sema_client": 1,
+    "login": 5,
 }
 """The layer of each unit: a subpackage or a top-level module of `sema_rpc`."""
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 import sema_rpc
 from sema_rpc.acp import translate
+from sema_rpc.acp.auth import METHOD_IDS, auth_methods, usable_model
 from sema_rpc.acp.events import updates_for
 from sema_rpc.acp.wire import (
     ACP_PROTOCOL_VERSION,
@@ -82,15 +83,6 @@ LIST_PAGE = 100
 _BATCHED = frozenset({"agent_message_chunk", "agent_thought_chunk"})
 """High-rate updates: written many per `write(2)` at the end of the loop iteration."""
 
-AUTH_METHODS = [
-    {
-        "id": "environment",
-        "name": "API key from the environment or models.json",
-        "description": "sema-rpc reads ANTHROPIC_API_KEY / OPENAI_API_KEY (or ANTHROPIC_AUTH_TOKEN) "
-        "from the environment it was started with, and profiles with their own apiKey from "
-        "$SEMA_ROOT/models.json. Set one and restart the agent; authenticate only checks.",
-    }
-]
 
 _current_request: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "sema_acp_request_id", default=None
@@ -465,16 +457,16 @@ class AcpServer:
                 "mcpCapabilities": {"http": True, "sse": True},
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
             },
-            "authMethods": AUTH_METHODS,
+            "authMethods": auth_methods(
+                params.client_capabilities.auth, params.client_capabilities.meta
+            ),
             "agentInfo": {"name": "sema-rpc", "title": "sema", "version": sema_rpc.__version__},
         }
 
     async def _authenticate(self, params: AuthenticateRequest) -> dict[str, Any]:
-        if params.method_id != AUTH_METHODS[0]["id"]:
+        if params.method_id not in METHOD_IDS:
             raise RpcError(INVALID_PARAMS, f"unknown authentication method: {params.method_id}")
-        from sema_rpc.core.config import resolve_model
-
-        if await asyncio.to_thread(resolve_model, None) is None:
+        if not await usable_model():
             from sema_rpc.engine.sessions import NO_MODEL_SUGGESTION
 
             raise RpcError(AUTH_REQUIRED, "no model is configured: " + NO_MODEL_SUGGESTION)

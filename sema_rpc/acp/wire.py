@@ -25,6 +25,9 @@ class AcpClientCapabilities(WireModel):
     fs: FsCapabilities = Field(default_factory=FsCapabilities)
     terminal: bool = False
     elicitation: dict[str, Any] | None = None
+    auth: dict[str, Any] | None = None
+    """`{terminal: true}`: the client runs `terminal` authentication methods."""
+    meta: dict[str, Any] | None = Field(None, alias="_meta")
 
 
 class InitializeRequest(AcpParams):

@@ -17,7 +17,8 @@ A model spec is a profile name, `provider/model-id` (split on the first slash, s
 `openai/gpt-oss/120b` keeps `gpt-oss/120b`), or `replay/<cassette>` (`replay/demo` is the
 bundled demo cassette; anything else is a path). API keys and base URLs come from the
 profile, else from ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL or OPENAI_API_KEY /
-OPENAI_BASE_URL.
+OPENAI_BASE_URL, else from what `sema-rpc login` stored (`core.credentials`): a stored
+key comes with its stored base URL, and a base URL in the environment still wins.
 
 Profile fields: `provider` and `modelName` (required); `baseURL`, `apiKey`; `maxTokens`
 (the answer's limit, default 8192); `contextLength` (the model's context window in tokens,
@@ -45,7 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from sema_rpc.core.catalog import Price, builtin_price, infer_images, price_from_json
+from sema_rpc.core.credentials import load_credentials, stored_credential
 from sema_rpc.core.errors import ConfigError, UnknownModel
+from sema_rpc.core.root import sema_root
 from sema_rpc.core.secrets import register_secret
 
 __all__ = [
@@ -74,12 +77,6 @@ DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
 
 _DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-
-
-def sema_root() -> Path:
-    """`$SEMA_ROOT`, else `~/.sema`."""
-    env = os.environ.get("SEMA_ROOT")
-    return Path(env).expanduser() if env else Path.home() / ".sema"
 
 
 def models_path() -> Path:
@@ -338,20 +335,27 @@ def _with_env(profile: ModelProfile, models: Path | None = None) -> ModelProfile
     api_key = profile.api_key or os.environ.get(key_var) or None
     # The Anthropic SDK also authenticates with a bearer token (gateways, proxies).
     token = profile.provider == "anthropic" and os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    stored = None
+    if api_key is None and not token:
+        stored = stored_credential(profile.provider)
+        api_key = stored.api_key if stored else None
     if api_key is None and not token:
         if models is not None:
             raise ConfigError(
-                f"profile {profile.name!r} needs an API key: set {key_var}, or give it an"
-                f' "apiKey" in {models} ("none" for a local server that takes no key)'
+                f"profile {profile.name!r} needs an API key: set {key_var}, run `sema-rpc"
+                f' login`, or give it an "apiKey" in {models} ("none" for a local server'
+                " that takes no key)"
             )
         raise ConfigError(
-            f"model {profile.name!r} needs an API key: set {key_var}"
+            f"model {profile.name!r} needs an API key: set {key_var} or run `sema-rpc login`"
             f' (or use a profile with an "apiKey" in {models_path()})'
         )
     return replace(
         profile,
         api_key=api_key,
-        base_url=profile.base_url or os.environ.get(url_var) or None,
+        base_url=profile.base_url
+        or os.environ.get(url_var)
+        or (stored.base_url if stored else None),
     )
 
 
@@ -370,7 +374,8 @@ def resolve_model(spec: str | None, pointer: str = "main") -> ModelProfile | Non
     Order: a profile name from models.json; `provider/model-id`; `replay/<cassette>`;
     a bare `claude-…` / `gpt-…` / `o3…` id. Without a spec: the pointer's profile (then the
     `main` pointer), else ANTHROPIC_API_KEY → anthropic/claude-sonnet-4-5, else
-    OPENAI_API_KEY → openai/gpt-4.1, else None. Raises ConfigError for an unusable spec
+    OPENAI_API_KEY → openai/gpt-4.1, else a stored Anthropic key (the same model), else a
+    stored OpenAI key (its stored model, else gpt-4.1), else None. Raises ConfigError for an unusable spec
     or a broken models.json.
     """
     cfg = load_models()
@@ -384,6 +389,11 @@ def resolve_model(spec: str | None, pointer: str = "main") -> ModelProfile | Non
             return resolve_model(f"anthropic/{DEFAULT_ANTHROPIC_MODEL}")
         if os.environ.get("OPENAI_API_KEY"):
             return resolve_model(f"openai/{DEFAULT_OPENAI_MODEL}")
+        stored = load_credentials()
+        if "anthropic" in stored:
+            return resolve_model(f"anthropic/{DEFAULT_ANTHROPIC_MODEL}")
+        if "openai" in stored:
+            return resolve_model(f"openai/{stored['openai'].model or DEFAULT_OPENAI_MODEL}")
         return None
     if spec in cfg.profiles:
         return _with_env(cfg.profiles[spec], cfg.path)

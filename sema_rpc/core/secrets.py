@@ -14,6 +14,7 @@ _MIN_SECRET = 6
 
 
 _known_secrets: set[str] = set()
+_stored_read = False
 
 
 def register_secret(value: str | None) -> None:
@@ -24,8 +25,15 @@ def register_secret(value: str | None) -> None:
 
 
 def known_secrets() -> list[str]:
-    """The secret values this process knows: the keys in its environment and those of
-    the `models.json` profiles it loaded; longest first (one may contain another)."""
+    """The secret values this process knows: the keys in its environment, those of
+    the `models.json` profiles it loaded and those `sema-rpc login` stored (read once, on
+    the first call, if nothing read them before); longest first (one may contain another)."""
+    global _stored_read
+    if not _stored_read:
+        _stored_read = True
+        from sema_rpc.core.credentials import load_credentials
+
+        load_credentials()  # registers each stored key
     found = set(_known_secrets)
     for name in SECRET_ENV:
         value = os.environ.get(name)

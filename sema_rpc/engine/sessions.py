@@ -80,7 +80,7 @@ log = logging.getLogger(__name__)
 
 
 NO_MODEL_SUGGESTION = (
-    "Set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass `model` (e.g. `anthropic/claude-sonnet-4-5`) "
+    "Set ANTHROPIC_API_KEY or OPENAI_API_KEY (or run `sema-rpc login`), pass `model` (e.g. `anthropic/claude-sonnet-4-5`) "
     "to session/create, or add a profile to $SEMA_ROOT/models.json."
 )
 DISPOSE_GRACE_S = 10.0

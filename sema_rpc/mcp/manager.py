@@ -91,7 +91,10 @@ PASSTHROUGH_ENV = (
 
 Locale, temp dir, proxies and CA bundles only: no secrets. Anything else a server needs
 is configured in its `env` (files may say `"TOKEN": "${TOKEN}"`)."""
-MCP_MISSING = "the `mcp` package is not installed; install it with `pip install 'sema-rpc[mcp]'`"
+MCP_MISSING = (
+    "the `mcp` package is not installed: it comes with every sema-rpc install; "
+    "reinstall sema-rpc (e.g. `uv tool install --reinstall sema-rpc`)"
+)
 
 
 class _StderrTail:

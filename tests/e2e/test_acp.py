@@ -728,7 +728,7 @@ async def test_initialize_imports_no_engine_and_no_provider_code(server_env):
     heavy = {
         m
         for m in imported
-        if m.split(".")[0] in ("anthropic", "openai", "httpx2", "httpcore2")
+        if m.split(".")[0] in ("anthropic", "openai", "httpx2", "httpcore2", "mcp", "mcp_types")
         or m.startswith(("sema_rpc.providers", "sema_rpc.engine", "sema_rpc.tools"))
     }
     assert heavy == set()

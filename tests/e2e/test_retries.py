@@ -177,9 +177,13 @@ async def test_initialize_imports_no_provider_code(server_env) -> None:
     env = {**server_env, "PYTHONPROFILEIMPORTTIME": "1"}
     async with WireClient(env=env) as client:
         await client.initialize()
-        # The import log is written before the answer; give the stderr reader a moment.
-        await asyncio.sleep(0.5)
-        log = client.stderr.decode("utf-8", "replace")
+        # The models load right after the answer: wait for their import to be logged
+        # (seconds on a loaded machine) before reading what was imported.
+        for _ in range(400):
+            log = client.stderr.decode("utf-8", "replace")
+            if "| sema_rpc.protocol\n" in log:
+                break
+            await asyncio.sleep(0.05)
     imported = {
         line.rsplit("|", 1)[-1].strip() for line in log.splitlines() if "import time:" in line
     }
@@ -187,7 +191,7 @@ async def test_initialize_imports_no_provider_code(server_env) -> None:
     heavy = {
         m
         for m in imported
-        if m.split(".")[0] in ("anthropic", "openai", "httpx2", "httpcore2")
+        if m.split(".")[0] in ("anthropic", "openai", "httpx2", "httpcore2", "mcp", "mcp_types")
         or m.startswith("sema_rpc.providers")
         or m.startswith("sema_rpc.engine")
     }

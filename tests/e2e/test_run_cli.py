@@ -453,3 +453,28 @@ def test_stdout_carries_only_the_output_stray_prints_and_logs_go_to_stderr(
     assert messages[-1]["result"]["stopReason"] == "end_turn"
     assert "STRAY PRINT" not in proc.stdout and "STRAY PRINT from a library" in proc.stderr
     assert "DEBUG" in proc.stderr or "debug" in proc.stderr.lower()
+
+
+def _imported(stderr: str) -> set[str]:
+    return {
+        line.rsplit("|", 1)[-1].strip() for line in stderr.splitlines() if "import time:" in line
+    }
+
+
+def test_the_mcp_sdk_is_imported_only_for_a_session_with_an_mcp_server(tmp_path: Path):
+    # MCP is part of every install; a run without an MCP server does not pay its import.
+    env = {**own_home(tmp_path), "PYTHONPROFILEIMPORTTIME": "1"}
+    args = ("--model", "replay/demo", "--format", "text", "What is in this project?")
+    plain = run(*args, env=env)
+    assert plain.returncode == 0, plain.stderr
+    imported = _imported(plain.stderr)
+    assert "sema_rpc.runner" in imported  # the log is this run's
+    assert not {m for m in imported if m.split(".")[0] in ("mcp", "mcp_types")}
+
+    root = Path(env["SEMA_ROOT"])
+    root.mkdir(exist_ok=True)
+    server = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": {"time": server}}))
+    with_server = run(*args, env=env)
+    assert with_server.returncode == 0, with_server.stderr
+    assert "mcp" in _imported(with_server.stderr)

@@ -17,7 +17,9 @@ Endpoints: `POST /v1/messages` (Anthropic: `event:` + `data:` lines), `POST
 /v1/responses` (OpenAI Responses: named events with `sequence_number`, `response.created`
 first; reasoning summary, message, function_call items; `response.completed`, or
 `response.incomplete` for max_tokens/refusal; a mid-stream error is `error` then
-`response.failed`).
+`response.failed`). `GET /v1/models` (both providers' shape: `{"data": [...]}`) answers
+without consuming a reply: 200, or 401 when `valid_keys` is set and the request's key
+(`x-api-key`, or `Authorization: Bearer`) is not in it.
 Each request consumes the next scripted `Reply`, rendered in the format of the endpoint
 called. An empty script answers a 500 (with `x-should-retry: false`) saying so: a test
 fails loudly instead of hanging.
@@ -695,6 +697,8 @@ class ScriptedLLM:
         self.host = host
         self.port = 0
         self.requests: list[RecordedRequest] = []
+        self.valid_keys: set[str] | None = None
+        """Keys `GET /v1/models` accepts; None: any."""
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -850,11 +854,17 @@ class ScriptedLLM:
                 parsed = json.loads(body)
             except ValueError:
                 parsed = body.decode("utf-8", "replace")
+        keep_alive = headers.get("connection", "").lower() != "close"
+        if method == "GET" and path.split("?", 1)[0].rstrip("/").endswith("/models"):
+            with self._request_seen:
+                self.requests.append(RecordedRequest(path, headers, parsed, time.monotonic()))
+                self._request_seen.notify_all()
+            await self._models(writer, headers)
+            return keep_alive
         with self._request_seen:
             self.requests.append(RecordedRequest(path, headers, parsed, time.monotonic()))
             reply = self._queue.popleft() if self._queue else None
             self._request_seen.notify_all()
-        keep_alive = headers.get("connection", "").lower() != "close"
 
         fmt = _fmt_for(path)
         if method != "POST" or fmt is None:
@@ -889,6 +899,15 @@ class ScriptedLLM:
             )
             return keep_alive
         return await self._stream(reader, writer, reply, before, after, keep_alive)
+
+    async def _models(self, writer: asyncio.StreamWriter, headers: dict[str, str]) -> None:
+        key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+        if self.valid_keys is not None and key not in self.valid_keys:
+            error = {"type": "authentication_error", "message": "invalid x-api-key"}
+            await self._send_json(writer, 401, {"type": "error", "error": error})
+            return
+        model = {"id": "scripted-model", "object": "model", "type": "model"}
+        await self._send_json(writer, 200, {"data": [model], "has_more": False})
 
     async def _send(
         self,
