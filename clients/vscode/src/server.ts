@@ -2,7 +2,7 @@
 import { appendFileSync } from "node:fs";
 import * as vscode from "vscode";
 import { SemaConnection, SemaError } from "./client";
-import { findServer } from "./util";
+import { ServerInstaller } from "./serverInstall";
 
 export { INSTALL_HINT, ServerMissingError } from "./util";
 
@@ -26,12 +26,16 @@ export class ServerManager implements vscode.Disposable {
   readonly onDidRestart = new vscode.EventEmitter<SemaConnection>();
   /** Milliseconds from activation to the first `initialize` answer (a figure for bench/). */
   initializeMs: number | undefined;
+  /** Finds the server, and installs a private one when there is none. */
+  readonly installer: ServerInstaller;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
     readonly output: vscode.OutputChannel,
     private readonly activatedAt: number,
-  ) {}
+  ) {
+    this.installer = new ServerInstaller(context, output);
+  }
 
   private setState(state: ServerState, message?: string): void {
     this.state = state;
@@ -49,7 +53,7 @@ export class ServerManager implements vscode.Disposable {
     const config = vscode.workspace.getConfiguration("sema");
     let command: string;
     try {
-      command = findServer(config.get<string>("serverPath", ""));
+      command = await this.installer.resolve(config.get<string>("serverPath", ""));
     } catch (err) {
       this.setState("missing", (err as Error).message);
       throw err;
