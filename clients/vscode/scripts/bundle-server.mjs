@@ -13,6 +13,8 @@ const venvPython = path.join(repo, ".venv/bin/python");
 const python = process.env.SEMA_PYTHON ?? (existsSync(venvPython) ? venvPython : "python3");
 
 rmSync(out, { recursive: true, force: true });
+// setuptools reuses build/lib: a module deleted since the last build would ship again.
+rmSync(path.join(repo, "build"), { recursive: true, force: true });
 mkdirSync(out);
 const r = spawnSync(python, ["-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q", "-w", out, repo], { stdio: "inherit" });
 if (r.status !== 0) process.exit(r.status ?? 1);
