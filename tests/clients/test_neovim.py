@@ -494,7 +494,7 @@ def test_sema_install_builds_a_private_server_that_is_found_and_answers(
 
     before = "\n".join(result["report_before"])
     assert "ERROR sema-rpc not found: run :Sema install" in before
-    data = tmp_path / "home/.local/share/sema"
+    data = tmp_path / "home/.local/share/nvim/sema"  # stdpath("data"): XDG_DATA_HOME/nvim
     state = json.loads((data / "server.json").read_text())
     server = data / state["venv"] / "bin" / "sema-rpc"
     assert result["server"] == str(server) and server.exists()

@@ -4,6 +4,7 @@
 // state file: a venv cannot be moved, so the directory is never renamed).
 import { spawn } from "node:child_process";
 import { accessSync, constants, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 
 export const MIN_PYTHON: readonly [number, number] = [3, 11];
@@ -71,10 +72,13 @@ export function isSuitable(version: readonly number[], minimum: readonly number[
 
 const PROBE = "import sys; print(sys.version_info[0], sys.version_info[1], sys.version_info[2], sys.executable)";
 
-/** Run `command -c PROBE`; undefined when it is no Python or does not run. */
+/**
+ * Run `command -I -c PROBE` (isolated: neither the working folder nor PYTHON* variables reach
+ * its imports); undefined when it is no Python or does not run.
+ */
 export function probePython(command: string, source: string): Promise<PythonInfo | undefined> {
   return new Promise((resolve) => {
-    const child = spawn(command, ["-c", PROBE], { stdio: ["ignore", "pipe", "ignore"], timeout: 15000 });
+    const child = spawn(command, ["-I", "-c", PROBE], { stdio: ["ignore", "pipe", "ignore"], timeout: 15000, cwd: os.tmpdir() });
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.on("error", () => resolve(undefined));
@@ -268,11 +272,19 @@ export interface InstallOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Run a command, its output to `log`; rejects with the output's tail when it fails. */
+/**
+ * Run a command in the storage folder (never the workspace's: `python -m venv` would import a
+ * workspace's venv.py), its output to `log`; rejects with the output's tail when it fails.
+ */
 function run(command: string, args: string[], opts: InstallOptions): Promise<string> {
   opts.log(`$ ${command} ${args.join(" ")}\n`);
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], env: opts.env ?? process.env, signal: opts.signal });
+    const child = spawn(command, args, {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: opts.env ?? process.env,
+      signal: opts.signal,
+      cwd: opts.storageDir,
+    });
     let out = "";
     const take = (d: Buffer) => {
       const text = d.toString();

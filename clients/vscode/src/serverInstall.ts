@@ -166,7 +166,13 @@ export class ServerInstaller {
           exe = env?.executable.uri?.fsPath;
         }
         exe ??= api.settings?.getExecutionDetails(resource).execCommand?.[0];
-        if (exe) preferred.push({ command: exe, source: "Python extension" });
+        // An interpreter inside an untrusted workspace is the workspace's code: not run.
+        const inWorkspace = exe && vscode.workspace.getWorkspaceFolder(vscode.Uri.file(exe)) !== undefined;
+        if (exe && inWorkspace && !vscode.workspace.isTrusted) {
+          this.output.appendLine(`[sema] not using ${exe} (the Python extension's choice): it is inside an untrusted workspace`);
+        } else if (exe) {
+          preferred.push({ command: exe, source: "Python extension" });
+        }
       } catch (err) {
         this.output.appendLine(`[sema] the Python extension gave no interpreter: ${(err as Error).message}`);
       }

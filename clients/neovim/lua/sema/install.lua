@@ -82,11 +82,15 @@ function M.resolve()
   return nil, "sema-rpc not found: run :Sema install (or put sema-rpc on PATH, or set `cmd` in setup())"
 end
 
---- Version tuple of a Python command, and its sys.executable, or nil.
+--- Version tuple of a Python command, and its sys.executable, or nil. Isolated (`-I`) and
+--- outside the working folder: a project's files are never imported.
 local function probe(python)
   local ok, res = pcall(function()
     return vim
-      .system({ python, "-c", "import sys; print(*sys.version_info[:3], sys.executable)" }, { text = true })
+      .system({ python, "-I", "-c", "import sys; print(*sys.version_info[:3], sys.executable)" }, {
+        text = true,
+        cwd = M.dir(),
+      })
       :wait(15000)
   end)
   if not ok or res.code ~= 0 then
@@ -111,6 +115,7 @@ function M.find_python()
     table.insert(names, 1, config.options.python)
   end
   local seen, executables, found = {}, {}, nil
+  vim.fn.mkdir(M.dir(), "p")
   for _, name in ipairs(names) do
     if vim.fn.executable(name) == 1 then
       local info = probe(name)
@@ -270,7 +275,8 @@ function M.install(opts)
     if log then
       log:write("$ " .. table.concat(step[2], " ") .. "\n")
     end
-    local ok, err = pcall(vim.system, step[2], { text = true }, function(res)
+    -- cwd: our own folder, never the project's (`python -m venv` would import its venv.py)
+    local ok, err = pcall(vim.system, step[2], { text = true, cwd = dir }, function(res)
       vim.schedule(function()
         local out = (res.stdout or "") .. (res.stderr or "")
         if log then
