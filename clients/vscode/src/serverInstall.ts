@@ -71,9 +71,10 @@ export class ServerInstaller {
     }
   }
 
-  /** Offer the install once per window (from the "missing" state). */
+  /** Offer the install once per window (from the "missing" state; not for a wrong sema.serverPath). */
   offer(onInstalled: () => void): void {
     if (this.offered || this.installing || !this.wheel) return;
+    if (vscode.workspace.getConfiguration("sema").get<string>("serverPath", "").trim()) return;
     this.offered = true;
     void vscode.window
       .showInformationMessage(

@@ -1,11 +1,26 @@
 // End to end in a real VS Code where no sema-rpc exists (no sema.serverPath, none on PATH):
 // the extension offers to install the server its .vsix ships, the user accepts, a progress
 // notification runs while the wheel and its dependencies go into a private virtualenv under
-// the extension's global storage, and then a prompt gets a streamed answer. `make test-vscode`.
+// the extension's global storage, and then a prompt gets a streamed answer. Then an install
+// older than the shipped wheel is replaced at the next start. `make test-vscode`.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { EXT_DIR, openChat, setup, startModel, startVSCode, VSIX } from "./harness.mjs";
+import { EXT_DIR, openChat, runCommand, setup, startModel, startVSCode, VSIX } from "./harness.mjs";
+
+/** The processes whose command line runs something inside `dir` (from the process table). */
+function serverProcesses(dir) {
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .map((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
+      } catch {
+        return [];
+      }
+    })
+    .filter((argv) => argv.some((a) => a.startsWith(dir + path.sep)));
+}
 
 const ARTIFACTS = path.join(EXT_DIR, "artifacts/e2e-install");
 const t0 = Date.now();
@@ -23,7 +38,10 @@ assert.ok(wheel, "the .vsix build put the server wheel in server/");
 const version = /^sema_rpc-([^-]+)-/.exec(wheel)[1];
 
 const model = await startModel();
-await model.script({ text: "Hello from the installed server. It streams in pieces.", chunks: 10, delay_s: 0.08 });
+await model.script(
+  { text: "Hello from the installed server. It streams in pieces.", chunks: 10, delay_s: 0.08 },
+  { text: "Upgraded and here.", chunks: 3 },
+);
 
 const started = Date.now();
 const env = await startVSCode({ cache, model, workspaceFiles: { "README.md": "# Demo\n" }, serverOnPath: false, log: lap });
@@ -84,18 +102,28 @@ try {
   const answeredAt = Date.now();
   const full = await answer.innerText();
   assert.ok(full.length > partial.length, `the answer grew while streaming (${JSON.stringify(partial)})`);
-  const running = readdirSync("/proc")
-    .filter((p) => /^\d+$/.test(p))
-    .map((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
-      } catch {
-        return [];
-      }
-    })
-    .filter((argv) => argv.some((a) => a.startsWith(path.join(storage, state.venv))));
-  assert.ok(running.length > 0, "the running server is the private install's");
+  assert.ok(serverProcesses(path.join(storage, state.venv)).length > 0, "the running server is the private install's");
   await shot("answered");
+
+  // Another .vsix version: the install on disk is older than the wheel shipped now. At the
+  // next start the extension replaces it, with the same progress, and keeps the previous venv.
+  writeFileSync(path.join(storage, "server.json"), JSON.stringify({ ...state, version: "0.0.9" }));
+  const upgradeFrom = Date.now();
+  await runCommand(page, "Sema: Restart Server");
+  await page.locator(".notifications-toasts", { hasText: "Sema: installing the server" }).waitFor({ timeout: 60000 });
+  await shot("upgrading");
+  await chat.locator(".notice", { hasText: "server was restarted" }).waitFor({ timeout: 600000 });
+  const upgraded = JSON.parse(readFileSync(path.join(storage, "server.json"), "utf8"));
+  assert.equal(upgraded.version, version);
+  assert.notEqual(upgraded.venv, state.venv, "a new venv");
+  assert.deepEqual(readdirSync(storage).filter((f) => f.startsWith("venv-")).sort(), [state.venv, upgraded.venv].sort(), "the previous venv is kept");
+  lap(`upgraded in ${secs(upgradeFrom)} s`);
+  await chat.locator("textarea.input").fill("Still there?");
+  await chat.locator("textarea.input").press("Enter");
+  await chat.locator(".md.answer", { hasText: "Upgraded and here." }).waitFor({ timeout: 120000 });
+  assert.ok(serverProcesses(path.join(storage, upgraded.venv)).length > 0, "the server now runs from the new venv");
+  assert.equal(serverProcesses(path.join(storage, state.venv)).length, 0, "and no longer from the old one");
+  await shot("upgraded");
   console.log(
     `FIGURE vscode-install: install ${((installedAt - clickedAt) / 1000).toFixed(1)} s (click → installed); ` +
       `first answer ${((answeredAt - clickedAt) / 1000).toFixed(1)} s after the click, ` +
