@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -125,6 +126,13 @@ def main() -> None:
         if proc.returncode != 0 or not lines:
             sys.exit(f"the VS Code run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
         print(lines[-1])
+        numbers = [float(x) for x in re.findall(r"(\d+\.\d+) s", lines[-1])]
+        keys = ["installed_s", "answered_after_click_s", "answered_after_start_s"]
+        print(
+            json.dumps(
+                {"bench": "install", "route": "vscode", **dict(zip(keys, numbers, strict=False))}
+            )
+        )
         return
     runs = []
     with ScriptedLLM() as llm:
@@ -135,9 +143,14 @@ def main() -> None:
                 f"run {i + 1}: :Sema install done {r['installed_s']:.1f} s, first answer "
                 f"{r['answered_s']:.1f} s (nvim process {r['process_s']:.1f} s)"
             )
-    if len(runs) > 1:
-        med = statistics.median(r["answered_s"] for r in runs)
-        print(f"median first answer over {len(runs)} runs: {med:.1f} s")
+    summary = {
+        "bench": "install",
+        "route": "neovim",
+        "runs": len(runs),
+        "installed_s": round(statistics.median(r["installed_s"] for r in runs), 1),
+        "answered_s": round(statistics.median(r["answered_s"] for r in runs), 1),
+    }
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":
