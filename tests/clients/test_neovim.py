@@ -509,3 +509,28 @@ def test_sema_install_builds_a_private_server_that_is_found_and_answers(
     assert "Hello from the private server." in result["snapshots"]["answered"]
     assert result["stop_reason"] == "end_turn"
     assert not (data / "install.lock").exists()
+
+
+def test_sema_install_without_a_suitable_python_says_what_it_found(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    old = bin_dir / "python3"
+    old.write_text(f'#!/bin/sh\necho "3 9 18 {old}"\n')  # answers the probe as Python 3.9 would
+    old.chmod(0o755)
+    result = run_scenario(
+        "install_no_python",
+        workspace,
+        tmp_path,
+        scripted_llm,
+        env_overrides={"SEMA_NVIM_CMD": None, "PATH": str(bin_dir)},
+    )
+    errors = [n["msg"] for n in result["notes"] if n["level"] == 4]  # vim.log.levels.ERROR
+    assert errors == [
+        "sema: cannot install the server: it needs Python 3.11 or newer (or uv) "
+        f"and found {old} (3.9.18)"
+    ]
+    assert result["server"] is None
+    assert result["resolve_error"].startswith("sema-rpc not found: run :Sema install")
+    assert not (tmp_path / "home/.local/share/nvim/sema/server.json").exists()

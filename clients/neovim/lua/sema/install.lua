@@ -196,27 +196,32 @@ function M.install(opts)
     end
   end
 
+  -- refused before anything started: said once, reported to on_done, nothing to clean up
+  local function refuse(err, level)
+    notify("cannot install the server: " .. err, level or vim.log.levels.ERROR)
+    if opts.on_done then
+      opts.on_done(err, nil)
+    end
+    return nil, err
+  end
   local repo = M.repo()
   if not repo then
-    notify("this copy of the plugin is not inside a sema-rpc checkout: nothing to install from", vim.log.levels.ERROR)
-    return nil, "no checkout"
+    return refuse("this copy of the plugin is not inside a sema-rpc checkout")
   end
   local python = M.find_python()
   if not python.found and not python.uv then
-    local err = ("it needs Python %d.%d or newer (or uv) and %s"):format(
-      M.MIN_PYTHON[1],
-      M.MIN_PYTHON[2],
-      describe_seen(python.seen)
+    return refuse(
+      ("it needs Python %d.%d or newer (or uv) and %s"):format(
+        M.MIN_PYTHON[1],
+        M.MIN_PYTHON[2],
+        describe_seen(python.seen)
+      )
     )
-    notify("cannot install the server: " .. err, vim.log.levels.ERROR)
-    return nil, err
   end
   vim.fn.mkdir(dir, "p")
   local locked, owner = lock(dir)
   if not locked then
-    local err = ("another Neovim (pid %s) is installing the server"):format(owner or "?")
-    notify(err, vim.log.levels.WARN)
-    return nil, err
+    return refuse(("another Neovim (pid %s) is installing it"):format(owner or "?"), vim.log.levels.WARN)
   end
 
   local name = ("venv-%d-%d"):format(os.time(), uv.os_getpid())
