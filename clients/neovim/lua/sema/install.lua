@@ -224,6 +224,9 @@ function M.install(opts)
     return refuse(("another Neovim (pid %s) is installing it"):format(owner or "?"), vim.log.levels.WARN)
   end
 
+  -- pip builds the checkout in place and setuptools reuses build/lib (git-ignored): a module
+  -- deleted by an update would ship again
+  vim.fn.delete(repo .. "/build", "rf")
   local name = ("venv-%d-%d"):format(os.time(), uv.os_getpid())
   local venv = dir .. "/" .. name
   local log_path = dir .. "/install.log"
