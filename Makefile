@@ -94,11 +94,13 @@ dist: $(STAMP) vsix
 	@ls -l dist
 
 # End to end in a real VS Code (code-server + headless Chromium); installs them on first use.
+# install.mjs: no sema-rpc anywhere, the extension installs the wheel its .vsix ships.
 # Then `sema-rpc view`'s page in the same Chromium, required here (never skipped) unless the
 # set-up script says Chromium cannot be installed on this machine (exit 3).
 test-vscode: $(STAMP) vsix
 	node $(VSCODE)/test/e2e/run.mjs
 	node $(VSCODE)/test/e2e/trust.mjs
+	node $(VSCODE)/test/e2e/install.mjs
 	@rc=0; bash $(VSCODE)/scripts/setup-e2e.sh >/dev/null || rc=$$?; \
 	if [ $$rc = 3 ]; then echo "*** view browser test SKIPPED: chromium cannot be installed here ***"; \
 	elif [ $$rc != 0 ]; then exit $$rc; \

@@ -487,3 +487,66 @@ def test_resume_a_chat_still_open_draws_it_as_a_fresh_neovim_does(
     assert history.index("The answer is 42.") < history.index("— earlier conversation above —")
     # drawn once, not appended below what the buffer already showed
     assert history.count("The answer is 42.") == 1
+
+
+def test_sema_install_builds_a_private_server_that_is_found_and_answers(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    """No sema-rpc on PATH and no `cmd`: `:Sema install` (headless: it waits) puts a venv
+    under stdpath("data")/sema from the plugin's checkout; the plugin uses it."""
+    scripted_llm.script(Reply.text("Hello from the private server.", chunks=6))
+    path = os.pathsep.join(
+        d
+        for d in os.environ.get("PATH", "").split(os.pathsep)
+        if d and not (Path(d) / "sema-rpc").exists() and Path(d) != Path(sys.executable).parent
+    )
+    pip_conf = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "pip/pip.conf"
+    overrides: dict[str, str | None] = {"SEMA_NVIM_CMD": None, "PATH": path}
+    if pip_conf.exists() and "PIP_CONFIG_FILE" not in os.environ:
+        overrides["PIP_CONFIG_FILE"] = str(pip_conf)  # the machine's index set-up, read only
+    result = run_scenario(
+        "install", workspace, tmp_path, scripted_llm, env_overrides=overrides, timeout=900
+    )
+
+    before = "\n".join(result["report_before"])
+    assert "ERROR sema-rpc not found: run :Sema install" in before
+    data = tmp_path / "home/.local/share/nvim/sema"  # stdpath("data"): XDG_DATA_HOME/nvim
+    state = json.loads((data / "server.json").read_text())
+    server = data / state["venv"] / "bin" / "sema-rpc"
+    assert result["server"] == str(server) and server.exists()
+    assert state["version"] == "0.1.0" and state["repo"] == str(REPO)
+    assert result["resolved"] == {"cmd": [str(server)], "source": "private install"}
+    assert any("server 0.1.0 installed" in n["msg"] for n in result["notes"]), result["notes"]
+    after = "\n".join(result["report_after"])
+    assert f"OK server (private install): {server} ({server})" in after
+    assert "OK version: sema-rpc 0.1.0 (protocol 1)" in after
+    assert "OK sema-rpc 0.1.0, protocol 1" in after
+    assert str(data / state["venv"]) in result["server_cmdline"]
+    assert "Hello from the private server." in result["snapshots"]["answered"]
+    assert result["stop_reason"] == "end_turn"
+    assert not (data / "install.lock").exists()
+
+
+def test_sema_install_without_a_suitable_python_says_what_it_found(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    old = bin_dir / "python3"
+    old.write_text(f'#!/bin/sh\necho "3 9 18 {old}"\n')  # answers the probe as Python 3.9 would
+    old.chmod(0o755)
+    result = run_scenario(
+        "install_no_python",
+        workspace,
+        tmp_path,
+        scripted_llm,
+        env_overrides={"SEMA_NVIM_CMD": None, "PATH": str(bin_dir)},
+    )
+    errors = [n["msg"] for n in result["notes"] if n["level"] == 4]  # vim.log.levels.ERROR
+    assert errors == [
+        "sema: cannot install the server: it needs Python 3.11 or newer (or uv) "
+        f"and found {old} (3.9.18)"
+    ]
+    assert result["server"] is None
+    assert result["resolve_error"].startswith("sema-rpc not found: run :Sema install")
+    assert not (tmp_path / "home/.local/share/nvim/sema/server.json").exists()

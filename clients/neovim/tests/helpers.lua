@@ -13,7 +13,8 @@ local out_path = assert(_G.arg[1], "usage: nvim -l scenario.lua RESULT.json")
 vim.opt.rtp:prepend(vim.env.SEMA_NVIM_PLUGIN)
 vim.cmd("runtime plugin/sema.lua")
 require("sema").setup({
-  cmd = vim.json.decode(vim.env.SEMA_NVIM_CMD),
+  -- unset: the plugin finds the server itself (PATH, then its private install)
+  cmd = vim.env.SEMA_NVIM_CMD and vim.json.decode(vim.env.SEMA_NVIM_CMD) or nil,
   model = vim.env.SEMA_NVIM_MODEL,
   render_interval_ms = 20,
 })

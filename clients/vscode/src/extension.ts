@@ -58,6 +58,13 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     vscode.commands.registerCommand("sema.restartServer", () => srv.restart()),
     vscode.commands.registerCommand("sema.showLog", () => output.show(true)),
+    vscode.commands.registerCommand("sema.installServer", async () => {
+      if (await srv.installer.installInteractive()) await srv.restart().catch(() => undefined);
+    }),
+    // No server anywhere: offer to install the one this .vsix ships.
+    srv.onDidChangeState.event(({ state }) => {
+      if (state === "missing") srv.installer.offer(() => void srv.restart().catch(() => undefined));
+    }),
   );
   // Activation means the chat is being opened (its view or a command): start the server now.
   srv.get().catch(() => undefined);

@@ -2,8 +2,8 @@
 import { appendFileSync } from "node:fs";
 import * as vscode from "vscode";
 import { SemaConnection, SemaError } from "./client";
+import { ServerInstaller } from "./serverInstall";
 import { userSetting } from "./trust";
-import { findServer } from "./util";
 
 export { INSTALL_HINT, ServerMissingError } from "./util";
 
@@ -27,12 +27,16 @@ export class ServerManager implements vscode.Disposable {
   readonly onDidRestart = new vscode.EventEmitter<SemaConnection>();
   /** Milliseconds from activation to the first `initialize` answer (a figure for bench/). */
   initializeMs: number | undefined;
+  /** Finds the server, and installs a private one when there is none. */
+  readonly installer: ServerInstaller;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
     readonly output: vscode.OutputChannel,
     private readonly activatedAt: number,
-  ) {}
+  ) {
+    this.installer = new ServerInstaller(context, output);
+  }
 
   private setState(state: ServerState, message?: string): void {
     this.state = state;
@@ -50,7 +54,7 @@ export class ServerManager implements vscode.Disposable {
     let command: string;
     try {
       // Machine settings: the user's value only, never a folder's (see trust.ts).
-      command = findServer(userSetting<string>("serverPath", ""));
+      command = await this.installer.resolve(userSetting<string>("serverPath", ""));
     } catch (err) {
       this.setState("missing", (err as Error).message);
       throw err;

@@ -4,8 +4,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 
 export const INSTALL_HINT =
-  "Install sema-rpc (`pip install -e .` or `pipx install .` in a sema-rpc checkout) so that " +
-  "`sema-rpc` is on PATH, or set `sema.serverPath` to the executable.";
+  "Run “Sema: Install Server” (a private environment for this extension), or install sema-rpc " +
+  "yourself (`pipx install .` in a sema-rpc checkout) so that `sema-rpc` is on PATH, or set " +
+  "`sema.serverPath` to the executable.";
 
 export class ServerMissingError extends Error {}
 

@@ -27,7 +27,7 @@ describe("findServer", () => {
   it("says so when sema.serverPath is wrong, with the install command", () => {
     assert.throws(
       () => findServer(path.join(root, "nope"), bin),
-      (e: Error) => e instanceof ServerMissingError && /not an executable file/.test(e.message) && /pip install/.test(e.message),
+      (e: Error) => e instanceof ServerMissingError && /not an executable file/.test(e.message) && /Sema: Install Server/.test(e.message),
     );
   });
   it("else finds sema-rpc on PATH, skipping files that cannot run", () => {

@@ -3,8 +3,11 @@ local M = {}
 
 ---@class sema.Config
 M.defaults = {
-  -- The server command (a list). `sema-rpc` speaks Content-Length framing by default.
-  cmd = { "sema-rpc" },
+  -- The server command (a list), e.g. { "sema-rpc", "--log-level", "INFO" }. nil: `sema-rpc`
+  -- on PATH, else the one `:Sema install` put under stdpath("data")/sema.
+  cmd = nil,
+  -- The Python `:Sema install` uses (>= 3.11); nil: python3, python3.X, python on PATH.
+  python = nil,
   -- Extra environment for the server (merged over Neovim's own).
   env = {},
   -- `provider/model-id`, a profile name of $SEMA_ROOT/models.json, or nil for the
@@ -50,7 +53,7 @@ M.options = vim.deepcopy(M.defaults)
 function M.set(opts)
   M.options = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
   local o = M.options
-  if type(o.cmd) ~= "table" or #o.cmd == 0 then
+  if o.cmd ~= nil and (type(o.cmd) ~= "table" or #o.cmd == 0) then
     error("sema: `cmd` must be a non-empty list, e.g. { 'sema-rpc' }")
   end
   if o.mode ~= "Agent" and o.mode ~= "Plan" then

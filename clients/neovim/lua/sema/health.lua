@@ -1,4 +1,4 @@
---- `:checkhealth sema`: the server, its version, the model a new session gets, and
+--- `:checkhealth sema`: the server (and where it was found), its version, the model a new session gets, and
 --- whether its API key is set (never its value).
 local config = require("sema.config")
 
@@ -99,15 +99,29 @@ function M.check()
   end
 
   h.start("sema: server")
-  local cmd = config.options.cmd
-  local exe = vim.fn.exepath(cmd[1])
-  if exe == "" then
-    h.error(("`%s` not found"):format(cmd[1]), {
-      "Install sema-rpc (pip install sema-rpc) or set `cmd` in require('sema').setup({...})",
+  local install = require("sema.install")
+  local cmd, source, exe = install.resolve()
+  if not cmd then
+    h.error(source, {
+      "Run :Sema install (a private environment under " .. install.dir() .. ")",
+      "or put sema-rpc on PATH, or set `cmd` in require('sema').setup({...})",
     })
     return
   end
-  h.ok("server: " .. table.concat(cmd, " ") .. " (" .. exe .. ")")
+  h.ok(("server (%s): %s (%s)"):format(source, table.concat(cmd, " "), exe))
+  local ok, res = pcall(function()
+    return vim.system(vim.list_extend(vim.deepcopy(cmd), { "--version" }), { text = true }):wait(20000)
+  end)
+  if ok and res.code == 0 then
+    h.ok("version: " .. vim.trim(res.stdout or ""))
+  else
+    local why = ok and (res.stderr or "") or tostring(res)
+    h.warn("`" .. table.concat(cmd, " ") .. " --version` failed: " .. vim.trim(why))
+  end
+  local private, state = install.server()
+  if private and source ~= "private install" then
+    h.info(("a private install (%s) is there too, unused: %s"):format(state.version, private))
+  end
   local result, err = probe(cmd)
   if not result or not result.init then
     local why = err or vim.trim((result and result.stderr) or ""):sub(-400)

@@ -107,9 +107,9 @@ function M.with_server(cb)
   if state.client and state.client:is_running() then
     return
   end
-  local cmd = config.options.cmd
-  if vim.fn.executable(cmd[1]) ~= 1 then
-    return fail_waiting(("server command not found: %s (set `cmd` in setup(), see :checkhealth sema)"):format(cmd[1]))
+  local cmd, source = require("sema.install").resolve()
+  if not cmd then
+    return fail_waiting(source)
   end
   local env = next(config.options.env) and config.options.env or nil
   local client
@@ -726,6 +726,10 @@ local SUBCOMMANDS = {
   end,
   stop = function()
     M.stop()
+  end,
+  install = function()
+    -- headless (a script, `nvim --headless "+Sema install" +qa`): wait for the end
+    require("sema.install").install({ wait = #api.nvim_list_uis() == 0 })
   end,
 }
 

@@ -2,9 +2,9 @@
 // from its .vsix, sema-rpc from this repository on PATH and the scripted model server.
 // Used by the end-to-end test (run.mjs) and by bench/bench_vscode.mjs.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import * as path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -62,11 +62,37 @@ export async function startModel() {
   };
 }
 
+/** PATH without any directory that holds a `sema-rpc` (nor this repository's venv). */
+function pathWithoutServer(dirs) {
+  return dirs.filter((dir) => {
+    if (!dir || path.resolve(dir) === path.join(REPO, ".venv/bin")) return false;
+    try {
+      accessSync(path.join(dir, "sema-rpc"), constants.X_OK);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+}
+
+/**
+ * The Python set-up of the machine, for the extension's private install: the PIP_, UV_, PYENV_ variables and
+ * the user's pip.conf (read only; HOME is a temp folder here).
+ */
+function pipEnv() {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("PIP_") || k.startsWith("UV_") || k.startsWith("PYENV_")));
+  const conf = path.join(process.env.XDG_CONFIG_HOME ?? path.join(homedir(), ".config"), "pip/pip.conf");
+  if (!env.PIP_CONFIG_FILE && existsSync(conf)) env.PIP_CONFIG_FILE = conf;
+  return env;
+}
+
 /**
  * Everything up to a workbench showing the workspace. `W` is a fresh temp folder holding
  * HOME, XDG dirs, SEMA_ROOT, code-server's data and the workspace: nothing touches the real home.
+ * `serverOnPath: false`: no `sema.serverPath` and no `sema-rpc` on PATH (the extension installs
+ * its own).
  */
-export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJson, extraEnv = {}, log = console.log, trusted = true, beforeStart }) {
+export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJson, extraEnv = {}, serverOnPath = true, log = console.log, trusted = true, beforeStart }) {
   const W = mkdtempSync(path.join(tmpdir(), "sema-vscode-e2e-"));
   const dirs = {
     home: path.join(W, "home"),
@@ -100,7 +126,7 @@ export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJso
       "security.workspace.trust.startupPrompt": "never",
       "security.workspace.trust.banner": "never",
       "sema.model": MODEL,
-      "sema.serverPath": path.join(REPO, ".venv/bin/sema-rpc"),
+      ...(serverOnPath ? { "sema.serverPath": path.join(REPO, ".venv/bin/sema-rpc") } : {}),
     }),
   );
   // sema.serverPath is a machine setting: code-server (a remote window) reads it from the
@@ -108,7 +134,7 @@ export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJso
   mkdirSync(path.join(dirs.user, "Machine"), { recursive: true });
   writeFileSync(
     path.join(dirs.user, "Machine/settings.json"),
-    JSON.stringify({ "sema.serverPath": path.join(REPO, ".venv/bin/sema-rpc") }),
+    JSON.stringify(serverOnPath ? { "sema.serverPath": path.join(REPO, ".venv/bin/sema-rpc") } : {}),
   );
   const port = await freePort();
   const config = path.join(W, "cs-config.yaml");
@@ -116,7 +142,10 @@ export async function startVSCode({ cache, model, workspaceFiles = {}, modelsJso
   const node24 = path.join(cache, "node24/node_modules/node/bin");
   const entry = path.join(cache, "cs/node_modules/code-server/out/node/entry.js");
   const env = {
-    PATH: [node24, path.join(REPO, ".venv/bin"), process.env.PATH].join(path.delimiter),
+    PATH: serverOnPath
+      ? [node24, path.join(REPO, ".venv/bin"), process.env.PATH].join(path.delimiter)
+      : [node24, ...pathWithoutServer((process.env.PATH ?? "").split(path.delimiter))].join(path.delimiter),
+    ...(serverOnPath ? {} : pipEnv()),
     HOME: dirs.home,
     XDG_CONFIG_HOME: path.join(dirs.xdg, "config"),
     XDG_DATA_HOME: path.join(dirs.xdg, "data"),
