@@ -327,3 +327,55 @@ async def test_acp_advertises_images_only_when_the_default_model_takes_them(
             assert scripted_llm.requests == []
     finally:
         await peer.close()
+
+
+# ------------------------------------------------------------------ complete means kept
+
+
+@pytest.mark.parametrize("attempt", range(2))
+async def test_a_message_the_client_saw_complete_survives_kill_9(
+    server_env, scripted_llm: ScriptedLLM, workspace, attempt: int
+):
+    """The client kills the server the moment `message:complete` arrives; resumed, the
+    next model request has that message, its tool call and exactly one result for it."""
+    scripted_llm.script(
+        Reply.tools([("Glob", {"pattern": "src/*.py"}, f"call_keep{attempt}")], text="Looking."),
+        Reply.text("never reached", delay_s=0.5),
+        Reply.text("Resumed."),
+    )
+    peer = await RawPeer(server_env, "jsonl").start()
+    sid = await open_session(peer, workspace)
+    peer.send(prompt_msg(peer, "p1", sid, f"remember {attempt}"))
+    await peer.wait_for(lambda: peer.notifications("message:complete"), timeout=30)
+    await peer.kill9()
+    scripted_llm.wait_for_requests(1)
+
+    again = await RawPeer(server_env, "jsonl").start()
+    try:
+        await again.call("i", "initialize", {"protocolVersion": 1, "capabilities": {}})
+        await again.call(
+            "n",
+            "session/create",
+            {"workingDir": str(workspace), "model": MODEL, "sessionId": sid},
+        )
+        await again.call("p2", "session/prompt", {"sessionId": sid, "input": "go on"})
+        body = scripted_llm.requests[-1].body
+        uses = [
+            b["id"]
+            for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_use"
+        ]
+        results = [
+            b["tool_use_id"]
+            for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_result"
+        ]
+        assert f"call_keep{attempt}" in uses, json.dumps(body)[:2000]
+        assert f"remember {attempt}" in json.dumps(body)
+        assert sorted(results) == sorted(uses)
+    finally:
+        await again.close()

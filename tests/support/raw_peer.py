@@ -53,12 +53,16 @@ class RawPeer:
         dialect: str = "jsonl",
         on_request: Callable[[str, dict[str, Any]], Any] | None = None,
         cwd: Path | None = None,
+        python: str | None = None,
     ):
         assert dialect in DIALECTS
         self.env = env
         self.dialect = dialect
         self.on_request = on_request
         self.cwd = cwd or REPO
+        self.python = python or sys.executable
+        """The interpreter (and `cwd` the checkout) the server runs from: a benchmark's
+        baseline build runs from its own."""
         self.messages: list[Out] = []
         self.proc: asyncio.subprocess.Process | None = None
         self._changed = asyncio.Event()
@@ -71,7 +75,7 @@ class RawPeer:
     async def start(self) -> RawPeer:
         flag = {"content-length": [], "jsonl": ["--jsonl"], "acp": ["--acp"]}[self.dialect]
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable,
+            self.python,
             "-m",
             "sema_rpc",
             *flag,
