@@ -534,6 +534,14 @@ class SessionLifeMachine(RuleBasedStateMachine):
             path = self.workspace / f"out-{call[1:]}.txt"
             assert not path.exists(), f"{call} ran with consent {decision}"
 
+    def check_all(self) -> None:
+        """Every invariant, now (teardown, and the replayed regression examples)."""
+        self.answered_at_most_once()
+        self.nothing_after_close()
+        self.seq_without_gaps()
+        self.stops_end_their_turn()
+        self.no_tool_without_consent()
+
     # ------------------------------------------------------------------ the end
 
     def teardown(self) -> None:
@@ -544,11 +552,7 @@ class SessionLifeMachine(RuleBasedStateMachine):
                 unanswered = [p.id for p in self._open_prompts()]
                 assert unanswered == [], f"prompts unanswered at the end: {unanswered}"
                 # What arrived after the last step is held to the same rules.
-                self.answered_at_most_once()
-                self.nothing_after_close()
-                self.seq_without_gaps()
-                self.stops_end_their_turn()
-                self.no_tool_without_consent()
+                self.check_all()
         finally:
             for peer in self.peers:
                 if peer.running:
