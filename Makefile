@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 VSCODE := clients/vscode
 VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
-.PHONY: demo test test-tools lint lint-lua fmt schema generate spec bench clean vsix dist test-vscode
+.PHONY: demo test test-tools lint lint-lua fmt schema generate spec bench clean vsix dist test-vscode soak
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -62,6 +62,14 @@ schema: generate
 # Re-capture the example exchange in protocol/README.md from the current build.
 spec: $(STAMP)
 	$(BIN)/python -m tests.support.spec_example --write
+
+# The interleaving suite's long profile (tests/stateful/soak.py), for a nightly run: seeded
+# random interleavings against a real server for SOAK_MINUTES, then what it covered.
+SOAK_MINUTES ?= 20
+SOAK_SEED ?= 26
+
+soak: $(STAMP)
+	$(BIN)/python -m tests.stateful.soak --minutes $(SOAK_MINUTES) --seed $(SOAK_SEED)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_wire.py

@@ -273,11 +273,33 @@ class AcpServer:
             return
         context = contextvars.copy_context()
         context.run(_current_request.set, msg_id)
+        cancel = self._accept_prompt(msg_id, parsed) if method == "session/prompt" else None
         task = asyncio.get_running_loop().create_task(
             self._run(method, handler, parsed), context=context
         )
         self._incoming[msg_id] = task
         task.add_done_callback(lambda done: self._answer(msg_id, done))
+        if cancel is not None:
+            task.add_done_callback(lambda _done: self._forget_prompt(parsed, msg_id, cancel))
+
+    def _accept_prompt(self, msg_id: Any, params: Any) -> PromptCancel | None:
+        """Open from the moment it is read: a `session/cancel` or `session/close` read
+        right behind it reaches it (engine/lifecycle.py)."""
+        state = self.sessions.get(params.session_id)
+        if state is None or self._engine is None:
+            return None  # refused when handled: an unknown session
+        cancel = self._engine.accept_prompt(params.session_id)
+        state.prompts[msg_id] = cancel
+        return cancel
+
+    def _forget_prompt(self, params: Any, msg_id: Any, cancel: PromptCancel) -> None:
+        """The prompt is answered (this runs after `_answer` wrote it)."""
+        from sema_rpc.engine.lifecycle import answered
+
+        answered(cancel)
+        state = self.sessions.get(params.session_id)
+        if state is not None and state.prompts.get(msg_id) is cancel:
+            del state.prompts[msg_id]
 
     async def _run(self, method: str, handler: Callable[[Any], Awaitable[Any]], params: Any) -> Any:
         """The one place where a handler's exception becomes a JSON-RPC error."""
@@ -326,10 +348,8 @@ class AcpServer:
             except ValidationError:
                 log.warning("session/cancel without a sessionId: %r", params)
                 return
-            state = self.sessions.get(request.session_id)
-            if state is not None:
-                for cancel in list(state.prompts.values()):
-                    cancel.cancel()
+            if request.session_id in self.sessions and self._engine is not None:
+                self._engine.cancel_prompts(request.session_id)
             return
         if method == "$/cancel_request":
             try:
@@ -449,11 +469,12 @@ class AcpServer:
 
     async def _initialize(self, params: InitializeRequest) -> dict[str, Any]:
         self.capabilities = params.client_capabilities
+        images = await asyncio.to_thread(_default_model_takes_images)
         return {
             "protocolVersion": ACP_PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
-                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {"image": images, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": True, "sse": True},
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
             },
@@ -589,6 +610,8 @@ class AcpServer:
         return result
 
     async def _close(self, params: SessionRequest) -> dict[str, Any]:
+        """Closing cancels the session's work: its open prompts answer `cancelled`, and
+        nothing of it follows the answer (engine/lifecycle.py)."""
         self._session(params.session_id)
         await self.engine.dispose(_ref(params.session_id))
         self.sessions.pop(params.session_id, None)
@@ -618,15 +641,10 @@ class AcpServer:
                 f"invalid prompt: {exc.error_count()} error(s)",
                 json.loads(exc.json(include_url=False, include_context=False)),
             ) from exc
-        msg_id = _current_request.get()
-        cancel = PromptCancel()
-        state.prompts[msg_id] = cancel
+        cancel = state.prompts.get(_current_request.get()) or PromptCancel()
         first = not session.history and not session.history_loaded
-        try:
-            result = await self.engine.prompt(request, cancel)
-        finally:
-            state.prompts.pop(msg_id, None)
-        if first and session.history:
+        result = await self.engine.prompt(request, cancel)
+        if first and session.history and not session.bus.closed:
             title = _title_of(prompt)
             now = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
             self.update(
@@ -677,6 +695,21 @@ class AcpServer:
         pending = [t for t in self._incoming.values() if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=grace_s)
+
+
+def _default_model_takes_images() -> bool:
+    """`promptCapabilities.image`: whether the model a new session starts with takes
+    images (a profile's `images`, or what its model id implies). Capabilities are fixed
+    at `initialize`, so this is the promise for `session/new`; after a model switch an
+    image the new model cannot take is refused (-32602), see protocol/acp.md."""
+    from sema_rpc.core.config import resolve_model
+    from sema_rpc.core.errors import DomainError
+
+    try:
+        profile = resolve_model(None)
+    except DomainError:
+        return False
+    return bool(profile is not None and profile.images)
 
 
 def _title_of(prompt: str | list[dict[str, Any]]) -> str:

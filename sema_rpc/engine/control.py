@@ -69,6 +69,10 @@ class PromptCancel:
 
     def __init__(self) -> None:
         self.cancelled = False
+        self.started = False
+        """Its turn has started (it holds the session's turn): a stop interrupts the turn."""
+        self.open_in: list[PromptCancel] | None = None
+        """The session's open prompts it is listed in until answered (lifecycle.py)."""
         self._hook: Callable[[], object] | None = None
 
     def cancel(self) -> None:

@@ -189,6 +189,11 @@ class Conversation:
             compacted = False
             message = streamed.message
             tool_uses = message.tool_uses()
+            # What a client is told is complete survives a crash: the message (with the
+            # tool calls it lists) is written and synced before `message:complete` goes
+            # out. An interrupt still stops a wait on a disk that hangs.
+            with self.control.cancellable():
+                await self.persisted()
             self._emit(
                 MessageCompleteParams(
                     reasoning=message.thinking(),

@@ -17,17 +17,17 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from sema_rpc.core.errors import (
     InvalidArgument,
     NoModelConfigured,
-    SessionBusy,
     SessionNotFound,
 )
 from sema_rpc.core.errors import working_dir as checked_working_dir
 from sema_rpc.core.messages import ContentBlock, TextBlock, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy
-from sema_rpc.engine import assembly
+from sema_rpc.engine import assembly, lifecycle
 from sema_rpc.engine.compaction import (
     CompactionResult,
 )
@@ -113,8 +113,23 @@ class SemaEngine(SessionRegistry):
         self.client_answers_permissions = client_answers_permissions
 
     def interrupt(self, session_id: str) -> bool:
-        control = self.session(session_id).control
-        return control.interrupt("user") if control is not None else False
+        """`session/interrupt`: the running turn stops, or the prompt read and not yet
+        started never runs (lifecycle.stop); queued follow-ups keep their place."""
+        return lifecycle.stop(self.session(session_id), queued=False)
+
+    def cancel_prompts(self, session_id: str) -> bool:
+        """ACP `session/cancel`: the running turn stops and every prompt read for the
+        session and not answered yet answers cancelled. An unknown session: nothing."""
+        session = self.sessions.get(session_id)
+        if session is None or session.disposed:
+            return False
+        return lifecycle.stop(session, queued=True)
+
+    def accept_prompt(self, session_id: Any) -> PromptCancel:
+        """A dialect read a `session/prompt` for `session_id`: from now on a stop or a
+        close reaches it. Its dialect calls `lifecycle.answered` once it is answered."""
+        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+        return lifecycle.accept(session)
 
     def update_mode(self, params: ModeUpdateParams) -> ModeUpdateResult:
         session = self.session(params.session_id)
@@ -201,12 +216,7 @@ class SemaEngine(SessionRegistry):
         """session/rewind (rewind.py), while the session runs no turn: one that runs (or
         waits to) makes it refuse; a prompt sent meanwhile waits for it."""
         session = self.session(params.session_id)
-        if session.turn_lock.locked() or session.control is not None:
-            raise SessionBusy(
-                "a turn is running in this session: interrupt it (session/interrupt) or "
-                "wait for it to end, then rewind",
-                session.id,
-            )
+        lifecycle.require_quiet(session, "rewind")
         async with session.turn_lock:
             if session.disposed:
                 raise SessionNotFound(session.id)

@@ -36,12 +36,16 @@ class ClientBridge(Protocol):
 
 
 class EventBus:
-    __slots__ = ("_bridge", "seq", "session_id")
+    __slots__ = ("_bridge", "asking", "closed", "seq", "session_id")
 
     def __init__(self, session_id: str, bridge: ClientBridge):
         self.session_id = session_id
         self.seq = 0
         self._bridge = bridge
+        self.asking = 0
+        """Requests to the client awaiting their answer (consent, a question, plan exit)."""
+        self.closed = False
+        """The session is closed: nothing more of it reaches the client (lifecycle.py)."""
 
     def _stamp(self, event: EventParams, agent_id: str) -> None:
         self.seq += 1
@@ -50,11 +54,22 @@ class EventBus:
         event.seq = self.seq
 
     def emit(self, event: EventParams, agent_id: str = "main") -> None:
+        if self.closed:
+            return
         self._stamp(event, agent_id)
         self._bridge.notify(event)
 
     def ask(
         self, event: EventParams, result_type: type[WireModel], agent_id: str = "main"
     ) -> Awaitable[Any]:
+        return self._ask(event, result_type, agent_id)
+
+    async def _ask(self, event: EventParams, result_type: type[WireModel], agent_id: str) -> Any:
+        if self.closed:
+            return None
         self._stamp(event, agent_id)
-        return self._bridge.ask(event, result_type)
+        self.asking += 1
+        try:
+            return await self._bridge.ask(event, result_type)
+        finally:
+            self.asking -= 1

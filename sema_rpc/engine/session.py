@@ -15,6 +15,7 @@ from sema_rpc.engine.compaction import CompactionState
 from sema_rpc.engine.control import TurnControl
 from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.history import HistoryStore, InputHistory, Redo
+from sema_rpc.engine.lifecycle import Life
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import TokenTracker
@@ -69,6 +70,8 @@ class Session:
     inputs: InputHistory | None = None
     history_loaded: bool = False
     disposed: bool = False
+    life: Life = field(default_factory=Life)
+    """Prompts read and not answered; closed (lifecycle.py)."""
     pipeline: InputPipeline | None = None
     mcp: Any = None
     """The session's McpManager, when it has MCP servers."""

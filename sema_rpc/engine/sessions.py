@@ -23,6 +23,7 @@ from sema_rpc.core.errors import (
 from sema_rpc.core.errors import working_dir as checked_working_dir
 from sema_rpc.core.messages import Message
 from sema_rpc.core.policy.permissions import RuleStore
+from sema_rpc.engine import lifecycle
 from sema_rpc.engine.checkpoints import Checkpoints, CheckpointStore
 from sema_rpc.engine.events import ClientBridge, EventBus
 from sema_rpc.engine.history import (
@@ -419,11 +420,15 @@ class SessionRegistry:
         session = self.session(params.session_id)
         session.disposed = True
         interrupted = session.control.interrupt("dispose") if session.control else False
+        for cancel in list(session.life.open):  # read, not answered: each answers interrupted
+            cancel.cancel()
         try:
             await asyncio.wait_for(session.turn_lock.acquire(), DISPOSE_GRACE_S)
             session.turn_lock.release()
         except TimeoutError:
             log.warning("session %s: the turn did not settle before dispose", session.id)
+        # Closed: from its answer on, nothing more of the session reaches the client.
+        session.life.closed = session.bus.closed = True
         if self.sessions.get(session.id) is session:
             del self.sessions[session.id]
         if session.store is not None:
@@ -441,7 +446,7 @@ class SessionRegistry:
             raise InvalidArgument(f"invalid sessionId: {params.session_id!r}")
         session = self.sessions.get(params.session_id)
         if session is not None and not session.disposed:
-            if session.turn_lock.locked() or session.control is not None:
+            if lifecycle.state(session) is not lifecycle.State.IDLE:
                 raise SessionBusy(
                     f"session {session.id} is running a turn: interrupt it before deleting it",
                     session.id,

@@ -62,6 +62,7 @@ async def exclusive_turn(
             return NotStarted.CLOSING
         control = TurnControl()
         session.control = control
+        cancel.started = True
         session.meter.start_turn()
         cancel.on_cancel(lambda: control.interrupt("user"))
         session.bus.emit(StateUpdateParams(state="processing"))

@@ -182,11 +182,30 @@ def _loads(body: bytes) -> Any:
     answered -32700). A JSON escape of a lone surrogate (`"\\ud800"`, what JavaScript's
     `JSON.stringify` gives for a string cut inside an emoji) is valid JSON but not text:
     it becomes U+FFFD, so nothing after the reader ever holds a surrogate. An escaped
-    pair is the character it encodes."""
+    pair is the character it encodes.
+
+    Except the request id: it is the client's key, not text, and is echoed as the same
+    JSON string, code unit for code unit (`_dumps` writes a lone surrogate back as its
+    `\\uXXXX` escape), and so is the id a cancel names (`$/cancelRequest` `id`, ACP's
+    `$/cancel_request` `requestId`), which must find it. It never reaches a model, a
+    history or a log line unescaped."""
     obj = json.loads(body.decode("utf-8"))
-    if SURROGATE_ESCAPE.search(body) is not None:
-        obj = without_surrogates(obj)
-    return obj
+    if SURROGATE_ESCAPE.search(body) is None:
+        return obj
+    if not isinstance(obj, dict):
+        return without_surrogates(obj)
+    clean = without_surrogates(obj)
+    if "id" in obj:
+        clean["id"] = obj["id"]
+    params = obj.get("params")
+    if obj.get("method") in _CANCELS and isinstance(params, dict):
+        for key in ("id", "requestId"):
+            if key in params:
+                clean["params"][key] = params[key]
+    return clean
+
+
+_CANCELS = frozenset({"$/cancelRequest", "$/cancel_request"})
 
 
 def _parse_params(spec: MethodSpec, params: Any) -> Any:
@@ -613,13 +632,15 @@ class SemaServer:
             self.shutting_down = True
         cancel: PromptCancel | None = None
         if method == "session/prompt":
-            from sema_rpc.engine.control import PromptCancel
-
-            cancel = PromptCancel()
+            # Open from now: a stop or a close read after it reaches it (lifecycle.py).
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            cancel = self.engine.accept_prompt(session_id)
         task = self._handle_request(msg_id, method, params)
         if cancel is not None and task is not None:
             self._prompts[msg_id] = (cancel, task)
             task.add_done_callback(lambda _t: self._forget_prompt(msg_id, cancel))
+        elif cancel is not None:
+            self._forget_prompt(msg_id, cancel)
 
     # ------------------------------------------------------------------ dispatch to handlers
 
@@ -709,6 +730,10 @@ class SemaServer:
         return True
 
     def _forget_prompt(self, msg_id: Any, cancel: PromptCancel) -> None:
+        """The prompt is answered (this runs after `_answer_task` wrote it)."""
+        from sema_rpc.engine.lifecycle import answered
+
+        answered(cancel)
         entry = self._prompts.get(msg_id)
         if entry is not None and entry[0] is cancel:
             del self._prompts[msg_id]

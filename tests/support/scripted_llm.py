@@ -41,6 +41,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 __all__ = ["RecordedRequest", "Reply", "ScriptedLLM"]
@@ -708,6 +709,9 @@ class ScriptedLLM:
         self._ready = threading.Event()
         self._request_seen = threading.Condition(self._lock)
         self._start_error: BaseException | None = None
+        self.fallback: Callable[[RecordedRequest], Reply] | None = None
+        """Makes the reply for a request that finds the script empty (None: a 500
+        `script_exhausted`): a test that cannot know how many requests come."""
 
     # ---- public API -----------------------------------------------------------------
     @property
@@ -864,6 +868,8 @@ class ScriptedLLM:
         with self._request_seen:
             self.requests.append(RecordedRequest(path, headers, parsed, time.monotonic()))
             reply = self._queue.popleft() if self._queue else None
+            if reply is None and self.fallback is not None:
+                reply = self.fallback(self.requests[-1])
             self._request_seen.notify_all()
 
         fmt = _fmt_for(path)
