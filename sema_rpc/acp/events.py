@@ -44,7 +44,7 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
                 event.title,
                 event.input,
                 state.cwd,
-                "in_progress",
+                "pending",  # until it passed its checks and consent: then in_progress
             )
         ]
     if isinstance(event, ToolExecutionUpdateParams):

@@ -17,6 +17,7 @@ process keeps serving; every prompt is answered exactly once (`cancelled` after
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import datetime
 import itertools
@@ -47,6 +48,7 @@ from sema_rpc.acp.wire import (
     SessionRequest,
     SetConfigOptionRequest,
     SetModeRequest,
+    SteeringRequest,
 )
 from sema_rpc.core.errors import DomainError
 from sema_rpc.protocol import (
@@ -76,6 +78,9 @@ REQUEST_CANCELLED = -32800
 AUTH_REQUIRED = -32000
 RESOURCE_NOT_FOUND = -32002
 
+STEERING_METHOD = "_session/steering"
+"""The steering extension as claude-agent-acp and codex-acp speak it (protocol/acp.md)."""
+
 LIST_PAGE = 100
 """Sessions per `session/list` page."""
 
@@ -91,6 +96,9 @@ AUTH_METHODS = [
         "$SEMA_ROOT/models.json. Set one and restart the agent; authenticate only checks.",
     }
 ]
+
+STEERING_ADVERT = {"supported": True, "idlePromptRequired": True}
+"""`idlePromptRequired`: `_meta.steering.idleBehavior: "promptRequired"` is honoured."""
 
 _current_request: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "sema_acp_request_id", default=None
@@ -127,6 +135,9 @@ class AcpSession:
     """Tool name → id of its latest call (plan exit and questions ask about it)."""
     rejected_rules: set[str] = field(default_factory=set)
     """Rules answered `reject_always`: refused without asking for the session's life."""
+    steered: list[asyncio.Task[Any]] = field(default_factory=list)
+    """`_session/steering` inputs injected into the running prompt: that prompt answers
+    once they are answered too (one turn, as the client sees it, settles once)."""
 
 
 def _rpc_error_of(exc: DomainError) -> RpcError:
@@ -166,6 +177,8 @@ class AcpServer:
         self.shutting_down = False
         self._output_pending: set[tuple[str, str]] = set()
         self._output_scheduled = False
+        self._detached: set[asyncio.Task[Any]] = set()
+        """Turns started by `_session/steering` on an idle session (no request owns them)."""
         self._handlers: dict[str, tuple[type[BaseModel], Callable[[Any], Awaitable[Any]]]] = {
             "initialize": (InitializeRequest, self._initialize),
             "authenticate": (AuthenticateRequest, self._authenticate),
@@ -178,6 +191,7 @@ class AcpServer:
             "session/prompt": (PromptRequest, self._prompt),
             "session/set_mode": (SetModeRequest, self._set_mode),
             "session/set_config_option": (SetConfigOptionRequest, self._set_config_option),
+            STEERING_METHOD: (SteeringRequest, self._steer),
         }
 
     # ------------------------------------------------------------------ the engine, lazily
@@ -409,6 +423,20 @@ class AcpServer:
         for update in updates_for(self, state, event):
             self.update(state.session_id, update)
 
+    def tool_running(self, session_id: str, tool_call_id: str) -> None:
+        """The engine's hook (EventBus.tool_running): a call announced `pending` runs now."""
+        state = self.sessions.get(session_id)
+        if state is None or tool_call_id not in state.tool_calls:
+            return
+        self.update(
+            session_id,
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id,
+                "status": "in_progress",
+            },
+        )
+
     def output_changed(self, state: AcpSession, tool_call_id: str) -> None:
         """A call's streamed output grew: sent at the end of this loop iteration, once,
         whatever the number of deltas (each update carries the whole tail)."""
@@ -467,6 +495,8 @@ class AcpServer:
             },
             "authMethods": AUTH_METHODS,
             "agentInfo": {"name": "sema-rpc", "title": "sema", "version": sema_rpc.__version__},
+            # Where claude-agent-acp and codex-acp advertise `_session/steering`.
+            "_meta": {"steering": STEERING_ADVERT},
         }
 
     async def _authenticate(self, params: AuthenticateRequest) -> dict[str, Any]:
@@ -544,6 +574,11 @@ class AcpServer:
 
     async def _new(self, params: NewSessionRequest) -> _Answer:
         session, state = await self._open(params, None)
+        if session.store is not None:
+            # The id is the client's now: it stays resumable (session/resume, session/load)
+            # after a restart, though nothing was said in it. The entry keeps the file
+            # (a session with no input is still left out of session/list).
+            session.store.append_event("created", by="acp")
         result = {"sessionId": session.id, **self._session_result(session)}
         return _Answer(result, self._after_open(session, state))
 
@@ -610,28 +645,20 @@ class AcpServer:
         return {}
 
     async def _prompt(self, params: PromptRequest) -> dict[str, Any]:
-        from sema_rpc.acp.options import skill_prompt
         from sema_rpc.engine.control import PromptCancel
-        from sema_rpc.protocol import SessionPromptParams
 
         session, state = self._session(params.session_id)
-        prompt = translate.prompt_input(params.prompt, state.cwd)
-        if isinstance(prompt, str):
-            prompt = skill_prompt(prompt, session)
-        try:
-            request = SessionPromptParams.model_validate({"sessionId": session.id, "input": prompt})
-        except ValidationError as exc:
-            raise RpcError(
-                INVALID_PARAMS,
-                f"invalid prompt: {exc.error_count()} error(s)",
-                json.loads(exc.json(include_url=False, include_context=False)),
-            ) from exc
+        request, prompt = _prompt_request(session, state, params.prompt)
         msg_id = _current_request.get()
         cancel = PromptCancel()
         state.prompts[msg_id] = cancel
         first = not session.history and not session.history_loaded
         try:
             result = await self.engine.prompt(request, cancel)
+            while state.steered:  # inputs steered into this turn: it ends with them
+                steered = state.steered.pop(0)
+                with contextlib.suppress(Exception):
+                    result = await asyncio.shield(steered)
         finally:
             state.prompts.pop(msg_id, None)
         if first and session.history:
@@ -658,6 +685,46 @@ class AcpServer:
             "stopReason": "max_turn_requests" if result.stop_reason == "max_turns" else "end_turn"
         }
 
+    async def _steer(self, params: SteeringRequest) -> dict[str, Any]:
+        """`_session/steering`: text for the running turn (it joins it after the running
+        tool batch, or continues it when the model was answering: the running prompt
+        answers once both are done). No turn: a new one (`startedNewTurn`), or
+        `promptRequired` when the client asked for it (`_meta.steering.idleBehavior`)."""
+        from sema_rpc.engine.control import PromptCancel
+        from sema_rpc.engine.engine import system_command
+
+        session, state = self._session(params.session_id)
+        running = bool(state.prompts)
+        steering = (params.meta or {}).get("steering")
+        idle = steering.get("idleBehavior") if isinstance(steering, dict) else None
+        if not running and idle == "promptRequired":
+            return {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        request, prompt = _prompt_request(session, state, params.prompt)
+        if running and isinstance(prompt, str) and system_command(prompt) is not None:
+            return {"outcome": "failed"}  # /clear, /compact: never part of another turn
+        if self.shutting_down:
+            return {"outcome": "failed"}
+        if running:
+            request.delivery = "steer"
+        cancel = PromptCancel()
+        key = f"steer-{next(self._ids)}"
+        state.prompts[key] = cancel  # session/cancel reaches it as it reaches a prompt
+
+        async def run() -> Any:
+            try:
+                return await self.engine.prompt(request, cancel)
+            finally:
+                state.prompts.pop(key, None)
+
+        task = asyncio.get_running_loop().create_task(run())
+        if running:
+            state.steered.append(task)
+            return {"outcome": "injected"}
+        task.add_done_callback(_log_failure)
+        self._detached.add(task)
+        task.add_done_callback(self._detached.discard)
+        return {"outcome": "startedNewTurn"}
+
     async def _set_mode(self, params: SetModeRequest) -> dict[str, Any]:
         from sema_rpc.acp.options import set_mode
 
@@ -682,9 +749,35 @@ class AcpServer:
                 cancel.cancel()
         if self._engine is not None:
             await self._engine.shutdown(grace_s)
-        pending = [t for t in self._incoming.values() if not t.done()]
+        pending = [t for t in [*self._incoming.values(), *self._detached] if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=grace_s)
+
+
+def _prompt_request(
+    session: Session, state: AcpSession, blocks: list[dict[str, Any]]
+) -> tuple[Any, str | list[dict[str, Any]]]:
+    """An ACP prompt as the engine's `session/prompt` params (-32602 when unusable)."""
+    from sema_rpc.acp.options import skill_prompt
+    from sema_rpc.protocol import SessionPromptParams
+
+    prompt = translate.prompt_input(blocks, state.cwd)
+    if isinstance(prompt, str):
+        prompt = skill_prompt(prompt, session)
+    try:
+        request = SessionPromptParams.model_validate({"sessionId": session.id, "input": prompt})
+    except ValidationError as exc:
+        raise RpcError(
+            INVALID_PARAMS,
+            f"invalid prompt: {exc.error_count()} error(s)",
+            json.loads(exc.json(include_url=False, include_context=False)),
+        ) from exc
+    return request, prompt
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("a steered turn failed: %s", task.exception())
 
 
 def _title_of(prompt: str | list[dict[str, Any]]) -> str:

@@ -74,6 +74,11 @@ class PromptRequest(AcpParams):
     prompt: list[dict[str, Any]]
 
 
+class SteeringRequest(PromptRequest):
+    """`_session/steering`: `prompt` as `session/prompt` takes it; `_meta.steering.idleBehavior`
+    `"promptRequired"` asks for that outcome instead of a new turn when none runs."""
+
+
 class SetModeRequest(AcpParams):
     session_id: str
     mode_id: str

@@ -1,0 +1,226 @@
+"""`sema-rpc --acp` beyond the v1 basics, driven by the official ACP SDK over real pipes
+against the scripted model server (every message validated against the ACP schema):
+what a headless client shows of a tool call, a session and a cancelled turn; steering;
+fork at a message; rewind."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from acp.schema import TextContentBlock
+
+from tests.support.acp_client import Editor, acp_agent
+from tests.support.scripted_llm import Reply, ScriptedLLM
+
+pytestmark = pytest.mark.asyncio
+
+
+def text(value: str) -> TextContentBlock:
+    return TextContentBlock(type="text", text=value)
+
+
+async def start(agent: Any, workspace: Any) -> str:
+    await agent.conn.initialize(protocol_version=1)
+    new = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+    return new.session_id
+
+
+def of_call(agent: Any, sid: str, call_id: str) -> list[dict[str, Any]]:
+    return [u for u in agent.updates(sid) if u.get("toolCallId") == call_id]
+
+
+async def test_a_tool_call_is_pending_until_consent_then_in_progress(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    target = workspace / "made.txt"
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": str(target), "content": "x\n"}, "call_p1")]),
+        Reply.text("Done."),
+    )
+    editor = Editor(permission_gate=asyncio.Event(), permission_answers=["allow_once"])
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace)
+        running = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[text("go")]))
+        await asyncio.wait_for(editor.permission_asked.wait(), 15)
+        while_asking = [u.get("status") for u in of_call(agent, sid, "call_p1")]
+        assert while_asking == ["pending"], "nothing says running while consent is asked"
+        assert editor.permission_requests[0]["toolCall"]["status"] == "pending"
+        assert not target.exists()
+        assert editor.permission_gate is not None
+        editor.permission_gate.set()
+        assert (await asyncio.wait_for(running, 15)).stop_reason == "end_turn"
+        statuses = [u.get("status") for u in of_call(agent, sid, "call_p1")]
+        assert statuses[0] == "pending"
+        assert statuses.index("in_progress") < statuses.index("completed")
+        assert target.read_text() == "x\n"
+
+
+async def test_an_allowed_call_goes_pending_in_progress_completed_without_a_question(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    scripted_llm.script(
+        Reply.tools([("Read", {"file_path": str(workspace / "README.md")}, "call_r1")]),
+        Reply.text("Read."),
+    )
+    editor = Editor()
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace)
+        await agent.conn.prompt(session_id=sid, prompt=[text("read")])
+        statuses = [u.get("status") for u in of_call(agent, sid, "call_r1")]
+        assert statuses == ["pending", "in_progress", "completed"]
+        assert editor.permission_requests == []
+
+
+async def test_a_session_never_prompted_is_resumable_and_loadable_after_a_restart(
+    server_env, workspace
+):
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        other = (await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+
+    async with acp_agent(server_env) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        resumed = await agent.conn.resume_session(cwd=str(workspace), session_id=sid)
+        assert resumed.modes is not None
+        loaded = await agent.conn.load_session(cwd=str(workspace), session_id=other, mcp_servers=[])
+        assert loaded.modes is not None
+        await agent.wait_for(lambda: "available_commands_update" in agent.kinds(other))
+        assert agent.kinds(other) == ["available_commands_update"], "nothing to replay"
+        listed = await agent.conn.list_sessions(cwd=str(workspace))
+        assert sid not in [s.session_id for s in listed.sessions], "nothing said: not listed"
+        with pytest.raises(Exception) as err:
+            await agent.conn.resume_session(cwd=str(workspace), session_id="never-handed-out")
+        assert getattr(err.value, "code", None) == -32002
+
+
+async def test_a_first_turn_cancelled_mid_stream_reports_the_usage_it_caused(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    gate = threading.Event()
+    reply = Reply.text("a long answer that never ends " * 20, chunks=5, gate=gate)
+    scripted_llm.script(reply, Reply.text("after"))
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        running = asyncio.ensure_future(
+            agent.conn.prompt(session_id=sid, prompt=[text("tell me everything " * 50)])
+        )
+        await agent.wait_for(lambda: "agent_message_chunk" in agent.kinds(sid))
+        await asyncio.to_thread(reply.at_gate.wait, 10)
+        await agent.conn.cancel(session_id=sid)
+        assert (await asyncio.wait_for(running, 15)).stop_reason == "cancelled"
+        gate.set()
+        usage = [u for u in agent.updates(sid) if u["sessionUpdate"] == "usage_update"]
+        assert usage, "a cancelled turn still reports usage"
+        assert usage[-1]["used"] > 200, "the prompt the model read is in the context"
+        assert usage[-1]["cost"]["amount"] > 0, "the request was sent: it cost something"
+
+
+def initialize_result(agent: Any) -> dict[str, Any]:
+    return next(
+        m["result"]
+        for d, m in agent.messages
+        if d == "in" and isinstance(m.get("result"), dict) and "protocolVersion" in m["result"]
+    )
+
+
+def request_texts(body: dict[str, Any]) -> list[str]:
+    """Every text block the model was sent (user and tool results), in order."""
+    out = []
+    for message in body["messages"]:
+        content = message["content"]
+        if isinstance(content, str):
+            out.append(content)
+            continue
+        for block in content:
+            if block.get("type") == "text":
+                out.append(block["text"])
+    return out
+
+
+async def test_steering_injects_into_the_running_turn_which_answers_once(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    gate = threading.Event()
+    first = Reply.tools(
+        [("Read", {"file_path": str(workspace / "README.md")}, "call_s1")], gate=gate
+    )
+    scripted_llm.script(first, Reply.text("Checked both."))
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        steering = initialize_result(agent)["_meta"]["steering"]
+        assert steering["supported"] is True
+        running = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[text("read")]))
+        await asyncio.to_thread(first.at_gate.wait, 10)
+        answer = await agent.raw_request(
+            "_session/steering",
+            {"sessionId": sid, "prompt": [{"type": "text", "text": "also mention tests"}]},
+        )
+        assert answer == {"outcome": "injected"}
+        gate.set()
+        assert (await asyncio.wait_for(running, 15)).stop_reason == "end_turn"
+        assert len(scripted_llm.requests) == 2, "one turn: the steer joined it"
+        assert "also mention tests" in request_texts(scripted_llm.requests[1].body)
+        answers = [
+            m for d, m in agent.messages if d == "in" and m.get("result", {}).get("stopReason")
+        ]
+        assert len(answers) == 1
+
+
+async def test_steering_while_the_model_answers_continues_the_turn_before_it_settles(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    gate = threading.Event()
+    first = Reply.text("First answer.", gate=gate)
+    scripted_llm.script(first, Reply.text("Second answer."))
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        running = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[text("hi")]))
+        await asyncio.to_thread(first.at_gate.wait, 10)
+        answer = await agent.raw_request(
+            "_session/steering",
+            {"sessionId": sid, "prompt": [{"type": "text", "text": "and one more thing"}]},
+        )
+        assert answer == {"outcome": "injected"}
+        gate.set()
+        result = await asyncio.wait_for(running, 15)
+        assert result.stop_reason == "end_turn"
+        chunks = "".join(
+            u["content"]["text"]
+            for u in agent.updates(sid)
+            if u["sessionUpdate"] == "agent_message_chunk"
+        )
+        assert chunks == "First answer.Second answer.", "the prompt answered after both"
+        assert "and one more thing" in request_texts(scripted_llm.requests[1].body)
+
+
+async def test_steering_an_idle_session_starts_a_turn_or_asks_for_a_prompt(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    scripted_llm.script(Reply.text("Started by a steer."))
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        deferred = await agent.raw_request(
+            "_session/steering",
+            {
+                "sessionId": sid,
+                "prompt": [{"type": "text", "text": "hello"}],
+                "_meta": {"steering": {"idleBehavior": "promptRequired"}},
+            },
+        )
+        assert deferred == {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        assert scripted_llm.requests == [], "nothing consumed"
+        started = await agent.raw_request(
+            "_session/steering", {"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]}
+        )
+        assert started == {"outcome": "startedNewTurn"}
+        await agent.wait_for(lambda: "agent_message_chunk" in agent.kinds(sid))
+        assert "hello" in request_texts(scripted_llm.requests[0].body)
+        with pytest.raises(Exception) as err:
+            await agent.raw_request(
+                "_session/steering",
+                {"sessionId": "nope", "prompt": [{"type": "text", "text": "x"}]},
+            )
+        assert getattr(err.value, "code", None) == -32002
