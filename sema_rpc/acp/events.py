@@ -29,11 +29,11 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
     if isinstance(event, TextChunkParams):
         if event.agent_id != "main":  # a subagent's text is its Task's result, not ours
             return []
-        return [_chunk("agent_message_chunk", event.delta)]
+        return [_chunk("agent_message_chunk", event.delta, event.message_id)]
     if isinstance(event, ThinkingChunkParams):
         if event.agent_id != "main":
             return []
-        return [_chunk("agent_thought_chunk", event.delta)]
+        return [_chunk("agent_thought_chunk", event.delta, event.message_id)]
     if isinstance(event, ToolExecutionStartParams):
         state.tool_calls[event.tool_call_id] = translate_state(event.tool_name)
         state.last_tool[event.tool_name] = event.tool_call_id
@@ -132,5 +132,8 @@ def translate_state(name: str) -> Any:
     return _ToolCallState(name)
 
 
-def _chunk(kind: str, text: str) -> dict[str, Any]:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+def _chunk(kind: str, text: str, message_id: str | None) -> dict[str, Any]:
+    chunk: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    if message_id is not None:
+        chunk["messageId"] = message_id
+    return chunk

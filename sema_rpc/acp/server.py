@@ -39,12 +39,14 @@ from sema_rpc.acp.wire import (
     AcpClientCapabilities,
     AuthenticateRequest,
     CancelRequest,
+    ForkRequest,
     InitializeRequest,
     ListSessionsRequest,
     LoadSessionRequest,
     McpServer,
     NewSessionRequest,
     PromptRequest,
+    RewindRequest,
     SessionRequest,
     SetConfigOptionRequest,
     SetModeRequest,
@@ -80,6 +82,12 @@ RESOURCE_NOT_FOUND = -32002
 
 STEERING_METHOD = "_session/steering"
 """The steering extension as claude-agent-acp and codex-acp speak it (protocol/acp.md)."""
+
+REWIND_METHOD = "_session/rewind"
+"""Ours (protocol/acp.md): the native `session/rewind` for ACP clients."""
+
+FORK_ADVERT = {"version": 1, "inclusive": True}
+"""`agentCapabilities._meta.jetbrains.air.fork`: JetBrains' fork point is honoured."""
 
 LIST_PAGE = 100
 """Sessions per `session/list` page."""
@@ -191,7 +199,9 @@ class AcpServer:
             "session/prompt": (PromptRequest, self._prompt),
             "session/set_mode": (SetModeRequest, self._set_mode),
             "session/set_config_option": (SetConfigOptionRequest, self._set_config_option),
+            "session/fork": (ForkRequest, self._fork),
             STEERING_METHOD: (SteeringRequest, self._steer),
+            REWIND_METHOD: (RewindRequest, self._rewind),
         }
 
     # ------------------------------------------------------------------ the engine, lazily
@@ -491,7 +501,17 @@ class AcpServer:
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": True, "sse": True},
-                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
+                "sessionCapabilities": {
+                    "list": {},
+                    "resume": {},
+                    "close": {},
+                    "delete": {},
+                    "fork": {},
+                },
+                "_meta": {
+                    "jetbrains": {"air": {"fork": FORK_ADVERT}},
+                    "sema": {"rewind": {"method": REWIND_METHOD}},
+                },
             },
             "authMethods": AUTH_METHODS,
             "agentInfo": {"name": "sema-rpc", "title": "sema", "version": sema_rpc.__version__},
@@ -673,7 +693,7 @@ class AcpServer:
                 },
             )
         if cancel.cancelled:
-            return {"stopReason": "cancelled"}
+            return _with_message_id({"stopReason": "cancelled"}, result.message_id)
         if result.stop_reason == "error":
             error = result.error
             raise RpcError(
@@ -681,9 +701,8 @@ class AcpServer:
                 error.message if error else "the turn failed",
                 error.model_dump(mode="json", exclude_none=True) if error else None,
             )
-        return {
-            "stopReason": "max_turn_requests" if result.stop_reason == "max_turns" else "end_turn"
-        }
+        stop = "max_turn_requests" if result.stop_reason == "max_turns" else "end_turn"
+        return _with_message_id({"stopReason": stop}, result.message_id)
 
     async def _steer(self, params: SteeringRequest) -> dict[str, Any]:
         """`_session/steering`: text for the running turn (it joins it after the running
@@ -724,6 +743,65 @@ class AcpServer:
         self._detached.add(task)
         task.add_done_callback(self._detached.discard)
         return {"outcome": "startedNewTurn"}
+
+    async def _fork(self, params: ForkRequest) -> _Answer:
+        """`session/fork`: a new live session holding the conversation up to a message
+        (or all of it), with the client's MCP servers; the original is untouched."""
+        from sema_rpc.protocol import SessionForkParams
+
+        await self._load_known(params)
+        message_id = params.message_id
+        air = ((params.meta or {}).get("jetbrains") or {}).get("air", {}).get("fork")
+        if isinstance(air, dict) and air.get("version") == 1 and air.get("messageId"):
+            from sema_rpc.acp.replay import next_prompt_after
+
+            point = str(air["messageId"])
+            found, message_id = await asyncio.to_thread(next_prompt_after, params.session_id, point)
+            if not found:
+                raise RpcError(
+                    INVALID_PARAMS,
+                    f"Fork point message {point} was not found",
+                    {"messageId": point},
+                )
+        forked = await self.engine.fork_session(
+            SessionForkParams(session_id=params.session_id, message_id=message_id)
+        )
+        # Reopened as a session/load opens one: with the client's cwd and MCP servers.
+        await self.engine.dispose(_ref(forked.session_id))
+        reopened = LoadSessionRequest.model_validate(
+            {
+                "sessionId": forked.session_id,
+                "cwd": params.cwd,
+                "mcpServers": [m.model_dump(by_alias=True) for m in params.mcp_servers],
+            }
+        )
+        session, state = await self._open(reopened, forked.session_id)
+        result: dict[str, Any] = {"sessionId": session.id, **self._session_result(session)}
+        if forked.input is not None:  # the forked-before message, to prefill the input
+            result["_meta"] = {"sema": {"input": forked.input}}
+        return _Answer(result, self._after_open(session, state))
+
+    async def _rewind(self, params: RewindRequest) -> dict[str, Any]:
+        """`_session/rewind`: the native `session/rewind` (files, conversation or both,
+        conflicts, redo). The client redraws with `session/load`."""
+        from sema_rpc.protocol import SessionRewindParams
+
+        session, _state = self._session(params.session_id)
+        restore = {"files": "code"}.get(params.mode, params.mode)
+        if restore not in ("code", "conversation", "both"):
+            raise RpcError(INVALID_PARAMS, f"unknown mode: {params.mode!r}")
+        try:
+            request = SessionRewindParams(
+                session_id=session.id,
+                message_id=params.message_id,
+                restore=restore,  # type: ignore[arg-type]
+                redo=params.redo,
+                force=params.force,
+            )
+        except ValidationError as exc:
+            raise RpcError(INVALID_PARAMS, str(exc.errors()[0]["msg"])) from exc
+        rewound = await self.engine.rewind(request)
+        return rewound.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     async def _set_mode(self, params: SetModeRequest) -> dict[str, Any]:
         from sema_rpc.acp.options import set_mode
@@ -773,6 +851,14 @@ def _prompt_request(
             json.loads(exc.json(include_url=False, include_context=False)),
         ) from exc
     return request, prompt
+
+
+def _with_message_id(result: dict[str, Any], message_id: str | None) -> dict[str, Any]:
+    """`userMessageId`: the prompt's message id (what `session/fork` and
+    `_session/rewind` take), as the message-id draft returns it."""
+    if message_id is not None:
+        result["userMessageId"] = message_id
+    return result
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

@@ -224,3 +224,142 @@ async def test_steering_an_idle_session_starts_a_turn_or_asks_for_a_prompt(
                 {"sessionId": "nope", "prompt": [{"type": "text", "text": "x"}]},
             )
         assert getattr(err.value, "code", None) == -32002
+
+
+def prompt_answers(agent: Any) -> list[dict[str, Any]]:
+    ids = {m["id"] for d, m in agent.messages if d == "out" and m.get("method") == "session/prompt"}
+    return [
+        m["result"]
+        for d, m in agent.messages
+        if d == "in" and "method" not in m and m.get("id") in ids and "result" in m
+    ]
+
+
+def conversation(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(kind, text) of each message chunk, chunks of one message joined."""
+    out: list[tuple[str, str]] = []
+    for u in updates:
+        kind = u["sessionUpdate"]
+        if kind not in ("user_message_chunk", "agent_message_chunk"):
+            continue
+        who = "user" if kind == "user_message_chunk" else "agent"
+        if out and out[-1][0] == who and u.get("messageId") == out[-1][2]:  # type: ignore[misc]
+            out[-1] = (who, out[-1][1] + u["content"]["text"], u.get("messageId"))  # type: ignore[assignment]
+        else:
+            out.append((who, u["content"]["text"], u.get("messageId")))  # type: ignore[arg-type]
+    return [(w, t) for w, t, *_ in out]
+
+
+async def load_replay(agent: Any, sid: str, workspace: Any) -> list[tuple[str, str]]:
+    before = len(agent.updates(sid))
+    await agent.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+    return conversation(agent.updates(sid)[before:])
+
+
+async def test_fork_at_a_message_returns_a_live_session_with_the_conversation_before_it(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    scripted_llm.script(
+        Reply.text("one"), Reply.text("two"), Reply.text("forked answer"), Reply.text("kept")
+    )
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        init = initialize_result(agent)["agentCapabilities"]
+        assert init["sessionCapabilities"]["fork"] == {}
+        assert init["_meta"]["jetbrains"]["air"]["fork"] == {"version": 1, "inclusive": True}
+        await agent.conn.prompt(session_id=sid, prompt=[text("first")])
+        await agent.conn.prompt(session_id=sid, prompt=[text("second")])
+        first_id, second_id = (a["userMessageId"] for a in prompt_answers(agent))
+        agent_ids = {u.get("messageId") for u in agent.updates(sid) if "messageId" in u}
+        assert len(agent_ids) == 2, "each answer's chunks carry its message id"
+
+        forked = await agent.raw_request(
+            "session/fork", {"sessionId": sid, "cwd": str(workspace), "messageId": second_id}
+        )
+        fork = forked["sessionId"]
+        assert fork != sid and forked["_meta"]["sema"]["input"] == "second"
+        await agent.wait_for(lambda: "available_commands_update" in agent.kinds(fork))
+        result = await agent.conn.prompt(session_id=fork, prompt=[text("instead")])
+        assert result.stop_reason == "end_turn", "the fork is live: it takes a prompt"
+        sent = request_texts(scripted_llm.requests[-1].body)
+        assert "first" in sent and "one" in sent and "instead" in sent
+        assert "second" not in sent and "two" not in sent
+        assert await load_replay(agent, sid, workspace) == [
+            ("user", "first"),
+            ("agent", "one"),
+            ("user", "second"),
+            ("agent", "two"),
+        ], "the original is untouched"
+
+        # JetBrains' form keeps the turn of the message it names.
+        air = await agent.raw_request(
+            "session/fork",
+            {
+                "sessionId": sid,
+                "cwd": str(workspace),
+                "_meta": {"jetbrains": {"air": {"fork": {"version": 1, "messageId": first_id}}}},
+            },
+        )
+        assert await load_replay(agent, air["sessionId"], workspace) == [
+            ("user", "first"),
+            ("agent", "one"),
+        ]
+        with pytest.raises(Exception) as err:
+            await agent.raw_request(
+                "session/fork",
+                {
+                    "sessionId": sid,
+                    "cwd": str(workspace),
+                    "_meta": {"jetbrains": {"air": {"fork": {"version": 1, "messageId": "m_x"}}}},
+                },
+            )
+        assert getattr(err.value, "code", None) == -32602
+
+
+async def test_rewind_code_and_conversation_with_conflicts_redo_and_a_replay_that_follows(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    notes = workspace / "notes.txt"
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": str(notes), "content": "v1\n"})]),
+        Reply.text("Made."),
+        Reply.tools([("Write", {"file_path": str(notes), "content": "v2\n"})]),
+        Reply.text("Changed."),
+    )
+    editor = Editor(permission_answers=["allow_once", "allow_once"])
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace)
+        advert = initialize_result(agent)["agentCapabilities"]["_meta"]["sema"]
+        assert advert == {"rewind": {"method": "_session/rewind"}}
+        await agent.conn.prompt(session_id=sid, prompt=[text("make it")])
+        await agent.conn.prompt(session_id=sid, prompt=[text("change it")])
+        second_id = prompt_answers(agent)[1]["userMessageId"]
+        assert notes.read_text() == "v2\n"
+
+        notes.write_text("mine\n")  # the user changed it since
+        refused = await agent.raw_request(
+            "_session/rewind", {"sessionId": sid, "messageId": second_id, "mode": "both"}
+        )
+        assert refused["rewound"] is False
+        assert [c["path"] for c in refused["conflicts"]] == ["notes.txt"]
+        assert notes.read_text() == "mine\n", "nothing changed"
+
+        done = await agent.raw_request(
+            "_session/rewind",
+            {"sessionId": sid, "messageId": second_id, "mode": "both", "force": True},
+        )
+        assert done["rewound"] is True and done["input"] == "change it"
+        assert notes.read_text() == "v1\n"
+        assert await load_replay(agent, sid, workspace) == [
+            ("user", "make it"),
+            ("agent", "Made."),
+        ], "load replays the rewound conversation"
+
+        redone = await agent.raw_request("_session/rewind", {"sessionId": sid, "redo": True})
+        assert redone["rewound"] is True
+        assert notes.read_text() == "mine\n", "redo puts back what the rewind found"
+        replay = await load_replay(agent, sid, workspace)
+        assert replay[-2:] == [("user", "change it"), ("agent", "Changed.")]
+        with pytest.raises(Exception) as err:
+            await agent.raw_request("_session/rewind", {"sessionId": sid, "mode": "files"})
+        assert getattr(err.value, "code", None) == -32602
