@@ -80,10 +80,10 @@ def next_prompt_after(session_id: str, message_id: str) -> tuple[bool, str | Non
     if at is None:
         return False, None
     for message in messages[at + 1 :]:
-        if message.role != "user" or isinstance(message.content, str):
-            kind = message.kind or ("prompt" if message.role == "user" else None)
-        else:
-            kind = message.kind or infer_kind(message.content)
+        kind: str | None = message.kind
+        if kind is None and message.role == "user":
+            content = message.content
+            kind = "prompt" if isinstance(content, str) else infer_kind(content)
         if kind == "prompt":
             return True, message.id
     return True, None
