@@ -67,7 +67,9 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
             "rawOutput": {"content": text, "summary": getattr(event, "summary", "")},
         }
         name = call.name if call is not None else event.tool_name
-        if failed or name not in ("Write", "Edit"):  # an edit keeps its diff as content
+        if call is not None and call.terminal_id is not None:  # the terminal shows it
+            update["content"] = [{"type": "terminal", "terminalId": call.terminal_id}]
+        elif failed or name not in ("Write", "Edit"):  # an edit keeps its diff as content
             update["content"] = [translate.text_content(text)] if text else []
         return [*pending, update]
     if isinstance(event, TodosUpdateParams):

@@ -128,6 +128,8 @@ class _ToolCallState:
     output: str = ""
     """The output so far (its tail), for ACP content that replaces, not appends."""
     unsent: bool = False
+    terminal_id: str | None = None
+    """The editor's terminal the call runs in (its content from then on)."""
 
 
 @dataclass
@@ -433,6 +435,22 @@ class AcpServer:
         for update in updates_for(self, state, event):
             self.update(state.session_id, update)
 
+    def terminal_started(self, session_id: str, tool_call_id: str, terminal_id: str) -> None:
+        """A Bash call runs in the editor's terminal: the call embeds it."""
+        state = self.sessions.get(session_id)
+        call = state.tool_calls.get(tool_call_id) if state is not None else None
+        if call is None:
+            return
+        call.terminal_id = terminal_id
+        self.update(
+            session_id,
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id,
+                "content": [{"type": "terminal", "terminalId": terminal_id}],
+            },
+        )
+
     def tool_running(self, session_id: str, tool_call_id: str) -> None:
         """The engine's hook (EventBus.tool_running): a call announced `pending` runs now."""
         state = self.sessions.get(session_id)
@@ -565,6 +583,9 @@ class AcpServer:
         from sema_rpc.acp.fs import install_editor_files
 
         install_editor_files(self, session)
+        from sema_rpc.acp.terminal import install_terminal
+
+        install_terminal(self, session)
         if session.profile is None:
             from sema_rpc.engine.sessions import NO_MODEL_SUGGESTION
 

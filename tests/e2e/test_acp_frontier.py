@@ -363,3 +363,61 @@ async def test_rewind_code_and_conversation_with_conflicts_redo_and_a_replay_tha
         with pytest.raises(Exception) as err:
             await agent.raw_request("_session/rewind", {"sessionId": sid, "mode": "files"})
         assert getattr(err.value, "code", None) == -32602
+
+
+async def test_bash_runs_in_the_editors_terminal_embedded_in_the_call_with_consent_and_timeout(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    from acp.schema import ClientCapabilities
+
+    command = "echo out; echo err >&2; echo $PAGER; touch made.txt; exit 3"
+    scripted_llm.script(
+        Reply.tools([("Bash", {"command": command}, "call_t1")]),
+        Reply.tools([("Bash", {"command": "touch refused.txt"}, "call_t2")]),
+        Reply.text("unused"),
+        Reply.tools([("Bash", {"command": "sleep 30", "timeout": 1000}, "call_t3")]),
+        Reply.text("Timed out."),
+    )
+    editor = Editor(permission_answers=["allow_once", "reject_once", "allow_once"])
+    async with acp_agent(server_env, editor) as agent:
+        await agent.conn.initialize(
+            protocol_version=1, client_capabilities=ClientCapabilities(terminal=True)
+        )
+        sid = (await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await agent.conn.prompt(session_id=sid, prompt=[text("run it")])
+        created = [c for kind, c in editor.terminal_calls if kind == "create"]
+        assert created == [{"command": "/bin/bash", "args": ["-c", command], "cwd": str(workspace)}]
+        assert (workspace / "made.txt").exists(), "the editor ran it"
+        sent = scripted_llm.requests[1].body["messages"][-1]["content"]
+        result = next(b for b in sent if b["type"] == "tool_result")
+        result_text = (
+            "".join(c["text"] for c in result["content"] if c.get("type") == "text")
+            if isinstance(result["content"], list)
+            else result["content"]
+        )
+        assert "out" in result_text and "err" in result_text and "Exit code: 3" in result_text
+        assert "cat" in result_text, "Bash's environment settings (pagers off) apply"
+        call = of_call(agent, sid, "call_t1")
+        terminal = {"type": "terminal", "terminalId": "term-1"}
+        assert [u.get("status") for u in call][:2] == ["pending", "in_progress"]
+        assert any(u.get("content") == [terminal] for u in call[:-1]), "embedded while it runs"
+        assert call[-1]["content"] == [terminal] and call[-1]["status"] == "completed"
+        assert [k for k, _ in editor.terminal_calls] == [
+            "create",
+            "wait_for_exit",
+            "output",
+            "release",
+        ]
+
+        # consent is unchanged: a rejected command never reaches the terminal
+        await agent.conn.prompt(session_id=sid, prompt=[text("again")])
+        assert len([k for k, _ in editor.terminal_calls if k == "create"]) == 1
+        assert not (workspace / "refused.txt").exists()
+
+        # the timeout is Bash's: the terminal is killed
+        await agent.conn.prompt(session_id=sid, prompt=[text("slow")])
+        kinds = [k for k, _ in editor.terminal_calls]
+        assert kinds[-3:] == ["kill", "output", "release"]
+        assert "timed out" in str(scripted_llm.requests[-1].body["messages"][-1]["content"])
+        for proc, _out, _pump in editor.terminals.values():
+            assert proc.returncode is not None, "no command outlives its call"
