@@ -714,7 +714,7 @@ class AcpServer:
                 },
             )
         if cancel.cancelled:
-            return _with_message_id({"stopReason": "cancelled"}, result.message_id)
+            return _with_message_id({"stopReason": "cancelled"}, result)
         if result.stop_reason == "error":
             error = result.error
             raise RpcError(
@@ -723,7 +723,7 @@ class AcpServer:
                 error.model_dump(mode="json", exclude_none=True) if error else None,
             )
         stop = "max_turn_requests" if result.stop_reason == "max_turns" else "end_turn"
-        return _with_message_id({"stopReason": stop}, result.message_id)
+        return _with_message_id({"stopReason": stop}, result)
 
     async def _steer(self, params: SteeringRequest) -> dict[str, Any]:
         """`_session/steering`: text for the running turn (it joins it after the running
@@ -874,11 +874,27 @@ def _prompt_request(
     return request, prompt
 
 
-def _with_message_id(result: dict[str, Any], message_id: str | None) -> dict[str, Any]:
+def _with_message_id(result: dict[str, Any], answer: Any) -> dict[str, Any]:
     """`userMessageId`: the prompt's message id (what `session/fork` and
-    `_session/rewind` take), as the message-id draft returns it."""
-    if message_id is not None:
-        result["userMessageId"] = message_id
+    `_session/rewind` take), as the message-id draft returns it; `usage` (unstable in
+    ACP): this turn's tokens."""
+    if answer.message_id is not None:
+        result["userMessageId"] = answer.message_id
+    turn = answer.turn
+    if turn is not None:
+        counts = (
+            turn.input_tokens,
+            turn.output_tokens,
+            turn.cache_read_tokens,
+            turn.cache_write_tokens,
+        )
+        result["usage"] = {
+            "totalTokens": sum(counts),
+            "inputTokens": turn.input_tokens,
+            "outputTokens": turn.output_tokens,
+            "cachedReadTokens": turn.cache_read_tokens,
+            "cachedWriteTokens": turn.cache_write_tokens,
+        }
     return result
 
 

@@ -72,6 +72,14 @@ async def test_an_allowed_call_goes_pending_in_progress_completed_without_a_ques
         statuses = [u.get("status") for u in of_call(agent, sid, "call_r1")]
         assert statuses == ["pending", "in_progress", "completed"]
         assert editor.permission_requests == []
+        usage = prompt_answers(agent)[0]["usage"]  # two model calls of 10 in, 5 out
+        assert usage == {
+            "totalTokens": 30,
+            "inputTokens": 20,
+            "outputTokens": 10,
+            "cachedReadTokens": 0,
+            "cachedWriteTokens": 0,
+        }
 
 
 async def test_a_session_never_prompted_is_resumable_and_loadable_after_a_restart(
