@@ -68,7 +68,9 @@ class Acpx:
     def command(self, *args: str, options: tuple[str, ...] = ()) -> list[str]:
         return [*self.base[:1], *options, *self.base[1:], *args]
 
-    async def run(self, *args: str, options: tuple[str, ...] = ()) -> tuple[int, list[dict]]:
+    async def run(
+        self, *args: str, options: tuple[str, ...] = ()
+    ) -> tuple[int, list[dict[str, Any]], str]:
         proc = await asyncio.create_subprocess_exec(
             *self.command(*args, options=options),
             env=self.env,
@@ -78,7 +80,7 @@ class Acpx:
         )
         out, err = await asyncio.wait_for(proc.communicate(), 120)
         assert proc.returncode is not None
-        return proc.returncode, wire(out), err.decode(errors="replace")  # type: ignore[return-value]
+        return proc.returncode, wire(out), err.decode(errors="replace")
 
     def processes(self) -> list[int]:
         """Live processes started for this test (acpx, its queue owner, the agent)."""
