@@ -553,6 +553,7 @@ class AcpServer:
     ) -> tuple[Session, AcpSession]:
         from sema_rpc.protocol import McpServerParams, SessionCreateParams
 
+        system_prompt = _client_system_prompt(params.meta)  # refused before anything opens
         cwd = Path(params.cwd)
         if not cwd.is_absolute():
             raise RpcError(INVALID_PARAMS, f"cwd must be an absolute path: {params.cwd}")
@@ -586,6 +587,7 @@ class AcpServer:
         from sema_rpc.acp.terminal import install_terminal
 
         install_terminal(self, session)
+        session.client_system_prompt = system_prompt
         if session.profile is None:
             from sema_rpc.engine.sessions import NO_MODEL_SUGGESTION
 
@@ -872,6 +874,19 @@ def _prompt_request(
             json.loads(exc.json(include_url=False, include_context=False)),
         ) from exc
     return request, prompt
+
+
+def _client_system_prompt(meta: dict[str, Any] | None) -> tuple[str, str] | None:
+    """`_meta.systemPrompt` as claude-agent-acp reads it (and acpx sends it): a string
+    replaces our system prompt, `{append: text}` adds to it. Anything else: -32602."""
+    value = (meta or {}).get("systemPrompt")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return ("override", value)
+    if isinstance(value, dict) and isinstance(value.get("append"), str):
+        return ("append", value["append"])
+    raise RpcError(INVALID_PARAMS, "_meta.systemPrompt: a string (replaces), or {append: string}")
 
 
 def _with_message_id(result: dict[str, Any], answer: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ fork at a message; rewind."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from typing import Any
 
@@ -429,3 +430,41 @@ async def test_bash_runs_in_the_editors_terminal_embedded_in_the_call_with_conse
         assert "timed out" in str(scripted_llm.requests[-1].body["messages"][-1]["content"])
         for proc, _out, _pump in editor.terminals.values():
             assert proc.returncode is not None, "no command outlives its call"
+
+
+async def test_the_clients_system_prompt_appends_to_or_replaces_ours(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    scripted_llm.script(Reply.text("a"), Reply.text("b"), Reply.text("c"))
+    async with acp_agent(server_env) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        appended = await agent.raw_request(
+            "session/new",
+            {
+                "cwd": str(workspace),
+                "mcpServers": [],
+                "_meta": {"systemPrompt": {"append": "Always answer in French."}},
+            },
+        )
+        await agent.conn.prompt(session_id=appended["sessionId"], prompt=[text("hi")])
+        system = json.dumps(scripted_llm.requests[-1].body["system"])
+        assert "Always answer in French." in system and "Working directory" in system
+
+        replaced = await agent.raw_request(
+            "session/new",
+            {"cwd": str(workspace), "mcpServers": [], "_meta": {"systemPrompt": "You are terse."}},
+        )
+        await agent.conn.prompt(session_id=replaced["sessionId"], prompt=[text("hi")])
+        system = json.dumps(scripted_llm.requests[-1].body["system"])
+        assert "You are terse." in system and "Working directory" not in system
+
+        # a resume says it again; without it the session's prompt is ours
+        await agent.conn.resume_session(cwd=str(workspace), session_id=replaced["sessionId"])
+        await agent.conn.prompt(session_id=replaced["sessionId"], prompt=[text("again")])
+        assert "Working directory" in json.dumps(scripted_llm.requests[-1].body["system"])
+        with pytest.raises(Exception) as err:
+            await agent.raw_request(
+                "session/new",
+                {"cwd": str(workspace), "mcpServers": [], "_meta": {"systemPrompt": 7}},
+            )
+        assert getattr(err.value, "code", None) == -32602
