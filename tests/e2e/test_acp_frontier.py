@@ -468,3 +468,25 @@ async def test_the_clients_system_prompt_appends_to_or_replaces_ours(
                 {"cwd": str(workspace), "mcpServers": [], "_meta": {"systemPrompt": 7}},
             )
         assert getattr(err.value, "code", None) == -32602
+
+
+async def test_session_cancel_reaches_a_steered_input_and_the_prompt_answers_once(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    gate = threading.Event()
+    first = Reply.text("Answering slowly.", gate=gate)
+    scripted_llm.script(first, Reply.text("never asked"))
+    async with acp_agent(server_env) as agent:
+        sid = await start(agent, workspace)
+        running = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[text("hi")]))
+        await asyncio.to_thread(first.at_gate.wait, 10)
+        answer = await agent.raw_request(
+            "_session/steering", {"sessionId": sid, "prompt": [{"type": "text", "text": "more"}]}
+        )
+        assert answer == {"outcome": "injected"}
+        await agent.conn.cancel(session_id=sid)
+        result = await asyncio.wait_for(running, 15)
+        gate.set()
+        assert result.stop_reason == "cancelled"
+        assert len(scripted_llm.requests) == 1, "the steered input never ran"
+        assert len(prompt_answers(agent)) == 1
