@@ -1,11 +1,14 @@
 """ACP mode beside the native dialect, in the same run: `initialize` latency (spawn →
-answer) and text chunks per second at the client (a 20,000-delta answer from the
-scripted model server), for `sema-rpc --jsonl` and `sema-rpc --acp`.
+answer), the first session's creation (`session/new` / `session/create` right after
+`initialize`: the engine's import included) and text chunks per second at the client (a
+20,000-delta answer from the scripted model server), for `sema-rpc --jsonl` and
+`sema-rpc --acp`.
 
 Both are driven by the same minimal line-reading client (no SDK on the client side, so
-the figures are the server's), one process per `initialize` sample.
+the figures are the server's), one process per `initialize` sample. `--repo` runs the
+server of another checkout (its `.venv`), to compare a change with the code before it.
 
-    .venv/bin/python bench/bench_acp.py [--runs 7] [--deltas 20000]
+    .venv/bin/python bench/bench_acp.py [--runs 7] [--deltas 20000] [--repo PATH] [--dialects acp]
 """
 
 from __future__ import annotations
@@ -30,14 +33,18 @@ class LineClient:
         self.proc = proc
         self.ids = 0
 
+    repo: Path = REPO
+    """The checkout whose server runs (its own `.venv`, else this interpreter)."""
+
     @classmethod
     async def spawn(cls, dialect: str, env: dict[str, str]) -> LineClient:
+        python = cls.repo / ".venv" / "bin" / "python"
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
+            str(python) if python.exists() else sys.executable,
             "-m",
             "sema_rpc",
             "--acp" if dialect == "acp" else "--jsonl",
-            cwd=str(REPO),
+            cwd=str(cls.repo),
             env=env,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -96,6 +103,30 @@ async def initialize_ms(dialect: str, env: dict[str, str], runs: int) -> float:
     return statistics.median(samples)
 
 
+async def new_session_ms(dialect: str, env: dict[str, str], workspace: Path, runs: int) -> float:
+    """The first session of a fresh process, timed from its request to its answer."""
+    samples = []
+    for _ in range(runs):
+        client = await LineClient.spawn(dialect, env)
+        method, params = INIT[dialect]
+        await client.request(method, params)
+        t0 = time.perf_counter()
+        await open_session(client, dialect, workspace)
+        samples.append((time.perf_counter() - t0) * 1000)
+        await client.close()
+    return statistics.median(samples)
+
+
+async def open_session(client: LineClient, dialect: str, workspace: Path) -> str:
+    if dialect == "acp":
+        answer = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+    else:
+        answer = await client.request(
+            "session/create", {"workingDir": str(workspace), "model": "anthropic/claude-bench"}
+        )
+    return str(answer["sessionId"])
+
+
 def _cpu_ms(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     import os
@@ -110,17 +141,7 @@ async def stream(
     try:
         method, params = INIT[dialect]
         await client.request(method, params)
-        if dialect == "acp":
-            sid = (await client.request("session/new", {"cwd": str(workspace), "mcpServers": []}))[
-                "sessionId"
-            ]
-        else:
-            sid = (
-                await client.request(
-                    "session/create",
-                    {"workingDir": str(workspace), "model": "anthropic/claude-bench"},
-                )
-            )["sessionId"]
+        sid = await open_session(client, dialect, workspace)
         llm.script(Reply.text(deltas=deltas))
         chunks = 0
         first: list[float] = []
@@ -161,7 +182,7 @@ async def stream(
         await client.close()
 
 
-async def run(runs: int, deltas: int) -> dict[str, Any]:
+async def run(runs: int, deltas: int, dialects: list[str]) -> dict[str, Any]:
     host = host_header()
     with tempfile.TemporaryDirectory(prefix="bench-acp-") as tmp, ScriptedLLM() as llm:
         root = Path(tmp)
@@ -174,10 +195,17 @@ async def run(runs: int, deltas: int) -> dict[str, Any]:
             **server_env(llm, root / "sema"),
             "HOME": str(root),
         }
-        out: dict[str, Any] = {"bench": "acp", "host": host, "runs": runs, "deltas": deltas}
+        out: dict[str, Any] = {
+            "bench": "acp",
+            "host": host,
+            "repo": str(LineClient.repo),
+            "runs": runs,
+            "deltas": deltas,
+        }
         rows = []
-        for dialect in ("native", "acp"):
+        for dialect in dialects:
             init = await initialize_ms(dialect, env, runs)
+            new = await new_session_ms(dialect, env, workspace, runs)
             best: dict[str, float] = {}
             for _ in range(2):  # best of two: a shared machine's noise only slows things
                 figures = await stream(dialect, env, llm, workspace, deltas)
@@ -185,6 +213,7 @@ async def run(runs: int, deltas: int) -> dict[str, Any]:
                     best = figures
             out[dialect] = {
                 "initialize_ms": round(init, 1),
+                "session_new_ms": round(new, 1),
                 "chunks_per_s": round(best["chunks_per_s"]),
                 "server_cpu_us_per_chunk": round(best["server_cpu_us_per_chunk"], 2),
             }
@@ -192,6 +221,7 @@ async def run(runs: int, deltas: int) -> dict[str, Any]:
                 [
                     dialect,
                     init,
+                    new,
                     best["chunks_per_s"],
                     best["server_cpu_us_per_chunk"],
                 ]
@@ -201,6 +231,7 @@ async def run(runs: int, deltas: int) -> dict[str, Any]:
             [
                 "dialect",
                 "spawn → initialize ms",
+                "first session/new ms",
                 "text chunks/s at the client",
                 "server CPU µs/chunk",
             ],
@@ -214,8 +245,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--deltas", type=int, default=20000)
+    parser.add_argument("--repo", type=Path, default=REPO, help="the checkout whose server runs")
+    parser.add_argument("--dialects", default="native,acp", help="comma-separated")
     args = parser.parse_args()
-    asyncio.run(run(args.runs, args.deltas))
+    LineClient.repo = args.repo.resolve()
+    asyncio.run(run(args.runs, args.deltas, args.dialects.split(",")))
     return 0
 
 

@@ -30,11 +30,11 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
     if isinstance(event, TextChunkParams):
         if event.agent_id != "main":  # a subagent's text is its Task's result, not ours
             return []
-        return [_chunk("agent_message_chunk", event.delta)]
+        return [_chunk("agent_message_chunk", event.delta, event.message_id)]
     if isinstance(event, ThinkingChunkParams):
         if event.agent_id != "main":
             return []
-        return [_chunk("agent_thought_chunk", event.delta)]
+        return [_chunk("agent_thought_chunk", event.delta, event.message_id)]
     if isinstance(event, ToolExecutionStartParams):
         state.tool_calls[event.tool_call_id] = translate_state(event.tool_name)
         state.last_tool[event.tool_name] = event.tool_call_id
@@ -45,7 +45,7 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
                 event.title,
                 event.input,
                 state.cwd,
-                "in_progress",
+                "pending",  # until it passed its checks and consent: then in_progress
             )
         ]
     if isinstance(event, ToolExecutionUpdateParams):
@@ -68,7 +68,9 @@ def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> lis
             "rawOutput": {"content": text, "summary": getattr(event, "summary", "")},
         }
         name = call.name if call is not None else event.tool_name
-        if failed or name not in ("Write", "Edit"):  # an edit keeps its diff as content
+        if call is not None and call.terminal_id is not None:  # the terminal shows it
+            update["content"] = [{"type": "terminal", "terminalId": call.terminal_id}]
+        elif failed or name not in ("Write", "Edit"):  # an edit keeps its diff as content
             update["content"] = [translate.text_content(text)] if text else []
         return [*pending, update]
     if isinstance(event, TodosUpdateParams):
@@ -133,5 +135,8 @@ def translate_state(name: str) -> Any:
     return _ToolCallState(name)
 
 
-def _chunk(kind: str, text: str) -> dict[str, Any]:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+def _chunk(kind: str, text: str, message_id: str | None) -> dict[str, Any]:
+    chunk: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    if message_id is not None:
+        chunk["messageId"] = message_id
+    return chunk

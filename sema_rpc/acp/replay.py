@@ -1,7 +1,7 @@
 """`session/load`: the whole conversation on disk as `session/update` notifications.
 
 Every message of the full history (compaction and `/clear` do not hide earlier ones):
-what the user typed as `user_message_chunk` (the engine's own context blocks, the
+what the user typed as `user_message_chunk` (each chunk with its message's `messageId`) (the engine's own context blocks, the
 `<system-reminder>`s, are not the user's words and are left out), the answers as
 `agent_message_chunk` / `agent_thought_chunk`, and each tool call as one `tool_call`
 carrying its final status (`completed` / `failed`) and result.
@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 
 
 def _messages(session_id: str) -> list[Message]:
+    """Every message on disk, in order, as the conversation stands: a rewind of the
+    conversation drops the messages from the one it went back to (a redo puts them
+    back); compaction and `/clear` drop nothing (the client shows the whole talk)."""
     from sema_rpc.engine.history import flush_all, history_path, load_history
 
     flush_all()
@@ -36,16 +39,54 @@ def _messages(session_id: str) -> list[Message]:
         loaded = load_history(session_id)
         return loaded.messages if loaded is not None else []
     out: list[Message] = []
+    undone: list[Message] | None = None
+    """What the last rewind dropped, while a redo can put it back."""
     for raw in data.split(b"\n"):
         if not raw.strip():
             continue
         try:
             entry = json.loads(raw)
-            if isinstance(entry, dict) and entry.get("t") == "message":
+            if not isinstance(entry, dict):
+                continue
+            kind = entry.get("t")
+            if kind == "message":
                 out.append(Message.model_validate(entry))
+                undone = None
+            elif kind == "rewind" and entry.get("restore") in ("conversation", "both"):
+                at = _index_of(out, str(entry.get("messageId")))
+                if at is not None:
+                    out, undone = out[:at], out[at:]
+            elif kind == "redo" and undone is not None:
+                out, undone = out + undone, None
         except ValueError:  # torn or unreadable lines: skipped, as the loader does
             continue
     return out
+
+
+def _index_of(messages: list[Message], message_id: str) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].id == message_id:
+            return i
+    return None
+
+
+def next_prompt_after(session_id: str, message_id: str) -> tuple[bool, str | None]:
+    """JetBrains' inclusive fork point: whether `message_id` is in the conversation, and
+    the id of the first user prompt after it (None: the fork keeps everything). Blocking."""
+    from sema_rpc.engine.history import infer_kind
+
+    messages = _messages(session_id)
+    at = _index_of(messages, message_id)
+    if at is None:
+        return False, None
+    for message in messages[at + 1 :]:
+        kind: str | None = message.kind
+        if kind is None and message.role == "user":
+            content = message.content
+            kind = "prompt" if isinstance(content, str) else infer_kind(content)
+        if kind == "prompt":
+            return True, message.id
+    return True, None
 
 
 def _title(name: str, args: dict[str, Any]) -> str:
@@ -88,11 +129,11 @@ def replay_updates(session_id: str, cwd: Path) -> list[dict[str, Any]]:
                 if message.role == "user":
                     if block.text.lstrip().startswith("<system-reminder>"):
                         continue
-                    updates.append(_chunk("user_message_chunk", block.text))
+                    updates.append(_chunk("user_message_chunk", block.text, message.id))
                 else:
-                    updates.append(_chunk("agent_message_chunk", block.text))
+                    updates.append(_chunk("agent_message_chunk", block.text, message.id))
             elif isinstance(block, ThinkingBlock) and message.role == "assistant":
-                updates.append(_chunk("agent_thought_chunk", block.thinking))
+                updates.append(_chunk("agent_thought_chunk", block.thinking, message.id))
             elif isinstance(block, ToolUseBlock):
                 result = results.get(block.id)
                 status = "failed" if result is None or result.is_error else "completed"
@@ -114,5 +155,8 @@ def replay_updates(session_id: str, cwd: Path) -> list[dict[str, Any]]:
     return updates
 
 
-def _chunk(kind: str, text: str) -> dict[str, Any]:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+def _chunk(kind: str, text: str, message_id: str | None) -> dict[str, Any]:
+    chunk: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    if message_id is not None:  # what `session/fork` and `_session/rewind` take
+        chunk["messageId"] = message_id
+    return chunk

@@ -17,6 +17,7 @@ process keeps serving; every prompt is answered exactly once (`cancelled` after
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import datetime
 import itertools
@@ -39,15 +40,18 @@ from sema_rpc.acp.wire import (
     AcpClientCapabilities,
     AuthenticateRequest,
     CancelRequest,
+    ForkRequest,
     InitializeRequest,
     ListSessionsRequest,
     LoadSessionRequest,
     McpServer,
     NewSessionRequest,
     PromptRequest,
+    RewindRequest,
     SessionRequest,
     SetConfigOptionRequest,
     SetModeRequest,
+    SteeringRequest,
 )
 from sema_rpc.core.errors import DomainError
 from sema_rpc.protocol import (
@@ -77,12 +81,24 @@ REQUEST_CANCELLED = -32800
 AUTH_REQUIRED = -32000
 RESOURCE_NOT_FOUND = -32002
 
+STEERING_METHOD = "_session/steering"
+"""The steering extension as claude-agent-acp and codex-acp speak it (protocol/acp.md)."""
+
+REWIND_METHOD = "_session/rewind"
+"""Ours (protocol/acp.md): the native `session/rewind` for ACP clients."""
+
+FORK_ADVERT = {"version": 1, "inclusive": True}
+"""`agentCapabilities._meta.jetbrains.air.fork`: JetBrains' fork point is honoured."""
+
 LIST_PAGE = 100
 """Sessions per `session/list` page."""
 
 _BATCHED = frozenset({"agent_message_chunk", "agent_thought_chunk"})
 """High-rate updates: written many per `write(2)` at the end of the loop iteration."""
 
+
+STEERING_ADVERT = {"supported": True, "idlePromptRequired": True}
+"""`idlePromptRequired`: `_meta.steering.idleBehavior: "promptRequired"` is honoured."""
 
 _current_request: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "sema_acp_request_id", default=None
@@ -104,6 +120,8 @@ class _ToolCallState:
     output: str = ""
     """The output so far (its tail), for ACP content that replaces, not appends."""
     unsent: bool = False
+    terminal_id: str | None = None
+    """The editor's terminal the call runs in (its content from then on)."""
 
 
 @dataclass
@@ -119,6 +137,9 @@ class AcpSession:
     """Tool name → id of its latest call (plan exit and questions ask about it)."""
     rejected_rules: set[str] = field(default_factory=set)
     """Rules answered `reject_always`: refused without asking for the session's life."""
+    steered: list[asyncio.Task[Any]] = field(default_factory=list)
+    """`_session/steering` inputs injected into the running prompt: that prompt answers
+    once they are answered too (one turn, as the client sees it, settles once)."""
 
 
 def _rpc_error_of(exc: DomainError) -> RpcError:
@@ -158,6 +179,8 @@ class AcpServer:
         self.shutting_down = False
         self._output_pending: set[tuple[str, str]] = set()
         self._output_scheduled = False
+        self._detached: set[asyncio.Task[Any]] = set()
+        """Turns started by `_session/steering` on an idle session (no request owns them)."""
         self._handlers: dict[str, tuple[type[BaseModel], Callable[[Any], Awaitable[Any]]]] = {
             "initialize": (InitializeRequest, self._initialize),
             "authenticate": (AuthenticateRequest, self._authenticate),
@@ -170,6 +193,9 @@ class AcpServer:
             "session/prompt": (PromptRequest, self._prompt),
             "session/set_mode": (SetModeRequest, self._set_mode),
             "session/set_config_option": (SetConfigOptionRequest, self._set_config_option),
+            "session/fork": (ForkRequest, self._fork),
+            STEERING_METHOD: (SteeringRequest, self._steer),
+            REWIND_METHOD: (RewindRequest, self._rewind),
         }
 
     # ------------------------------------------------------------------ the engine, lazily
@@ -421,6 +447,36 @@ class AcpServer:
         for update in updates_for(self, state, event):
             self.update(state.session_id, update)
 
+    def terminal_started(self, session_id: str, tool_call_id: str, terminal_id: str) -> None:
+        """A Bash call runs in the editor's terminal: the call embeds it."""
+        state = self.sessions.get(session_id)
+        call = state.tool_calls.get(tool_call_id) if state is not None else None
+        if call is None:
+            return
+        call.terminal_id = terminal_id
+        self.update(
+            session_id,
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id,
+                "content": [{"type": "terminal", "terminalId": terminal_id}],
+            },
+        )
+
+    def tool_running(self, session_id: str, tool_call_id: str) -> None:
+        """The engine's hook (EventBus.tool_running): a call announced `pending` runs now."""
+        state = self.sessions.get(session_id)
+        if state is None or tool_call_id not in state.tool_calls:
+            return
+        self.update(
+            session_id,
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id,
+                "status": "in_progress",
+            },
+        )
+
     def output_changed(self, state: AcpSession, tool_call_id: str) -> None:
         """A call's streamed output grew: sent at the end of this loop iteration, once,
         whatever the number of deltas (each update carries the whole tail)."""
@@ -476,12 +532,24 @@ class AcpServer:
                 "loadSession": True,
                 "promptCapabilities": {"image": images, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": True, "sse": True},
-                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
+                "sessionCapabilities": {
+                    "list": {},
+                    "resume": {},
+                    "close": {},
+                    "delete": {},
+                    "fork": {},
+                },
+                "_meta": {
+                    "jetbrains": {"air": {"fork": FORK_ADVERT}},
+                    "sema": {"rewind": {"method": REWIND_METHOD}},
+                },
             },
             "authMethods": auth_methods(
                 params.client_capabilities.auth, params.client_capabilities.meta
             ),
             "agentInfo": {"name": "sema-rpc", "title": "sema", "version": sema_rpc.__version__},
+            # Where claude-agent-acp and codex-acp advertise `_session/steering`.
+            "_meta": {"steering": STEERING_ADVERT},
         }
 
     async def _authenticate(self, params: AuthenticateRequest) -> dict[str, Any]:
@@ -498,6 +566,7 @@ class AcpServer:
     ) -> tuple[Session, AcpSession]:
         from sema_rpc.protocol import McpServerParams, SessionCreateParams
 
+        system_prompt = _client_system_prompt(params.meta)  # refused before anything opens
         cwd = Path(params.cwd)
         if not cwd.is_absolute():
             raise RpcError(INVALID_PARAMS, f"cwd must be an absolute path: {params.cwd}")
@@ -528,6 +597,10 @@ class AcpServer:
         from sema_rpc.acp.fs import install_editor_files
 
         install_editor_files(self, session)
+        from sema_rpc.acp.terminal import install_terminal
+
+        install_terminal(self, session)
+        session.client_system_prompt = system_prompt
         if session.profile is None:
             from sema_rpc.engine.sessions import NO_MODEL_SUGGESTION
 
@@ -557,6 +630,11 @@ class AcpServer:
 
     async def _new(self, params: NewSessionRequest) -> _Answer:
         session, state = await self._open(params, None)
+        if session.store is not None:
+            # The id is the client's now: it stays resumable (session/resume, session/load)
+            # after a restart, though nothing was said in it. The entry keeps the file
+            # (a session with no input is still left out of session/list).
+            session.store.append_event("created", by="acp")
         result = {"sessionId": session.id, **self._session_result(session)}
         return _Answer(result, self._after_open(session, state))
 
@@ -625,25 +703,19 @@ class AcpServer:
         return {}
 
     async def _prompt(self, params: PromptRequest) -> dict[str, Any]:
-        from sema_rpc.acp.options import skill_prompt
         from sema_rpc.engine.control import PromptCancel
-        from sema_rpc.protocol import SessionPromptParams
 
         session, state = self._session(params.session_id)
-        prompt = translate.prompt_input(params.prompt, state.cwd)
-        if isinstance(prompt, str):
-            prompt = skill_prompt(prompt, session)
-        try:
-            request = SessionPromptParams.model_validate({"sessionId": session.id, "input": prompt})
-        except ValidationError as exc:
-            raise RpcError(
-                INVALID_PARAMS,
-                f"invalid prompt: {exc.error_count()} error(s)",
-                json.loads(exc.json(include_url=False, include_context=False)),
-            ) from exc
+        request, prompt = _prompt_request(session, state, params.prompt)
+        # Registered when the request was read (`_accept_prompt`): a cancel or close read
+        # right behind it reaches this turn.
         cancel = state.prompts.get(_current_request.get()) or PromptCancel()
         first = not session.history and not session.history_loaded
         result = await self.engine.prompt(request, cancel)
+        while state.steered:  # inputs steered into this turn: it ends with them
+            steered = state.steered.pop(0)
+            with contextlib.suppress(Exception):
+                result = await asyncio.shield(steered)
         if first and session.history and not session.bus.closed:
             title = _title_of(prompt)
             now = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
@@ -656,7 +728,7 @@ class AcpServer:
                 },
             )
         if cancel.cancelled:
-            return {"stopReason": "cancelled"}
+            return _with_message_id({"stopReason": "cancelled"}, result)
         if result.stop_reason == "error":
             error = result.error
             raise RpcError(
@@ -664,9 +736,107 @@ class AcpServer:
                 error.message if error else "the turn failed",
                 error.model_dump(mode="json", exclude_none=True) if error else None,
             )
-        return {
-            "stopReason": "max_turn_requests" if result.stop_reason == "max_turns" else "end_turn"
-        }
+        stop = "max_turn_requests" if result.stop_reason == "max_turns" else "end_turn"
+        return _with_message_id({"stopReason": stop}, result)
+
+    async def _steer(self, params: SteeringRequest) -> dict[str, Any]:
+        """`_session/steering`: text for the running turn (it joins it after the running
+        tool batch, or continues it when the model was answering: the running prompt
+        answers once both are done). No turn: a new one (`startedNewTurn`), or
+        `promptRequired` when the client asked for it (`_meta.steering.idleBehavior`)."""
+        from sema_rpc.engine.control import PromptCancel
+        from sema_rpc.engine.engine import system_command
+
+        session, state = self._session(params.session_id)
+        running = bool(state.prompts)
+        steering = (params.meta or {}).get("steering")
+        idle = steering.get("idleBehavior") if isinstance(steering, dict) else None
+        if not running and idle == "promptRequired":
+            return {"outcome": "promptRequired", "reason": "noRunningTurn"}
+        request, prompt = _prompt_request(session, state, params.prompt)
+        if running and isinstance(prompt, str) and system_command(prompt) is not None:
+            return {"outcome": "failed"}  # /clear, /compact: never part of another turn
+        if self.shutting_down:
+            return {"outcome": "failed"}
+        if running:
+            request.delivery = "steer"
+        cancel = PromptCancel()
+        key = f"steer-{next(self._ids)}"
+        state.prompts[key] = cancel  # session/cancel reaches it as it reaches a prompt
+
+        async def run() -> Any:
+            try:
+                return await self.engine.prompt(request, cancel)
+            finally:
+                state.prompts.pop(key, None)
+
+        task = asyncio.get_running_loop().create_task(run())
+        if running:
+            state.steered.append(task)
+            return {"outcome": "injected"}
+        task.add_done_callback(_log_failure)
+        self._detached.add(task)
+        task.add_done_callback(self._detached.discard)
+        return {"outcome": "startedNewTurn"}
+
+    async def _fork(self, params: ForkRequest) -> _Answer:
+        """`session/fork`: a new live session holding the conversation up to a message
+        (or all of it), with the client's MCP servers; the original is untouched."""
+        from sema_rpc.protocol import SessionForkParams
+
+        await self._load_known(params)
+        message_id = params.message_id
+        air = ((params.meta or {}).get("jetbrains") or {}).get("air", {}).get("fork")
+        if isinstance(air, dict) and air.get("version") == 1 and air.get("messageId"):
+            from sema_rpc.acp.replay import next_prompt_after
+
+            point = str(air["messageId"])
+            found, message_id = await asyncio.to_thread(next_prompt_after, params.session_id, point)
+            if not found:
+                raise RpcError(
+                    INVALID_PARAMS,
+                    f"Fork point message {point} was not found",
+                    {"messageId": point},
+                )
+        forked = await self.engine.fork_session(
+            SessionForkParams(session_id=params.session_id, message_id=message_id)
+        )
+        # Reopened as a session/load opens one: with the client's cwd and MCP servers.
+        await self.engine.dispose(_ref(forked.session_id))
+        reopened = LoadSessionRequest.model_validate(
+            {
+                "sessionId": forked.session_id,
+                "cwd": params.cwd,
+                "mcpServers": [m.model_dump(by_alias=True) for m in params.mcp_servers],
+            }
+        )
+        session, state = await self._open(reopened, forked.session_id)
+        result: dict[str, Any] = {"sessionId": session.id, **self._session_result(session)}
+        if forked.input is not None:  # the forked-before message, to prefill the input
+            result["_meta"] = {"sema": {"input": forked.input}}
+        return _Answer(result, self._after_open(session, state))
+
+    async def _rewind(self, params: RewindRequest) -> dict[str, Any]:
+        """`_session/rewind`: the native `session/rewind` (files, conversation or both,
+        conflicts, redo). The client redraws with `session/load`."""
+        from sema_rpc.protocol import SessionRewindParams
+
+        session, _state = self._session(params.session_id)
+        restore = {"files": "code"}.get(params.mode, params.mode)
+        if restore not in ("code", "conversation", "both"):
+            raise RpcError(INVALID_PARAMS, f"unknown mode: {params.mode!r}")
+        try:
+            request = SessionRewindParams(
+                session_id=session.id,
+                message_id=params.message_id,
+                restore=restore,  # type: ignore[arg-type]
+                redo=params.redo,
+                force=params.force,
+            )
+        except ValidationError as exc:
+            raise RpcError(INVALID_PARAMS, str(exc.errors()[0]["msg"])) from exc
+        rewound = await self.engine.rewind(request)
+        return rewound.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     async def _set_mode(self, params: SetModeRequest) -> dict[str, Any]:
         from sema_rpc.acp.options import set_mode
@@ -692,7 +862,7 @@ class AcpServer:
                 cancel.cancel()
         if self._engine is not None:
             await self._engine.shutdown(grace_s)
-        pending = [t for t in self._incoming.values() if not t.done()]
+        pending = [t for t in [*self._incoming.values(), *self._detached] if not t.done()]
         if pending:
             await asyncio.wait(pending, timeout=grace_s)
 
@@ -710,6 +880,69 @@ def _default_model_takes_images() -> bool:
     except DomainError:
         return False
     return bool(profile is not None and profile.images)
+
+
+def _prompt_request(
+    session: Session, state: AcpSession, blocks: list[dict[str, Any]]
+) -> tuple[Any, str | list[dict[str, Any]]]:
+    """An ACP prompt as the engine's `session/prompt` params (-32602 when unusable)."""
+    from sema_rpc.acp.options import skill_prompt
+    from sema_rpc.protocol import SessionPromptParams
+
+    prompt = translate.prompt_input(blocks, state.cwd)
+    if isinstance(prompt, str):
+        prompt = skill_prompt(prompt, session)
+    try:
+        request = SessionPromptParams.model_validate({"sessionId": session.id, "input": prompt})
+    except ValidationError as exc:
+        raise RpcError(
+            INVALID_PARAMS,
+            f"invalid prompt: {exc.error_count()} error(s)",
+            json.loads(exc.json(include_url=False, include_context=False)),
+        ) from exc
+    return request, prompt
+
+
+def _client_system_prompt(meta: dict[str, Any] | None) -> tuple[str, str] | None:
+    """`_meta.systemPrompt` as claude-agent-acp reads it (and acpx sends it): a string
+    replaces our system prompt, `{append: text}` adds to it. Anything else: -32602."""
+    value = (meta or {}).get("systemPrompt")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return ("override", value)
+    if isinstance(value, dict) and isinstance(value.get("append"), str):
+        return ("append", value["append"])
+    raise RpcError(INVALID_PARAMS, "_meta.systemPrompt: a string (replaces), or {append: string}")
+
+
+def _with_message_id(result: dict[str, Any], answer: Any) -> dict[str, Any]:
+    """`userMessageId`: the prompt's message id (what `session/fork` and
+    `_session/rewind` take), as the message-id draft returns it; `usage` (unstable in
+    ACP): this turn's tokens."""
+    if answer.message_id is not None:
+        result["userMessageId"] = answer.message_id
+    turn = answer.turn
+    if turn is not None:
+        counts = (
+            turn.input_tokens,
+            turn.output_tokens,
+            turn.cache_read_tokens,
+            turn.cache_write_tokens,
+        )
+        result["usage"] = {
+            "totalTokens": sum(counts),
+            "inputTokens": turn.input_tokens,
+            "outputTokens": turn.output_tokens,
+            "cachedReadTokens": turn.cache_read_tokens,
+            "cachedWriteTokens": turn.cache_write_tokens,
+        }
+    return result
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("a steered turn failed: %s", task.exception())
 
 
 def _title_of(prompt: str | list[dict[str, Any]]) -> str:

@@ -63,6 +63,25 @@ class LoadSessionRequest(NewSessionRequest):
     session_id: str
 
 
+class ForkRequest(LoadSessionRequest):
+    """`session/fork` (unstable): `messageId` (the draft's) forks just before that user
+    message; `_meta.jetbrains.air.fork` `{version: 1, messageId}` keeps that message's
+    turn. `cwd` and `mcpServers` as for `session/load`."""
+
+    message_id: str | None = None
+
+
+class RewindRequest(AcpParams):
+    """`_session/rewind`: back to just before a user message (`messageId`), restoring
+    `mode` (`files` / `code`, `conversation`, `both`), or `redo` the last rewind."""
+
+    session_id: str
+    message_id: str | None = None
+    mode: str = "both"
+    redo: bool = False
+    force: bool = False
+
+
 class SessionRequest(AcpParams):
     session_id: str
 
@@ -75,6 +94,11 @@ class ListSessionsRequest(AcpParams):
 class PromptRequest(AcpParams):
     session_id: str
     prompt: list[dict[str, Any]]
+
+
+class SteeringRequest(PromptRequest):
+    """`_session/steering`: `prompt` as `session/prompt` takes it; `_meta.steering.idleBehavior`
+    `"promptRequired"` asks for that outcome instead of a new turn when none runs."""
 
 
 class SetModeRequest(AcpParams):

@@ -389,6 +389,13 @@ class Conversation:
             )
         )
         if self.config.emits_usage:
+            # The context is what the next request will read: the history as it stands
+            # (a response cut short reported no figure of its own).
+            used = self.tokens.count(self.history)
+            if used > self.last_usage.use_tokens:
+                self.last_usage = TokenUsage(
+                    use_tokens=used, max_tokens=self.config.context_length, prompt_tokens=used
+                )
             self._emit(self._usage_event())
         return TurnOutcome("interrupted")
 

@@ -73,3 +73,11 @@ class EventBus:
             return await self._bridge.ask(event, result_type)
         finally:
             self.asking -= 1
+
+    def tool_running(self, tool_call_id: str) -> None:
+        """A tool call passed its checks and consent and runs now. Not an event of the
+        native wire (its clients learn it from the permission answer they gave); a
+        bridge that shows it (ACP's `pending` → `in_progress`) defines `tool_running`."""
+        hook = getattr(self._bridge, "tool_running", None)
+        if hook is not None:
+            hook(self.session_id, tool_call_id)

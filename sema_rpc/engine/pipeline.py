@@ -83,6 +83,8 @@ class PipelineSession(Protocol):
     def read_files(self) -> dict[str, FileSnapshot]: ...
     @property
     def bus(self) -> EventBus: ...
+    @property
+    def client_system_prompt(self) -> tuple[str, str] | None: ...
 
 
 @dataclass
@@ -168,6 +170,9 @@ class InputPipeline:
             skills_summary=skill_summaries(skills),
             git_status=self.git_status,
         )
+        if s.client_system_prompt is not None:
+            how, text = s.client_system_prompt
+            system = text if how == "override" else f"{system}\n\n{text}"
         return TurnSetup(offered, accepted, specs, system)
 
     async def prepare(

@@ -191,6 +191,7 @@ class ToolRunner:
         if denial is not None:
             return self._error(call, title, denial)
 
+        self.bus.tool_running(call.id)
         output: ToolOutput | None = None
         watch = await self._watch_changes(tool, p.args, ctx)
         try:

@@ -102,6 +102,10 @@ class Session:
     check_continuation: bool = False
     """session/create `checkContinuation`: a reply that announces an action without
     taking it continues the turn once (conversation.py)."""
+    client_system_prompt: tuple[str, str] | None = None
+    """The client's own system prompt, `("append", text)` (after ours) or `("override",
+    text)` (instead of ours): an ACP client's `_meta.systemPrompt`. Not recorded: each
+    session/new, load or resume says it again."""
 
     def usage_event(self) -> ConversationUsageParams:
         """`conversation:usage` now: the context snapshot and the running totals."""

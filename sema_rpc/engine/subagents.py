@@ -63,6 +63,9 @@ class _SubagentBus:
     ) -> Awaitable[Any]:
         return self._bus.ask(event, result_type, agent_id)
 
+    def tool_running(self, tool_call_id: str) -> None:
+        self._bus.tool_running(tool_call_id)
+
 
 @dataclass
 class SubagentRunner:

@@ -12,7 +12,10 @@ nor into the prompt cache, `cache_read` / `cache_write` the cached ones, `output
 everything the model wrote (reasoning included). A cost is known only while every
 response that used tokens had a price: one unpriced response makes the total's cost
 unknown (None) from then on, never a partial sum passed off as the whole. A response
-that failed or was interrupted reports no usage, so it is not counted.
+that failed reports no usage, so it is not counted. A response interrupted after it
+began streaming was read and partly written, and is billed so by the provider: it is
+counted with an estimate (the request's characters and what it streamed, at
+`CHARS_PER_TOKEN`), as no provider reports usage for a stream cut short.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ from typing import Any
 
 from sema_rpc.core.catalog import Price
 from sema_rpc.core.messages import Usage
-from sema_rpc.core.stream import ModelRequest, Provider, ResponseDone, StreamEvent
+from sema_rpc.core.stream import (
+    ModelRequest,
+    Provider,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+)
 
 __all__ = ["Totals", "UsageMeter", "metered"]
 
@@ -128,14 +138,43 @@ class _Metered:
         self.name = inner.name
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        async with aclosing(self.inner.stream(request)) as events:
-            async for event in events:
-                if isinstance(event, ResponseDone):
-                    self.meter.add(event.usage, self.price)
-                yield event
+        streamed: int | None = None
+        """Characters streamed so far; None until the first chunk, or once answered."""
+        try:
+            async with aclosing(self.inner.stream(request)) as events:
+                async for event in events:
+                    if isinstance(event, ResponseDone):
+                        streamed = None
+                        self.meter.add(event.usage, self.price)
+                    elif isinstance(event, TextDelta | ThinkingDelta):
+                        streamed = (streamed or 0) + len(event.text)
+                    else:
+                        streamed = None  # failed: the provider bills nothing it reports
+                    yield event
+        finally:
+            if streamed is not None:  # cut short (an interrupt) after it began answering
+                self.meter.add(interrupted_usage(request, streamed), self.price)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def interrupted_usage(request: ModelRequest, streamed_chars: int) -> Usage:
+    """An estimate of an interrupted response's usage: the request it read (system,
+    tools, messages) and what it streamed before the cut."""
+    from sema_rpc.engine.tokens import estimate_tokens
+
+    chars = len(request.system) + sum(
+        len(t.name) + len(t.description) + len(str(t.input_schema)) for t in request.tools
+    )
+    for message in request.messages:
+        if isinstance(message.content, str):
+            chars += len(message.content)
+            continue
+        for block in message.content:
+            # An image costs about as much as 1,500 tokens of text, whatever its bytes.
+            chars += 6000 if block.type == "image" else len(block.model_dump_json())
+    return Usage(input_tokens=estimate_tokens(chars), output_tokens=estimate_tokens(streamed_chars))
 
 
 def metered(provider: Provider, meter: UsageMeter, price: Price | None) -> Provider:

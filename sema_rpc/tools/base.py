@@ -88,6 +88,17 @@ class EditorFiles(Protocol):
     async def write_text(self, path: Path, text: str) -> None: ...
 
 
+class CommandRunner(Protocol):
+    """Runs one Bash command elsewhere than in a child process (validated, consented)."""
+
+    async def run(
+        self, command: str, env: dict[str, str], timeout_ms: int, ctx: ToolContext
+    ) -> ToolOutput:
+        """The command's output and status as Bash reports them; `env` is what Bash adds
+        to or changes in the environment (pagers off, git's safety settings)."""
+        ...
+
+
 @dataclass
 class ToolServices:
     """What the engine lends the tools of one session (the main agent's and its
@@ -112,6 +123,10 @@ class ToolServices:
     """Files through the editor (see EditorFiles); None: the disk."""
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     """The session's OS sandbox for the commands the model runs (mode `off`: none)."""
+
+    command_runner: CommandRunner | None = None
+    """Where Bash runs its command (e.g. the ACP client's terminal); None: a child
+    process of this server. Bash's checks and consent come first either way."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -147,6 +147,8 @@ class BashTool(Tool):
 
     async def call(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
         timeout_ms = effective_timeout_ms(args.timeout)
+        if (runner := ctx.services.command_runner) is not None:  # e.g. the editor's terminal
+            return await runner.run(args.command, environment_changes(), timeout_ms, ctx)
         output = _MiddleTruncatingBuffer(MAX_OUTPUT_CHARS)
         stream = _Streamer(ctx.emit_update)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -366,6 +368,12 @@ def _environment() -> dict[str, str]:
         GIT_TERMINAL_PROMPT="0",
     )
     return env
+
+
+def environment_changes() -> dict[str, str]:
+    """What `_environment()` adds or changes, for a command run by someone else (whose
+    environment is its own: this server's keys are not in it)."""
+    return {k: v for k, v in _environment().items() if os.environ.get(k) != v}
 
 
 def _signal_group(pgid: int, sig: int) -> None:

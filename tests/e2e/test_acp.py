@@ -340,7 +340,9 @@ async def test_load_after_a_restart_replays_the_whole_conversation_then_answers(
         assert replay[0] == {
             "sessionUpdate": "user_message_chunk",
             "content": {"type": "text", "text": "What is this?"},
+            "messageId": replay[0]["messageId"],
         }
+        assert replay[0]["messageId"].startswith("m_")
         assert joined(agent, sid, "agent_thought_chunk") == "Reading first."
         assert joined(agent, sid, "agent_message_chunk") == joined_live(live, "agent_message_chunk")
         calls = {u["toolCallId"]: u for u in replay if u["sessionUpdate"] == "tool_call"}

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -26,10 +28,16 @@ from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AcceptElicitationResponse,
     AllowedOutcome,
+    CreateTerminalResponse,
     DeclineElicitationResponse,
     DeniedOutcome,
+    KillTerminalResponse,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 
@@ -57,6 +65,15 @@ _REQUESTS = {
     "fs/read_text_file": ("ReadTextFileRequest", "ReadTextFileResponse"),
     "fs/write_text_file": ("WriteTextFileRequest", "WriteTextFileResponse"),
     "elicitation/create": ("CreateElicitationRequest", "CreateElicitationResponse"),
+    "terminal/create": ("CreateTerminalRequest", "CreateTerminalResponse"),
+    "terminal/output": ("TerminalOutputRequest", "TerminalOutputResponse"),
+    "terminal/wait_for_exit": ("WaitForTerminalExitRequest", "WaitForTerminalExitResponse"),
+    "terminal/kill": ("KillTerminalRequest", "KillTerminalResponse"),
+    "terminal/release": ("ReleaseTerminalRequest", "ReleaseTerminalResponse"),
+}
+_UNSTABLE = {
+    # methods the v1 schema does not have yet: checked with the SDK's models
+    "session/fork": ("ForkSessionRequest", "ForkSessionResponse"),
 }
 _NOTIFICATIONS = {
     "session/update": "SessionNotification",
@@ -90,6 +107,14 @@ class SchemaCheck:
         for error in self._validator(name).iter_errors(value):
             self.errors.append(f"{where}: {name}: {error.message} at {list(error.path)}")
 
+    def _sdk_check(self, name: str, value: Any, where: str) -> None:
+        import acp.schema
+
+        try:
+            getattr(acp.schema, name).model_validate(value)
+        except Exception as exc:
+            self.errors.append(f"{where}: {name}: {exc}")
+
     def message(self, direction: str, message: dict[str, Any]) -> None:
         self.checked += 1
         where = f"{direction} {json.dumps(message)[:300]}"
@@ -97,6 +122,14 @@ class SchemaCheck:
             self.errors.append(f"{where}: envelope: {error.message}")
         method = message.get("method")
         if method is not None:
+            if method in _UNSTABLE and "id" in message:
+                self._sdk_check(_UNSTABLE[method][0], message.get("params"), where)
+                self._pending[(direction, message["id"])] = method
+                return
+            if method.startswith("_"):  # an extension: no schema (protocol/acp.md has its shape)
+                if "id" in message:
+                    self._pending[(direction, message["id"])] = method
+                return
             if "id" in message:
                 names = _REQUESTS.get(method)
                 if names is None:
@@ -119,10 +152,17 @@ class SchemaCheck:
         if method is None:
             self.errors.append(f"{where}: an answer to no request")
             return
+        if method.startswith("_"):
+            return
+        if method in _UNSTABLE:
+            self._sdk_check(_UNSTABLE[method][1], message.get("result"), where)
+            return
         if message.get("result") is None:
             self.errors.append(f"{where}: a null result (must be an object)")
             return
         self._check(_REQUESTS[method][1], message["result"], where)
+        if method == "session/prompt" and "usage" in message["result"]:  # unstable: the SDK's
+            self._sdk_check("PromptResponse", message["result"], where)
 
 
 @dataclass
@@ -144,6 +184,9 @@ class Editor:
     form_answers: dict[str, Any] | None = None
     """`elicitation/create` (form): accepted with this content; None declines."""
     forms: list[dict[str, Any]] = field(default_factory=list)
+    terminals: dict[str, Any] = field(default_factory=dict)
+    """terminal id → (process, output so far, the task reading it)."""
+    terminal_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         self.forms.append(
@@ -180,6 +223,91 @@ class Editor:
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         return None
+
+    # ---- terminal/*: real processes, as an editor's terminal runs them
+
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list[Any] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> CreateTerminalResponse:
+        self.terminal_calls.append(("create", {"command": command, "args": args, "cwd": cwd}))
+        added = {e.name: e.value for e in env or []}
+        proc = await asyncio.create_subprocess_exec(
+            command,
+            *(args or []),
+            cwd=cwd,
+            env={**os.environ, **added},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        terminal_id = f"term-{len(self.terminals) + 1}"
+        output = bytearray()
+
+        async def pump() -> None:
+            assert proc.stdout is not None
+            while chunk := await proc.stdout.read(4096):
+                output.extend(chunk)
+
+        self.terminals[terminal_id] = (proc, output, asyncio.ensure_future(pump()))
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    def _exit_status(self, proc: Any) -> TerminalExitStatus | None:
+        rc = proc.returncode
+        if rc is None:
+            return None
+        if rc < 0:
+            return TerminalExitStatus(exit_code=None, signal=signal.Signals(-rc).name)
+        return TerminalExitStatus(exit_code=rc, signal=None)
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        self.terminal_calls.append(("wait_for_exit", {"terminalId": terminal_id}))
+        proc, _output, pumping = self.terminals[terminal_id]
+        await proc.wait()
+        await pumping
+        status = self._exit_status(proc)
+        assert status is not None
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> TerminalOutputResponse:
+        self.terminal_calls.append(("output", {"terminalId": terminal_id}))
+        proc, output, _pumping = self.terminals[terminal_id]
+        return TerminalOutputResponse(
+            output=output.decode(errors="replace"),
+            truncated=False,
+            exit_status=self._exit_status(proc),
+        )
+
+    async def kill_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> KillTerminalResponse:
+        self.terminal_calls.append(("kill", {"terminalId": terminal_id}))
+        proc = self.terminals[terminal_id][0]
+        if proc.returncode is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+        return KillTerminalResponse()
+
+    async def release_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> ReleaseTerminalResponse:
+        self.terminal_calls.append(("release", {"terminalId": terminal_id}))
+        proc = self.terminals[terminal_id][0]
+        if proc.returncode is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+        return ReleaseTerminalResponse()
 
     async def read_text_file(
         self,
