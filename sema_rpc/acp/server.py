@@ -744,8 +744,8 @@ class AcpServer:
         tool batch, or continues it when the model was answering: the running prompt
         answers once both are done). No turn: a new one (`startedNewTurn`), or
         `promptRequired` when the client asked for it (`_meta.steering.idleBehavior`)."""
-        from sema_rpc.engine.control import PromptCancel
         from sema_rpc.engine.engine import system_command
+        from sema_rpc.engine.lifecycle import answered
 
         session, state = self._session(params.session_id)
         running = bool(state.prompts)
@@ -760,15 +760,17 @@ class AcpServer:
             return {"outcome": "failed"}
         if running:
             request.delivery = "steer"
-        cancel = PromptCancel()
+        # Open from now on, as a prompt read: session/cancel or close reaches it.
+        cancel = self.engine.accept_prompt(params.session_id)
         key = f"steer-{next(self._ids)}"
-        state.prompts[key] = cancel  # session/cancel reaches it as it reaches a prompt
+        state.prompts[key] = cancel
 
         async def run() -> Any:
             try:
                 return await self.engine.prompt(request, cancel)
             finally:
                 state.prompts.pop(key, None)
+                answered(cancel)
 
         task = asyncio.get_running_loop().create_task(run())
         if running:
