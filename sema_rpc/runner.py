@@ -288,7 +288,9 @@ async def _in_process_server(record_dir: str | None) -> tuple[SemaClient, asynci
 
     async def run_server() -> int:
         try:
-            return await serve(server_in, server_out, jsonl=True, record_dir=record_dir)
+            return await serve(
+                server_in, server_out, jsonl=True, record_dir=record_dir, one_shot=True
+            )
         finally:
             server_out.close()  # the client sees the end of the stream
             server_in.close()
