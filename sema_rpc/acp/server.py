@@ -8,8 +8,8 @@ become `session/request_permission`; Read, Write and Edit use the editor's buffe
 through `fs/read_text_file` / `fs/write_text_file` when the client offers them
 (confinement and consent stay the engine's). Both dialects keep sessions in one store.
 
-Like the native server: the engine is imported on the first method that needs it
-(`initialize` answers without it); malformed input gets a JSON-RPC error and the
+Like the native server: the engine is imported on the first method that needs it, and
+a plainly valid `initialize` is answered before this module is loaded (front.py); malformed input gets a JSON-RPC error and the
 process keeps serving; every prompt is answered exactly once (`cancelled` after
 `session/cancel`, never an error); methods with nothing to return answer `{}`.
 """
@@ -22,19 +22,18 @@ import datetime
 import itertools
 import json
 import logging
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-import sema_rpc
 from sema_rpc.acp import translate
 from sema_rpc.acp.events import updates_for
+from sema_rpc.acp.front import AUTH_METHODS, initialize_result
+from sema_rpc.acp.front import serve_acp as serve_acp
 from sema_rpc.acp.wire import (
-    ACP_PROTOCOL_VERSION,
     AcpClientCapabilities,
     AuthenticateRequest,
     CancelRequest,
@@ -57,7 +56,7 @@ from sema_rpc.protocol import (
     RpcError,
     WireModel,
 )
-from sema_rpc.rpc.framing import FrameWriter, JsonlDecoder, read_stream
+from sema_rpc.rpc.framing import FrameWriter
 from sema_rpc.rpc.server import _dumps, _error_message, _loads, _valid_id
 
 if TYPE_CHECKING:
@@ -82,15 +81,6 @@ LIST_PAGE = 100
 _BATCHED = frozenset({"agent_message_chunk", "agent_thought_chunk"})
 """High-rate updates: written many per `write(2)` at the end of the loop iteration."""
 
-AUTH_METHODS = [
-    {
-        "id": "environment",
-        "name": "API key from the environment or models.json",
-        "description": "sema-rpc reads ANTHROPIC_API_KEY / OPENAI_API_KEY (or ANTHROPIC_AUTH_TOKEN) "
-        "from the environment it was started with, and profiles with their own apiKey from "
-        "$SEMA_ROOT/models.json. Set one and restart the agent; authenticate only checks.",
-    }
-]
 
 _current_request: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "sema_acp_request_id", default=None
@@ -457,17 +447,7 @@ class AcpServer:
 
     async def _initialize(self, params: InitializeRequest) -> dict[str, Any]:
         self.capabilities = params.client_capabilities
-        return {
-            "protocolVersion": ACP_PROTOCOL_VERSION,
-            "agentCapabilities": {
-                "loadSession": True,
-                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": True, "sse": True},
-                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
-            },
-            "authMethods": AUTH_METHODS,
-            "agentInfo": {"name": "sema-rpc", "title": "sema", "version": sema_rpc.__version__},
-        }
+        return initialize_result()
 
     async def _authenticate(self, params: AuthenticateRequest) -> dict[str, Any]:
         if params.method_id != AUTH_METHODS[0]["id"]:
@@ -718,24 +698,6 @@ def _mcp(server: McpServer) -> dict[str, Any]:
         "url": server.url,
         "headers": server.headers,
     }
-
-
-async def serve_acp(stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Serve one ACP client until end of input. Returns the process exit code."""
-    loop = asyncio.get_running_loop()
-    writer = FrameWriter(stdout, jsonl=True)
-    await writer.start(loop)
-    server = AcpServer(writer)
-    decoder = JsonlDecoder(server.on_body, server.on_frame_error)
-    await read_stream(stdin, decoder.feed, loop)
-    decoder.eof()
-    log.info("end of input: shutting down")
-    await server.stop()
-    registry = sys.modules.get("sema_rpc.providers.registry")
-    if registry is not None:
-        await registry.aclose_all()
-    await writer.drain()
-    return 0
 
 
 __all__ = ["AcpServer", "serve_acp"]
