@@ -66,6 +66,7 @@ spec: $(STAMP)
 	$(BIN)/python -m tests.support.spec_example --write
 
 bench: $(STAMP)
+	$(BIN)/python bench/bench_startup.py --imports
 	$(BIN)/python bench/bench_wire.py
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_history.py
