@@ -6,13 +6,21 @@ STAMP := $(VENV)/.installed
 VSCODE := clients/vscode
 VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
-.PHONY: demo test test-tools lint lint-lua fmt schema generate spec bench clean vsix dist test-vscode soak
+.PHONY: bytecode demo test test-tools lint lint-lua fmt schema generate spec bench clean vsix dist test-vscode soak
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(MAKE) --no-print-directory bytecode
 	touch $(STAMP)
+
+# Our modules' bytecode, compiled ahead as pip does for an installed wheel: an editable
+# install compiles nothing, and with PYTHONDONTWRITEBYTECODE set every start would compile
+# every module again. Python ignores a .pyc whose source changed since (then it compiles
+# that module at each start until this runs again).
+bytecode:
+	$(BIN)/python -m compileall -q sema_rpc clients/python/sema_client
 
 # The demo prints the answer as text (FORMAT=jsonl: the wire's event stream) and keeps its
 # session in a temporary SEMA_ROOT, removed afterwards: it never writes into ~/.sema.
@@ -72,6 +80,7 @@ soak: $(STAMP)
 	$(BIN)/python -m tests.stateful.soak --minutes $(SOAK_MINUTES) --seed $(SOAK_SEED)
 
 bench: $(STAMP)
+	$(BIN)/python bench/bench_startup.py --imports
 	$(BIN)/python bench/bench_wire.py
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_history.py

@@ -27,6 +27,16 @@ not depend on the bytecode state.
 
 Run: `.venv/bin/python bench/bench_startup.py` (`--quick`: fewer runs; `--only first
 --servers N`: only the first / warm prompt row, N fresh servers per bytecode state).
+
+`--imports` (what `make bench` runs): the import-time budget of the one-shot path
+instead. `sema-rpc run --yes` answers `hi` from the scripted model server under
+`python -X importtime`, N times ("pyc" state); per module the median self and
+cumulative ms, the top modules by self time with the share of the whole, and the
+modules that joined or left the path against `bench/one_shot_modules.txt` (the list as
+of the last `--imports --write`, with each module's self ms then). A module that joins
+the path is start-up time every `run` pays from then on: load it where it is used.
+(`-X importtime` does not see a module loaded with `importlib.import_module`; the
+tests in tests/e2e/test_startup_imports.py read `sys.modules` and do.)
 """
 
 from __future__ import annotations
@@ -431,6 +441,98 @@ async def own_rows(tmp: Path, bytecode: Bytecode, quick: bool) -> list[list[Any]
 _BYTECODE_VARS = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
 
 
+# --------------------------------------------------------------------------- imports
+
+MODULES_FILE = HERE / "one_shot_modules.txt"
+
+
+def _importtime(stderr: str) -> dict[str, tuple[int, int]]:
+    """`-X importtime` lines → module: (self µs, cumulative µs). A module imported in a
+    thread while another import runs can show a negative self time: counted as 0."""
+    found: dict[str, tuple[int, int]] = {}
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        own, cumulative, name = line[len("import time:") :].split("|", 2)
+        try:
+            found[name.strip()] = (max(0, int(own)), int(cumulative))
+        except ValueError:  # the header line
+            continue
+    return found
+
+
+def import_budget(tmp: Path, bytecode: Bytecode, runs: int, write: bool) -> int:
+    ws = tmp / "imports-ws"
+    ws.mkdir()
+    llm, port = start_llm(ws, "imports", ["--chunks", "1"])
+    samples: list[dict[str, tuple[int, int]]] = []
+    try:
+        argv, env = agent_command("sema", port, Path("/nonexistent"), tmp / "homes", {})
+        env = {**_without_bytecode_vars(env), **bytecode.env("pyc")}
+        argv = [argv[0], "-X", "importtime", *argv[1:-1], "hi"]
+        for i in range(runs + 1):
+            proc = subprocess.run(argv, env=env, cwd=ws, capture_output=True, text=True)
+            if proc.returncode != 0:
+                print(proc.stderr[-2000:])
+                raise RuntimeError(f"sema-rpc run exited {proc.returncode}")
+            if i:  # the first fills the pyc prefix
+                samples.append(_importtime(proc.stderr))
+    finally:
+        llm.kill()
+        llm.wait()
+    names = sorted(set().union(*samples))
+    own = {n: statistics.median(s.get(n, (0, 0))[0] for s in samples) / 1000 for n in names}
+    cumulative = {n: statistics.median(s.get(n, (0, 0))[1] for s in samples) / 1000 for n in names}
+    total = sum(own.values())
+    recorded: dict[str, float] = {}
+    if MODULES_FILE.exists():
+        for line in MODULES_FILE.read_text().splitlines():
+            if line and not line.startswith("#"):
+                name, _, ms = line.partition(" ")
+                recorded[name] = float(ms or 0)
+    top = sorted(names, key=lambda n: -own[n])[:15]
+    rows = [
+        [n, f"{own[n]:.1f}", f"{cumulative[n]:.1f}", f"{100 * own[n] / total:.1f} %",
+         f"{recorded[n]:.1f}" if n in recorded else "new"]
+        for n in top
+    ]  # fmt: skip
+    print_table(
+        f"one-shot path (`sema-rpc run --yes … hi`, pyc): {len(names)} modules, "
+        f"{total:.0f} ms of import time (sum of self times, median of {runs} runs)",
+        ["module (top 15 by self time)", "self ms", "cumulative ms", "share", "recorded ms"],
+        rows,
+    )
+    ours = [n for n in names if n.startswith("sema_rpc")]
+    print(
+        f"  our modules: {len(ours)}, {sum(own[n] for n in ours):.0f} ms self; "
+        f"pydantic*: {sum(v for n, v in own.items() if n.startswith('pydantic')):.0f} ms; "
+        f"httpx2/httpcore2/h11/anyio: "
+        f"{sum(v for n, v in own.items() if n.split('.')[0] in _HTTP_STACK):.0f} ms"
+    )
+    if recorded:
+        joined = [n for n in names if n not in recorded]
+        left = [n for n in recorded if n not in own]
+        print(f"  joined the path since {MODULES_FILE.name}: {', '.join(joined) or 'none'}")
+        print(f"  left the path: {', '.join(left) or 'none'}")
+    if write:
+        MODULES_FILE.write_text(
+            "# The one-shot path's modules (`bench/bench_startup.py --imports --write`),\n"
+            "# each with its median self import time in ms when recorded.\n"
+            + "".join(f"{n} {own[n]:.1f}\n" for n in names)
+        )
+        print(f"  wrote {MODULES_FILE.relative_to(REPO)}")
+    print(
+        json.dumps(
+            {"bench": "startup-imports", "total_ms": round(total, 1), "modules": len(names),
+             "top": {n: round(own[n], 1) for n in top}}
+        )
+    )  # fmt: skip
+    return 0
+
+
+_HTTP_STACK = ("httpx2", "httpcore2", "h11", "h2", "anyio", "sniffio", "idna", "certifi")
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -445,7 +547,17 @@ def main() -> int:
     parser.add_argument(
         "--servers", type=int, default=15, help="with --only first: fresh servers per state"
     )
+    parser.add_argument(
+        "--imports", action="store_true", help="the one-shot path's import-time budget only"
+    )
+    parser.add_argument("--runs", type=int, default=7, help="with --imports: runs")
+    parser.add_argument(
+        "--write", action="store_true", help=f"with --imports: rewrite {MODULES_FILE.name}"
+    )
     args = parser.parse_args()
+    if args.imports:
+        with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp_name:
+            return import_budget(Path(tmp_name), Bytecode(Path(tmp_name)), args.runs, args.write)
     host = host_header()
     runs = (
         {"hi": 3, "reads8": 2, "stream20k": 1}

@@ -22,6 +22,25 @@ import os
 import sys
 
 
+def _no_pydantic_plugins() -> None:
+    """pydantic looks for plugins the first time it builds a validator: it imports
+    `importlib.metadata` and reads the entry points of every installed distribution
+    (tens of ms, on the way to the first answer). This process takes none: a plugin
+    found in the environment (an observability one, say) would see every wire message
+    the server validates — prompts, file contents, tool output — and that data must not
+    leave through it. So pydantic's plugin loader is replaced, before pydantic is used,
+    by one that finds none (`pydantic.plugin._loader.get_plugins`, the one name pydantic
+    imports from it; what `PYDANTIC_DISABLE_PLUGINS=__all__` does, without the import
+    and without putting the variable in the environment of the commands we run)."""
+    if "pydantic.plugin._loader" in sys.modules:
+        return
+    import types
+
+    loader = types.ModuleType("pydantic.plugin._loader")
+    loader.get_plugins = lambda: ()  # type: ignore[attr-defined]
+    sys.modules[loader.__name__] = loader
+
+
 def startup_done() -> None:
     """End of start-up: freeze what start-up allocated, turn the collector back on."""
     if not gc.isenabled():
@@ -122,7 +141,7 @@ def serve_main(argv: list[str]) -> int:
 
 
 def _serve_acp(protocol_out: object) -> int:
-    from sema_rpc.acp.server import serve_acp
+    from sema_rpc.acp.front import serve_acp
 
     async def serving() -> int:
         asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
@@ -375,6 +394,7 @@ def _account_main(command: str, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _no_pydantic_plugins()
     if not argv or argv[0] not in ("replay", "view", "trust", *_ACCOUNT_COMMANDS):
         gc.disable()  # until start-up is done (startup_done)
     if argv and argv[0] == "run":

@@ -13,8 +13,7 @@ generated from this module with a drift test) and `protocol_core` (the version a
 error codes, re-exported here).
 """
 
-from __future__ import annotations
-
+import functools
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -35,10 +34,18 @@ from sema_rpc.protocol_core import PROTOCOL_VERSION as PROTOCOL_VERSION
 from sema_rpc.protocol_core import ErrorCode as ErrorCode
 from sema_rpc.protocol_core import RpcError as RpcError
 
+# This module is imported on the way to a session's first answer, so its classes are
+# created at every start. Two things keep that cheap: annotations are evaluated as
+# written (no `from __future__ import annotations`: pydantic would evaluate every field's
+# string, one `compile` each; a name defined further down is written in quotes), and the
+# camelCase alias of a field name is computed once per name (`session_id`, `seq`... recur
+# in every event), with pydantic's own `to_camel`.
+_camel = functools.cache(to_camel)
+
 
 class WireModel(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel,
+        alias_generator=_camel,
         populate_by_name=True,
         extra="ignore",
         defer_build=True,
@@ -258,7 +265,7 @@ class ImageInputBlock(WireModel):
     path: str | None = Field(None, description="A PNG, JPEG, GIF or WebP file in the workspace.")
 
     @model_validator(mode="after")
-    def _data_or_path(self) -> ImageInputBlock:
+    def _data_or_path(self) -> "ImageInputBlock":
         if (self.data is None) == (self.path is None):
             raise ValueError("an image block has either `data` (with `mediaType`) or `path`")
         if self.data is not None and not self.media_type:
@@ -746,7 +753,7 @@ class SessionRewindParams(WireModel):
     )
 
     @model_validator(mode="after")
-    def _target(self) -> SessionRewindParams:
+    def _target(self) -> "SessionRewindParams":
         if self.redo and self.message_id is not None:
             raise ValueError("give either messageId or redo: true, not both")
         if not self.redo and not self.message_id:

@@ -80,24 +80,52 @@ def _no_model() -> str:
 
 
 class _Output:
-    """Writes the event stream in the chosen format."""
+    """Writes the event stream in the chosen format.
+
+    What a message adds is written at the end of the loop iteration that read it, all
+    of it in one `write(2)`: a 20,000-delta answer arrives in a few hundred pipe reads,
+    each carrying many lines, and costs as many writes, not one per delta. Nothing
+    waits longer than the loop iteration in which it was read; a line on stderr (a tool
+    call, an error) first flushes what precedes it on stdout."""
 
     def __init__(self, output_format: str, stdout: Any = None):
         self.format = output_format
         self.stdout = stdout if stdout is not None else sys.stdout
         self.at_line_start = True
         self.broken = False
+        self._pending: list[bytes] = []
+        self._scheduled = False
 
-    # ---- jsonl ------------------------------------------------------------------------
-    def raw_line(self, raw: bytes) -> None:
+    def _queue(self, data: bytes) -> None:
+        self._pending.append(data)
+        if not self._scheduled:
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:  # no loop (not from run_once): at once
+                self.flush()
+                return
+            self._scheduled = True
+
+    def flush(self) -> None:
+        """Write what is pending, now."""
+        self._scheduled = False
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        self._pending.clear()
         if self.broken:
             return
         try:
             out = self.stdout.buffer
-            out.write(raw.rstrip(b"\r\n") + b"\n")
+            out.write(data)
             out.flush()
         except BrokenPipeError:
             self._stdout_gone()
+
+    # ---- jsonl ------------------------------------------------------------------------
+    def raw_line(self, raw: bytes) -> None:
+        if not self.broken:
+            self._queue(raw.rstrip(b"\r\n") + b"\n")
 
     def on_message(self, message: dict[str, Any], raw: bytes) -> None:
         method = message.get("method")
@@ -108,20 +136,15 @@ class _Output:
     def text(self, delta: str) -> None:
         if self.broken or not delta:
             return
-        try:
-            self.stdout.write(delta)
-            self.stdout.flush()
-        except BrokenPipeError:
-            self._stdout_gone()
-            return
+        self._queue(delta.encode(self.stdout.encoding or "utf-8", self.stdout.errors or "strict"))
         self.at_line_start = delta.endswith("\n")
 
     def end_line(self) -> None:
         if not self.at_line_start:
             self.text("\n")
 
-    @staticmethod
-    def note(line: str) -> None:
+    def note(self, line: str) -> None:
+        self.flush()
         print(line, file=sys.stderr, flush=True)
 
     def on_event(self, event: Any) -> None:
@@ -269,6 +292,7 @@ async def run_once(
         if main is not None:
             main.uncancel()
     finally:
+        out.flush()
         remove_handlers()
         if client is not None:
             await client.close()
@@ -298,7 +322,9 @@ async def _in_process_server(record_dir: str | None) -> tuple[SemaClient, asynci
 
     async def run_server() -> int:
         try:
-            return await serve(server_in, server_out, jsonl=True, record_dir=record_dir)
+            return await serve(
+                server_in, server_out, jsonl=True, record_dir=record_dir, one_shot=True
+            )
         finally:
             server_out.close()  # the client sees the end of the stream
             server_in.close()

@@ -8,8 +8,8 @@ become `session/request_permission`; Read, Write and Edit use the editor's buffe
 through `fs/read_text_file` / `fs/write_text_file` when the client offers them
 (confinement and consent stay the engine's). Both dialects keep sessions in one store.
 
-Like the native server: the engine is imported on the first method that needs it
-(`initialize` answers without it); malformed input gets a JSON-RPC error and the
+Like the native server: the engine is imported on the first method that needs it, and
+a plainly valid `initialize` is answered before this module is loaded (front.py); malformed input gets a JSON-RPC error and the
 process keeps serving; every prompt is answered exactly once (`cancelled` after
 `session/cancel`, never an error); methods with nothing to return answer `{}`.
 """
@@ -23,20 +23,19 @@ import datetime
 import itertools
 import json
 import logging
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-import sema_rpc
 from sema_rpc.acp import translate
-from sema_rpc.acp.auth import METHOD_IDS, auth_methods, usable_model
+from sema_rpc.acp.auth import METHOD_IDS, usable_model
 from sema_rpc.acp.events import updates_for
+from sema_rpc.acp.front import REWIND_METHOD, STEERING_METHOD, initialize_result
+from sema_rpc.acp.front import serve_acp as serve_acp
 from sema_rpc.acp.wire import (
-    ACP_PROTOCOL_VERSION,
     AcpClientCapabilities,
     AuthenticateRequest,
     CancelRequest,
@@ -62,7 +61,7 @@ from sema_rpc.protocol import (
     RpcError,
     WireModel,
 )
-from sema_rpc.rpc.framing import FrameWriter, JsonlDecoder, read_stream
+from sema_rpc.rpc.framing import FrameWriter
 from sema_rpc.rpc.server import _dumps, _error_message, _loads, _valid_id
 
 if TYPE_CHECKING:
@@ -81,24 +80,12 @@ REQUEST_CANCELLED = -32800
 AUTH_REQUIRED = -32000
 RESOURCE_NOT_FOUND = -32002
 
-STEERING_METHOD = "_session/steering"
-"""The steering extension as claude-agent-acp and codex-acp speak it (protocol/acp.md)."""
-
-REWIND_METHOD = "_session/rewind"
-"""Ours (protocol/acp.md): the native `session/rewind` for ACP clients."""
-
-FORK_ADVERT = {"version": 1, "inclusive": True}
-"""`agentCapabilities._meta.jetbrains.air.fork`: JetBrains' fork point is honoured."""
-
 LIST_PAGE = 100
 """Sessions per `session/list` page."""
 
 _BATCHED = frozenset({"agent_message_chunk", "agent_thought_chunk"})
 """High-rate updates: written many per `write(2)` at the end of the loop iteration."""
 
-
-STEERING_ADVERT = {"supported": True, "idlePromptRequired": True}
-"""`idlePromptRequired`: `_meta.steering.idleBehavior: "promptRequired"` is honoured."""
 
 _current_request: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "sema_acp_request_id", default=None
@@ -525,32 +512,9 @@ class AcpServer:
 
     async def _initialize(self, params: InitializeRequest) -> dict[str, Any]:
         self.capabilities = params.client_capabilities
-        images = await asyncio.to_thread(_default_model_takes_images)
-        return {
-            "protocolVersion": ACP_PROTOCOL_VERSION,
-            "agentCapabilities": {
-                "loadSession": True,
-                "promptCapabilities": {"image": images, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": True, "sse": True},
-                "sessionCapabilities": {
-                    "list": {},
-                    "resume": {},
-                    "close": {},
-                    "delete": {},
-                    "fork": {},
-                },
-                "_meta": {
-                    "jetbrains": {"air": {"fork": FORK_ADVERT}},
-                    "sema": {"rewind": {"method": REWIND_METHOD}},
-                },
-            },
-            "authMethods": auth_methods(
-                params.client_capabilities.auth, params.client_capabilities.meta
-            ),
-            "agentInfo": {"name": "sema-rpc", "title": "sema", "version": sema_rpc.__version__},
-            # Where claude-agent-acp and codex-acp advertise `_session/steering`.
-            "_meta": {"steering": STEERING_ADVERT},
-        }
+        caps = params.client_capabilities
+        wire = {"auth": caps.auth, "_meta": caps.meta}
+        return await asyncio.to_thread(initialize_result, wire)
 
     async def _authenticate(self, params: AuthenticateRequest) -> dict[str, Any]:
         if params.method_id not in METHOD_IDS:
@@ -869,21 +833,6 @@ class AcpServer:
             await asyncio.wait(pending, timeout=grace_s)
 
 
-def _default_model_takes_images() -> bool:
-    """`promptCapabilities.image`: whether the model a new session starts with takes
-    images (a profile's `images`, or what its model id implies). Capabilities are fixed
-    at `initialize`, so this is the promise for `session/new`; after a model switch an
-    image the new model cannot take is refused (-32602), see protocol/acp.md."""
-    from sema_rpc.core.config import resolve_model
-    from sema_rpc.core.errors import DomainError
-
-    try:
-        profile = resolve_model(None)
-    except DomainError:
-        return False
-    return bool(profile is not None and profile.images)
-
-
 def _prompt_request(
     session: Session, state: AcpSession, blocks: list[dict[str, Any]]
 ) -> tuple[Any, str | list[dict[str, Any]]]:
@@ -978,30 +927,6 @@ def _mcp(server: McpServer) -> dict[str, Any]:
         "url": server.url,
         "headers": server.headers,
     }
-
-
-async def serve_acp(stdin: BinaryIO, stdout: BinaryIO, stop: asyncio.Event | None = None) -> int:
-    """Serve one ACP client until end of input or `stop` (a stop signal). Returns the
-    process exit code."""
-    loop = asyncio.get_running_loop()
-    writer = FrameWriter(stdout, jsonl=True)
-    await writer.start(loop)
-    server = AcpServer(writer)
-    decoder = JsonlDecoder(server.on_body, server.on_frame_error)
-    reading = asyncio.ensure_future(read_stream(stdin, decoder.feed, loop))
-    stopping = asyncio.ensure_future((stop or asyncio.Event()).wait())
-    await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    if reading.done():
-        decoder.eof()
-    reading.cancel()
-    stopping.cancel()
-    log.info("end of input or a stop signal: shutting down")
-    await server.stop()
-    registry = sys.modules.get("sema_rpc.providers.registry")
-    if registry is not None:
-        await registry.aclose_all()
-    await writer.drain()
-    return 0
 
 
 __all__ = ["AcpServer", "serve_acp"]

@@ -7,9 +7,8 @@ from typing import Any
 
 from pydantic import Field
 
+from sema_rpc.acp.front import ACP_PROTOCOL_VERSION as ACP_PROTOCOL_VERSION
 from sema_rpc.protocol import WireModel
-
-ACP_PROTOCOL_VERSION = 1
 
 
 class AcpParams(WireModel):

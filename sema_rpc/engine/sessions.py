@@ -112,6 +112,11 @@ class SessionRegistry:
         """Set by `shutdown()`: nothing new starts; waiting prompts answer `interrupted`."""
         self.client_answers_permissions = False
         """The client answers consent requests (`permissions`; always in ACP)."""
+        self.warm_turns = True
+        """Warm a new session's first turn up in the background (`InputPipeline.warm_up`).
+        Off for a one-shot (`sema-rpc run`): its prompt follows at once, and the warm-up
+        would compete with it for the loop (building every turn model where the prompt
+        needs a few)."""
 
     def _session_record_dir(self, record_dir: str | None, session_id: str) -> Path | None:
         """session/create `recordDir` → the session's recording folder (created now)."""
@@ -235,7 +240,8 @@ class SessionRegistry:
 
             warm_up(profile)
             session.tokens.counter.warm_up()
-            session.pipeline.warm_up()
+            if self.warm_turns:
+                session.pipeline.warm_up()
         if loaded is not None:
             await self._restore(session, loaded)
         else:

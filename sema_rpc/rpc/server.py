@@ -331,6 +331,9 @@ class SemaServer:
         self.exit_code = 0
         self.after_first_session: Callable[[], None] | None = None
         """Called once, after the first `session/create` succeeded (cli: start-up ends)."""
+        self.one_shot = False
+        """`sema-rpc run`: one session, its prompt right behind `session/create`; handed
+        to the engine (no first-turn warm-up: it would only compete with that prompt)."""
         self._request_ids = itertools.count(1)
         self._prompts: dict[Any, tuple[PromptCancel, asyncio.Future[Any]]] = {}
         """Open `session/prompt` requests by id, from the moment they are read, so a
@@ -415,6 +418,7 @@ class SemaServer:
 
             engine.record_dir = self.record_dir
             engine.session_record_dirs = session_record_dir
+            engine.warm_turns = not self.one_shot
             for name, is_async in self._engine_methods.items():
                 # `_wrap` keeps sync handlers sync: a delegate must match what it calls.
                 kind = inspect.iscoroutinefunction(getattr(engine, name))
@@ -905,11 +909,14 @@ async def serve(
     record_dir: str | None = None,
     after_first_session: Callable[[], None] | None = None,
     stop: asyncio.Event | None = None,
+    one_shot: bool = False,
 ) -> int:
     """Serve one client until `exit`, end of input or `stop` (a stop signal). Returns the
     process exit code.
 
     `after_first_session`: called once, after the first `session/create` succeeded.
+    `one_shot`: the client sends one prompt right behind `session/create` and leaves
+    (`sema-rpc run`): no first-turn warm-up (`SemaServer.one_shot`).
 
     Returns after an orderly end: running turns interrupted and answered, history
     synced, providers' HTTP clients closed, every answer written, the recording closed."""
@@ -923,6 +930,7 @@ async def serve(
     server = SemaServer(writer, recorder)
     server.record_dir = recorder.run_dir
     server.after_first_session = after_first_session
+    server.one_shot = one_shot
     decoder_cls = JsonlDecoder if jsonl else ContentLengthDecoder
     decoder = decoder_cls(server.on_body, server.on_frame_error)
     reading = asyncio.ensure_future(read_stream(stdin, decoder.feed, loop))

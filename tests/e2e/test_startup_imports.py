@@ -1,0 +1,203 @@
+"""What the paths to a first answer import: the one-shot `sema-rpc run` and `initialize` in
+both dialects. Modules a path never uses must stay off it (each one is start-up time
+every run pays); these tests name them. They assert what is imported, never how fast.
+
+A module that joins a path on purpose is fine; one of the sets below growing is not:
+load it where it is used (a function-level import, a package `__getattr__`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.scripted_llm import Reply, ScriptedLLM
+
+REPO = Path(__file__).resolve().parents[2]
+
+ONE_SHOT_NEVER = (
+    # SDKs and libraries the light HTTP path and a plain answer do without
+    "anthropic",
+    "openai",
+    "tiktoken",
+    "mcp",
+    "mcp_types",
+    # our own modules for other paths
+    "sema_rpc.acp",
+    "sema_rpc.mcp.manager",
+    "sema_rpc.mcp.tool",
+    "sema_rpc.providers.openai_chat",
+    "sema_rpc.providers.openai_responses",
+    "sema_rpc.providers.recording",
+    "sema_rpc.providers.scripted",
+    "sema_rpc.record.replay",
+    "sema_rpc.record.view",
+    "sema_rpc.schema_gen",
+    "sema_rpc.ts_gen",
+    "sema_rpc.client_gen",
+    "sema_rpc.spec_tables",
+)
+"""Never imported by `sema-rpc run --yes --model anthropic/… PROMPT` answering in text,
+with no MCP server configured (a module and its submodules)."""
+
+INITIALIZE_NEVER = (
+    "pydantic",
+    "pydantic_core",
+    "sema_rpc.protocol",
+    "sema_rpc.acp.server",
+    "sema_rpc.acp.wire",
+    "sema_rpc.engine",
+    "sema_rpc.providers",
+    "sema_rpc.tools",
+    "sema_rpc.mcp",
+    "httpx2",
+    "httpcore2",
+    "anyio",
+    "anthropic",
+    "openai",
+    "tiktoken",
+    "mcp",
+)
+"""Not imported before a plainly valid `initialize` is answered, in either dialect."""
+
+# Runs the real command line in this interpreter and writes `sys.modules` to a file at
+# its end (`os._exit`, which the CLI leaves by after an orderly end).
+_DUMP_AT_EXIT = """
+import json, os, sys
+_exit = os._exit
+def dump_and_exit(code):
+    with open(os.environ["SEMA_TEST_MODULES_OUT"], "w") as f:
+        json.dump(sorted(sys.modules), f)
+    _exit(code)
+os._exit = dump_and_exit
+sys.argv = ["sema-rpc", *sys.argv[1:]]
+from sema_rpc.cli import main
+main()
+"""
+
+
+def _hits(modules: list[str], never: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == n or m.startswith(n + ".") for n in never)]
+
+
+def test_the_one_shot_imports_nothing_it_does_not_use(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+) -> None:
+    scripted_llm.script(Reply.text("hello there", chunks=2))
+    out = tmp_path / "modules.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", _DUMP_AT_EXIT, "run", "--yes", "--model", "anthropic/claude-test",
+         "--cwd", str(workspace), "hi"],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+        env={**os.environ, **server_env, "SEMA_TEST_MODULES_OUT": str(out)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert lines[-1]["result"]["stopReason"] == "end_turn"
+    modules = json.loads(out.read_text())
+    # the path did run: the server, the engine, the light HTTP provider
+    assert {"sema_rpc.rpc.server", "sema_rpc.engine.engine", "sema_rpc.providers.http"} <= set(
+        modules
+    )
+    assert _hits(modules, ONE_SHOT_NEVER) == []
+
+
+def test_a_one_shot_builds_only_the_wire_models_it_uses(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+) -> None:
+    """No first-turn warm-up in a one-shot: the notification models the answer did not
+    send are never built (a server's warm-up builds every one, ahead of its first prompt)."""
+    scripted_llm.script(Reply.text("hello there", chunks=2))
+    out = tmp_path / "built.json"
+    code = _DUMP_AT_EXIT.replace(
+        "json.dump(sorted(sys.modules), f)",
+        "from sema_rpc.protocol import NOTIFICATIONS\n"
+        "        json.dump(sorted(n for n, m in NOTIFICATIONS.items() "
+        "if m.__pydantic_complete__), f)",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "run", "--yes", "--model", "anthropic/claude-test",
+         "--cwd", str(workspace), "hi"],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+        env={**os.environ, **server_env, "SEMA_TEST_MODULES_OUT": str(out)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    built = set(json.loads(out.read_text()))
+    assert "turn:diff" not in built and "compact:exec" not in built
+    assert "task:agent:start" not in built and "file:reference" not in built
+
+
+def test_acp_initialize_is_answered_before_the_models_load() -> None:
+    """A plainly valid ACP `initialize` is answered with none of INITIALIZE_NEVER loaded;
+    the server loads at the loop's next turn, gets the client's capabilities, and serves
+    a message read meanwhile, in order."""
+    code = (
+        "import asyncio, io, json, sys\n"
+        "from sema_rpc.rpc.framing import FrameWriter\n"
+        "from sema_rpc.acp.front import _Front\n"
+        "never = json.loads(sys.argv[1])\n"
+        "heavy = lambda: sorted(m for m in sys.modules\n"
+        "                       if any(m == n or m.startswith(n + '.') for n in never))\n"
+        "async def main():\n"
+        "    out = io.BytesIO()\n"
+        "    front = _Front(FrameWriter(out, jsonl=True))\n"
+        '    front.on_body(b\'{"jsonrpc":"2.0","id":1,"method":"initialize","params":\'\n'
+        '                  b\'{"protocolVersion":1,"clientCapabilities":\'\n'
+        '                  b\'{"fs":{"readTextFile":true,"writeTextFile":false},"terminal":true}}}\')\n'
+        "    before = heavy()\n"
+        "    answered = out.getvalue()\n"
+        '    front.on_body(b\'{"jsonrpc":"2.0","id":2,"method":"authenticate",\'\n'
+        '                  b\'"params":{"methodId":"nope"}}\')\n'
+        "    await asyncio.sleep(0)\n"
+        "    await asyncio.sleep(0.2)\n"
+        "    caps = front.server.capabilities\n"
+        "    print(json.dumps({'before': before, 'answered': answered.decode(),\n"
+        "        'loaded': 'sema_rpc.acp.server' in sys.modules,\n"
+        "        'caps': [caps.fs.read_text_file, caps.fs.write_text_file, caps.terminal],\n"
+        "        'lines': [json.loads(x) for x in out.getvalue().splitlines()]}))\n"
+        "asyncio.run(main())\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(INITIALIZE_NEVER)],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    )  # fmt: skip
+    seen = json.loads(run.stdout)
+    assert seen["before"] == []
+    first = json.loads(seen["answered"])
+    assert first["id"] == 1 and first["result"]["agentInfo"]["name"] == "sema-rpc"
+    assert first["result"]["protocolVersion"] == 1
+    assert seen["loaded"] is True
+    assert seen["caps"] == [True, False, True]
+    second = seen["lines"][1]
+    assert second["id"] == 2 and second["error"]["code"] == -32602
+
+
+async def test_acp_initialize_of_another_shape_gets_the_models_answer(
+    server_env: dict[str, str],
+) -> None:
+    """An `initialize` the front does not vouch for (a version that is not an integer)
+    is validated by the server's models: the same -32602 as before, and the process
+    keeps serving (the next, plain `initialize` is answered)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "sema_rpc", "--acp", cwd=str(REPO),
+        env={**os.environ, **server_env},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"one"}}\n'
+        b'{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1}}\n'
+    )
+    await proc.stdin.drain()
+    first = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
+    second = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
+    proc.stdin.close()
+    await asyncio.wait_for(proc.wait(), 60)
+    assert first["id"] == 1 and first["error"]["code"] == -32602
+    assert any(e.get("loc") == ["protocolVersion"] for e in first["error"]["data"])
+    assert second["id"] == 2 and second["result"]["agentInfo"]["name"] == "sema-rpc"
