@@ -31,7 +31,7 @@ from sema_rpc.protocol import (
 )
 
 if TYPE_CHECKING:
-    from sema_rpc.acp.server import AcpServer, AcpSession
+    from sema_rpc.acp.state import AcpPeer, AcpSession
 
 _NAMES = {
     "allow_once": "Allow",
@@ -55,7 +55,7 @@ def _selected(answer: Any) -> str | None:
 
 
 async def permission(
-    server: AcpServer, state: AcpSession, event: PermissionRequestParams
+    server: AcpPeer, state: AcpSession, event: PermissionRequestParams
 ) -> PermissionResult:
     rule = event.always_rule
     if rule is not None and rule in state.rejected_rules:
@@ -99,7 +99,7 @@ async def permission(
 
 
 async def plan_exit(
-    server: AcpServer, state: AcpSession, event: PlanExitRequestParams
+    server: AcpPeer, state: AcpSession, event: PlanExitRequestParams
 ) -> PlanExitResult:
     options = [
         {"optionId": "acceptEdits", "name": "Yes, and auto-accept edits", "kind": "allow_always"},
@@ -140,7 +140,7 @@ async def plan_exit(
 
 
 async def questions(
-    server: AcpServer, state: AcpSession, event: AskQuestionRequestParams
+    server: AcpPeer, state: AcpSession, event: AskQuestionRequestParams
 ) -> AskQuestionResult | None:
     elicitation = server.capabilities.elicitation
     if isinstance(elicitation, dict) and elicitation.get("form") is not None:
@@ -181,7 +181,7 @@ async def questions(
 
 
 async def _elicit(
-    server: AcpServer, state: AcpSession, event: AskQuestionRequestParams
+    server: AcpPeer, state: AcpSession, event: AskQuestionRequestParams
 ) -> AskQuestionResult | None:
     properties: dict[str, Any] = {}
     keys: dict[str, str] = {}

@@ -21,10 +21,10 @@ from sema_rpc.protocol import (
 )
 
 if TYPE_CHECKING:
-    from sema_rpc.acp.server import AcpServer, AcpSession
+    from sema_rpc.acp.state import AcpPeer, AcpSession
 
 
-def updates_for(server: AcpServer, state: AcpSession, event: EventParams) -> list[dict[str, Any]]:
+def updates_for(server: AcpPeer, state: AcpSession, event: EventParams) -> list[dict[str, Any]]:
     """What the client sees of one engine event (often nothing: `state:update`,
     `session:ready`, `message:complete` have no ACP counterpart)."""
     if isinstance(event, TextChunkParams):
@@ -130,9 +130,9 @@ def output_update(state: AcpSession, tool_call_id: str) -> list[dict[str, Any]]:
 
 
 def translate_state(name: str) -> Any:
-    from sema_rpc.acp.server import _ToolCallState
+    from sema_rpc.acp.state import ToolCallState
 
-    return _ToolCallState(name)
+    return ToolCallState(name)
 
 
 def _chunk(kind: str, text: str, message_id: str | None) -> dict[str, Any]:

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 from sema_rpc.protocol import RpcError
 
 if TYPE_CHECKING:
-    from sema_rpc.acp.server import AcpServer
+    from sema_rpc.acp.state import AcpPeer
     from sema_rpc.engine.session import Session
 
 
 class AcpEditorFiles:
     """`EditorFiles` (tools/base.py) over the ACP client's `fs/*` methods."""
 
-    def __init__(self, server: AcpServer, session_id: str, can_read: bool, can_write: bool):
+    def __init__(self, server: AcpPeer, session_id: str, can_read: bool, can_write: bool):
         self.server = server
         self.session_id = session_id
         self.can_read = can_read
@@ -46,7 +46,7 @@ class AcpEditorFiles:
             raise OSError(exc.message) from exc
 
 
-def install_editor_files(server: AcpServer, session: Session) -> None:
+def install_editor_files(server: AcpPeer, session: Session) -> None:
     """Lend the session's tools the editor's file system, as far as the client offers it."""
     fs = server.capabilities.fs
     if fs.read_text_file or fs.write_text_file:

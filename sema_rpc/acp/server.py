@@ -24,17 +24,17 @@ import itertools
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from sema_rpc.acp import translate
+from sema_rpc.acp.advert import REWIND_METHOD, STEERING_METHOD, initialize_result
 from sema_rpc.acp.auth import METHOD_IDS, usable_model
 from sema_rpc.acp.events import updates_for
-from sema_rpc.acp.front import REWIND_METHOD, STEERING_METHOD, initialize_result
-from sema_rpc.acp.front import serve_acp as serve_acp
+from sema_rpc.acp.state import AcpSession
 from sema_rpc.acp.wire import (
     AcpClientCapabilities,
     AuthenticateRequest,
@@ -99,34 +99,6 @@ class _Answer:
 
     result: dict[str, Any]
     then: Callable[[], None] | None = None
-
-
-@dataclass
-class _ToolCallState:
-    name: str
-    output: str = ""
-    """The output so far (its tail), for ACP content that replaces, not appends."""
-    unsent: bool = False
-    terminal_id: str | None = None
-    """The editor's terminal the call runs in (its content from then on)."""
-
-
-@dataclass
-class AcpSession:
-    """What the translation keeps per session."""
-
-    session_id: str
-    cwd: Path
-    tool_calls: dict[str, _ToolCallState] = field(default_factory=dict)
-    prompts: dict[Any, PromptCancel] = field(default_factory=dict)
-    """Open `session/prompt` requests by id (queued ones too)."""
-    last_tool: dict[str, str] = field(default_factory=dict)
-    """Tool name → id of its latest call (plan exit and questions ask about it)."""
-    rejected_rules: set[str] = field(default_factory=set)
-    """Rules answered `reject_always`: refused without asking for the session's life."""
-    steered: list[asyncio.Task[Any]] = field(default_factory=list)
-    """`_session/steering` inputs injected into the running prompt: that prompt answers
-    once they are answered too (one turn, as the client sees it, settles once)."""
 
 
 def _rpc_error_of(exc: DomainError) -> RpcError:
@@ -929,4 +901,4 @@ def _mcp(server: McpServer) -> dict[str, Any]:
     }
 
 
-__all__ = ["AcpServer", "serve_acp"]
+__all__ = ["AcpServer"]

@@ -19,7 +19,7 @@ from sema_rpc.protocol import RpcError
 from sema_rpc.tools.base import ToolContext, ToolOutput
 
 if TYPE_CHECKING:
-    from sema_rpc.acp.server import AcpServer
+    from sema_rpc.acp.state import AcpPeer
     from sema_rpc.engine.session import Session
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ OUTPUT_BYTE_LIMIT = 100_000
 """`outputByteLimit` asked of the editor: what the model gets at most (Bash's own cap)."""
 
 
-def routes_bash_to_terminal(server: AcpServer, session: Session) -> bool:
+def routes_bash_to_terminal(server: AcpPeer, session: Session) -> bool:
     """Whether this session's Bash runs in the editor's terminal: when the client
     advertises `terminal`. The trade-off (protocol/acp.md): the editor's terminal shows
     the command live and lets the user stop it, but the process is the editor's, so
@@ -40,7 +40,7 @@ def routes_bash_to_terminal(server: AcpServer, session: Session) -> bool:
 class AcpTerminalRunner:
     """`CommandRunner` (tools/base.py) over the client's `terminal/*` methods."""
 
-    def __init__(self, server: AcpServer, session_id: str):
+    def __init__(self, server: AcpPeer, session_id: str):
         self.server = server
         self.session_id = session_id
 
@@ -95,7 +95,7 @@ class AcpTerminalRunner:
         return _output(output, exit_status, timed_out, timeout_ms)
 
 
-async def _stop(server: AcpServer, ref: dict[str, Any]) -> None:
+async def _stop(server: AcpPeer, ref: dict[str, Any]) -> None:
     await _quietly(server.request("terminal/kill", ref))
     await _quietly(server.request("terminal/release", ref))
 
@@ -130,7 +130,7 @@ def _output(output: Any, exit_status: Any, timed_out: bool, timeout_ms: int) -> 
     return ToolOutput(content=content, summary="Done" if ok else f"Exit code {code}")
 
 
-def install_terminal(server: AcpServer, session: Session) -> None:
+def install_terminal(server: AcpPeer, session: Session) -> None:
     """Lend the session's Bash the editor's terminal, when `routes_bash_to_terminal`."""
     if routes_bash_to_terminal(server, session):
         session.services.command_runner = AcpTerminalRunner(server, session.id)

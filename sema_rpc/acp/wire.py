@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from sema_rpc.acp.front import ACP_PROTOCOL_VERSION as ACP_PROTOCOL_VERSION
+from sema_rpc.acp.advert import ACP_PROTOCOL_VERSION as ACP_PROTOCOL_VERSION
 from sema_rpc.protocol import WireModel
 
 

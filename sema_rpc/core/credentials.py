@@ -21,8 +21,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sema_rpc.core.known_keys import register_secret
 from sema_rpc.core.root import sema_root
-from sema_rpc.core.secrets import register_secret
 
 PROVIDERS = ("anthropic", "openai")
 FILE_NAME = "credentials.json"

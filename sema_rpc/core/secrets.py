@@ -6,22 +6,14 @@ from __future__ import annotations
 import os
 import re
 
+from sema_rpc.core.known_keys import MIN_SECRET, registered
+from sema_rpc.core.known_keys import register_secret as register_secret
+
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "OPENAI_ADMIN_KEY")
 """The model keys this server reads from its environment."""
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,})")
 REDACTED = "[REDACTED]"
-_MIN_SECRET = 6
-
-
-_known_secrets: set[str] = set()
 _stored_read = False
-
-
-def register_secret(value: str | None) -> None:
-    """A secret that is not in the environment (a `models.json` profile's `apiKey`):
-    `redact` removes it from then on."""
-    if value and len(value) >= _MIN_SECRET:
-        _known_secrets.add(value)
 
 
 def known_secrets() -> list[str]:
@@ -34,10 +26,10 @@ def known_secrets() -> list[str]:
         from sema_rpc.core.credentials import load_credentials
 
         load_credentials()  # registers each stored key
-    found = set(_known_secrets)
+    found = registered()
     for name in SECRET_ENV:
         value = os.environ.get(name)
-        if value and len(value) >= _MIN_SECRET:
+        if value and len(value) >= MIN_SECRET:
             found.add(value)
     return sorted(found, key=len, reverse=True)
 

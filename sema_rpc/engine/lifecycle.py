@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from sema_rpc.core.errors import SessionBusy
 from sema_rpc.engine.control import PromptCancel
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.session import Session
+    import asyncio
+
+    from sema_rpc.engine.control import TurnControl
+    from sema_rpc.engine.events import EventBus
 
 
 class State(enum.Enum):
@@ -47,6 +50,24 @@ class Life:
     closed: bool = False
     """Closed (disposed): its answer is out or on its way; nothing more of the session
     reaches the client."""
+
+
+class Session(Protocol):
+    """What the lifecycle reads of a session (`engine/session.py`'s `Session` is one; a
+    protocol, since the session holds its `Life` and so imports this module)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def disposed(self) -> bool: ...
+    @property
+    def life(self) -> Life: ...
+    @property
+    def control(self) -> TurnControl | None: ...
+    @property
+    def bus(self) -> EventBus: ...
+    @property
+    def turn_lock(self) -> asyncio.Lock: ...
 
 
 def state(session: Session) -> State:

@@ -1,0 +1,64 @@
+"""What the ACP dialect keeps per session, and what its helpers need of the server.
+
+`asks.py`, `events.py`, `fs.py` and `terminal.py` reach the server through `AcpPeer`
+(`server.py`'s `AcpServer` is the one implementation), so that none of them imports the
+server that imports them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from sema_rpc.acp.wire import AcpClientCapabilities
+    from sema_rpc.engine.control import PromptCancel
+    from sema_rpc.engine.engine import SemaEngine
+
+
+@dataclass
+class ToolCallState:
+    name: str
+    output: str = ""
+    """The output so far (its tail), for ACP content that replaces, not appends."""
+    unsent: bool = False
+    terminal_id: str | None = None
+    """The editor's terminal the call runs in (its content from then on)."""
+
+
+@dataclass
+class AcpSession:
+    """What the translation keeps per session."""
+
+    session_id: str
+    cwd: Path
+    tool_calls: dict[str, ToolCallState] = field(default_factory=dict)
+    prompts: dict[Any, PromptCancel] = field(default_factory=dict)
+    """Open `session/prompt` requests by id (queued ones too)."""
+    last_tool: dict[str, str] = field(default_factory=dict)
+    """Tool name → id of its latest call (plan exit and questions ask about it)."""
+    rejected_rules: set[str] = field(default_factory=set)
+    """Rules answered `reject_always`: refused without asking for the session's life."""
+    steered: list[asyncio.Task[Any]] = field(default_factory=list)
+    """`_session/steering` inputs injected into the running prompt: that prompt answers
+    once they are answered too (one turn, as the client sees it, settles once)."""
+
+
+class AcpPeer(Protocol):
+    """The server as the dialect's helpers use it."""
+
+    @property
+    def capabilities(self) -> AcpClientCapabilities: ...
+
+    @property
+    def engine(self) -> SemaEngine: ...
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """A request to the client; cancelling the caller cancels it on the wire."""
+        ...
+
+    def output_changed(self, state: AcpSession, tool_call_id: str) -> None: ...
+
+    def terminal_started(self, session_id: str, tool_call_id: str, terminal_id: str) -> None: ...
