@@ -11,7 +11,7 @@ time is printed on its own line): the routes install with `--no-index` from it, 
 would from a package index whose files are already cached. A second `run` after the
 install is timed too (what every later start costs).
 
-Run: `.venv/bin/python bench/bench_install.py` (`--runs N`: N fresh installs per route,
+Run: `.venv/bin/python bench/bench_install_routes.py` (`--runs N`: N fresh installs per route,
 default 1; the median is printed).
 """
 
