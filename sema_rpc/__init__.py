@@ -5,7 +5,7 @@
 has it, as `importlib.metadata` finds it) on first use; `0+unknown` when sema-rpc runs from a checkout that was never
 installed. The file is read directly because importing `importlib.metadata` (the email
 parser and its dependencies) would cost `initialize` more than the rest of its imports;
-tests/test_dist.py checks the two agree.
+tests/test_version.py checks the two agree.
 """
 
 from __future__ import annotations
