@@ -294,6 +294,32 @@ async def test_acp_no_consent_answered_never_runs_and_allow_once_runs(
         assert len(started(marker)) == 1
 
 
+async def test_acp_a_consent_never_answered_times_out_and_starts_nothing(
+    server_env, scripted_llm: ScriptedLLM, workspace: Path, project
+):
+    import asyncio
+
+    from acp.schema import TextContentBlock
+
+    _script, marker = project
+    scripted_llm.script(Reply.text("one"))
+    editor = AcpEditor(permission_gate=asyncio.Event())  # never opened: no answer
+    env = {**server_env, "SEMA_TRUST_TIMEOUT_S": "1"}
+    async with acp_agent(env, editor) as agent:
+        sid = await acp_session(agent, workspace)
+        answer = await agent.conn.prompt(
+            session_id=sid, prompt=[TextContentBlock(type="text", text="hi")]
+        )
+        assert answer.stop_reason == "end_turn", "the prompt runs without the servers"
+        assert len(editor.permission_requests) == 1
+        withdrawn = [
+            m for d, m in agent.messages if d == "in" and m.get("method") == "$/cancel_request"
+        ]
+        assert withdrawn, "the unanswered request is withdrawn"
+        editor.permission_gate.set()
+    assert started(marker) == []
+
+
 # --------------------------------------------------------------------------- run, CLI
 
 

@@ -9,10 +9,17 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { PermissionMode } from "./messages";
 
-/** A setting as the user (not the folder) set it, else its default. */
+/** A machine setting as VS Code resolves it (user, or remote settings in a remote window),
+ *  and never a folder's value, whatever VS Code's version does with the scope. */
 export function userSetting<T>(key: string, fallback: T): T {
-  const info = vscode.workspace.getConfiguration("sema").inspect<T>(key);
-  return info?.globalValue ?? info?.defaultValue ?? fallback;
+  const config = vscode.workspace.getConfiguration("sema");
+  const value = config.get<T>(key, fallback);
+  const info = config.inspect<T>(key);
+  const folder = info?.workspaceFolderValue ?? info?.workspaceValue;
+  if (folder !== undefined && JSON.stringify(folder) === JSON.stringify(value)) {
+    return info?.globalValue ?? info?.defaultValue ?? fallback;
+  }
+  return value;
 }
 
 /** The permission mode for new chats, and the folder's value when Restricted Mode ignored it. */
