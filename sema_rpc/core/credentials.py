@@ -17,10 +17,10 @@ Stdlib only: read at start-up.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sema_rpc.core.files import write_private
 from sema_rpc.core.known_keys import register_secret
 from sema_rpc.core.root import sema_root
 
@@ -83,25 +83,8 @@ def stored_credential(provider: str) -> Credential | None:
 
 
 def _write(path: Path, data: dict[str, dict[str, str]]) -> None:
-    """Replace the file atomically with a 0600 one (created 0600, never widened)."""
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".credentials-", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Replace the file atomically with a 0600 one (created 0600, never widened), synced."""
+    write_private(path, json.dumps(data, indent=2) + "\n", durable=True)
 
 
 def _entries(path: Path) -> dict[str, dict[str, str]]:

@@ -29,10 +29,13 @@ def ensure_private_dir(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def replacing_private(path: Path, *, make_dir: bool = True) -> Iterator[BinaryIO]:
+def replacing_private(
+    path: Path, *, make_dir: bool = True, durable: bool = False
+) -> Iterator[BinaryIO]:
     """A binary file to write `path`'s new content into, streamed: on a clean exit it
     replaces `path` atomically (0600); on an error `path` is untouched and the temporary
-    file removed. Raises OSError; blocking (use a thread on the event loop)."""
+    file removed. `durable`: synced to the disk before it replaces `path` (survives a
+    power loss, not only a crash). Raises OSError; blocking (use a thread on the loop)."""
     if make_dir:
         ensure_private_dir(path.parent)
     # pid and thread: two writers of one file (threads, processes) never share a temp file
@@ -41,6 +44,9 @@ def replacing_private(path: Path, *, make_dir: bool = True) -> Iterator[BinaryIO
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as f:
             yield f
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -48,8 +54,10 @@ def replacing_private(path: Path, *, make_dir: bool = True) -> Iterator[BinaryIO
         raise
 
 
-def write_private(path: Path, data: bytes | str, *, make_dir: bool = True) -> None:
+def write_private(
+    path: Path, data: bytes | str, *, make_dir: bool = True, durable: bool = False
+) -> None:
     """Replace `path` with `data` atomically, the file 0600 (and its folder 0700 when this
     creates it). Raises OSError; blocking (use a thread on the event loop)."""
-    with replacing_private(path, make_dir=make_dir) as f:
+    with replacing_private(path, make_dir=make_dir, durable=durable) as f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)

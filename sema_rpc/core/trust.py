@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from sema_rpc.core.config import sema_root
+from sema_rpc.core.files import write_private
 from sema_rpc.core.secrets import SECRET_ENV, known_secrets
 
 __all__ = [
@@ -139,14 +140,7 @@ def _locked() -> Any:
 
 def _write(data: dict[str, Any]) -> None:
     """Atomically, 0600 from the first byte."""
-    path = trust_path()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    write_private(trust_path(), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def trust(project: Path | str, digest: str, *, file: str, servers: list[str]) -> None:
