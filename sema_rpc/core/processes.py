@@ -177,8 +177,15 @@ class Supervisor:
                         _kill_group(pid)
                 else:
                     _settle(request, SpawnError(str(message.get("error"))))
-        # The guardian is gone (it swept everything it held): nobody reports exits now.
+        # The guardian is gone (it swept everything it held): nobody reports exits now,
+        # and the next spawn starts a new one.
         with self._lock:
+            if self._sock is sock:
+                self._sock = None
+                sock.close()
+                if self._guardian is not None:
+                    self._guardian.poll()  # reaped if it is gone already
+                self._guardian = None
             for request in self._pending.values():
                 _settle(request, SpawnError("the process guardian exited"))
             for exit_future in self._exits.values():
