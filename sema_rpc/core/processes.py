@@ -15,8 +15,10 @@ guardian's parent-death signal is a second trigger. An orderly end (`close()`) c
 the socket itself and waits for the sweep.
 
 Stop signals: `on_stop_signals()` turns SIGTERM, SIGINT and SIGHUP into one callback on
-the event loop (the servers treat it as end of input); `hard_stop_after()` bounds the
-orderly end: past its deadline every group is killed and the process leaves.
+the event loop (`sema-rpc run`; the servers wire the same signals in `cli`, without
+importing this module before a signal comes, and treat them as end of input);
+`hard_stop_after()` bounds the orderly end: past its deadline every group is killed and
+the process leaves.
 """
 
 from __future__ import annotations
