@@ -197,6 +197,42 @@ async def per_command(n: int) -> dict[str, Any]:
     }
 
 
+async def one_path(via: str, n: int) -> None:
+    """`n` commands through one path only (for an outside timer: A/B whole processes)."""
+    import os
+    import subprocess
+
+    import anyio
+
+    from sema_rpc.core.processes import close_all, spawn
+
+    argv = ["/bin/bash", "-c", "true"]
+    env = dict(os.environ)
+    for _ in range(n):
+        if via == "guardian":
+            proc = await spawn(argv, cwd="/", env=env)
+            async for _chunk in proc.stdout:
+                pass
+            await proc.wait()
+            await proc.aclose()
+        else:
+            direct = await anyio.open_process(
+                argv,
+                cwd="/",
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            assert direct.stdout is not None
+            async for _chunk in direct.stdout:
+                pass
+            await direct.wait()
+            await direct.aclose()
+    close_all()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=100, help="sessions per way (100)")
@@ -204,7 +240,16 @@ def main() -> int:
     parser.add_argument("--parallel", type=int, default=3, help="sessions at once (3)")
     parser.add_argument("--quick", action="store_true", help="10 sessions, 100 commands")
     parser.add_argument("--only", choices=["sessions", "commands"], default=None)
+    parser.add_argument(
+        "--via",
+        choices=["guardian", "direct"],
+        default=None,
+        help="only run --commands commands through one path and exit (for an outside A/B timer)",
+    )
     args = parser.parse_args()
+    if args.via:
+        asyncio.run(one_path(args.via, args.commands))
+        return 0
     if args.quick:
         args.sessions, args.commands = 10, 100
     host = host_header()

@@ -168,19 +168,29 @@ class _StopEvent(asyncio.Event):
 def _stop_on_signals() -> _StopEvent:
     """SIGTERM, SIGINT, SIGHUP: the orderly end that end of input starts, bounded by a
     hard stop (every group killed, the process gone) within STOP_DEADLINE_S; a second
-    signal stops at once. Shared by both dialects."""
-    from sema_rpc.core.processes import STOP_DEADLINE_S, hard_stop, hard_stop_after, on_stop_signals
+    signal stops at once. Shared by both dialects.
+
+    The process supervisor is imported when a signal comes, not before: nothing of it
+    is on the path to `initialize`."""
+    import signal
 
     stop = _StopEvent()
 
     def on_signal(signum: int) -> None:
+        from sema_rpc.core.processes import STOP_DEADLINE_S, hard_stop, hard_stop_after
+
         if stop.is_set():
             hard_stop(128 + signum)
         stop.signum = signum
         stop.set()
         hard_stop_after(STOP_DEADLINE_S - _HARD_STOP_MARGIN_S, 128 + signum)
 
-    on_stop_signals(on_signal)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # processes.STOP_SIGNALS
+        try:
+            loop.add_signal_handler(signum, on_signal, signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
     return stop
 
 
@@ -196,9 +206,9 @@ def _fast_exit(code: int, *streams: object) -> None:
     """Leave now: the orderly end is done (see the module docstring)."""
     import logging
 
-    from sema_rpc.core.processes import close_all
-
-    close_all()  # whatever is still held dies with us, and the guardian's sweep is done
+    processes = sys.modules.get("sema_rpc.core.processes")
+    if processes is not None:  # not imported: nothing was ever started
+        processes.close_all()  # whatever is still held dies with us, after the guardian's sweep
     logging.shutdown()
     for stream in (*streams, sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         flush = getattr(stream, "flush", None)

@@ -242,8 +242,12 @@ def main(argv: list[str]) -> int:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGUSR1, lambda *_: None)  # the parent-death signal
-    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_IGN)  # a terminal's Ctrl-C is the server's to decide
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        # A terminal's Ctrl-C or hang-up, or a SIGTERM to the server's whole group, is
+        # the server's to act on: it ends us through the lifeline once its commands are
+        # handled. A handler, not SIG_IGN: an ignored signal would stay ignored in the
+        # commands (exec keeps SIG_IGN, and resets handlers).
+        signal.signal(sig, lambda *_: None)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGUSR1)
     commands: set[int] = set()

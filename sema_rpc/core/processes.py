@@ -15,8 +15,10 @@ guardian's parent-death signal is a second trigger. An orderly end (`close()`) c
 the socket itself and waits for the sweep.
 
 Stop signals: `on_stop_signals()` turns SIGTERM, SIGINT and SIGHUP into one callback on
-the event loop (the servers treat it as end of input); `hard_stop_after()` bounds the
-orderly end: past its deadline every group is killed and the process leaves.
+the event loop (`sema-rpc run`; the servers wire the same signals in `cli`, without
+importing this module before a signal comes, and treat them as end of input);
+`hard_stop_after()` bounds the orderly end: past its deadline every group is killed and
+the process leaves.
 """
 
 from __future__ import annotations
@@ -177,8 +179,15 @@ class Supervisor:
                         _kill_group(pid)
                 else:
                     _settle(request, SpawnError(str(message.get("error"))))
-        # The guardian is gone (it swept everything it held): nobody reports exits now.
+        # The guardian is gone (it swept everything it held): nobody reports exits now,
+        # and the next spawn starts a new one.
         with self._lock:
+            if self._sock is sock:
+                self._sock = None
+                sock.close()
+                if self._guardian is not None:
+                    self._guardian.poll()  # reaped if it is gone already
+                self._guardian = None
             for request in self._pending.values():
                 _settle(request, SpawnError("the process guardian exited"))
             for exit_future in self._exits.values():

@@ -319,3 +319,45 @@ async def test_the_guardian_starts_with_the_first_command_not_before(
     assert [pid for pid, _ in marked(mark)] == [server.proc.pid]
     end(server, "eof")
     assert await server.ended(DEADLINE_S + LOAD_SLACK_S) == 0
+
+
+PDEATH_SCRIPT = """
+import asyncio, os, sys, time
+sys.path.insert(0, sys.argv[2])
+from sema_rpc.core.processes import spawn
+from tests.support.proc_table import marked
+
+async def main():
+    env = {"PATH": os.environ["PATH"], "SEMA_TEST_MARK": sys.argv[1]}
+    await spawn(["/bin/sh", "-c", "sleep 300 & sleep 300"], cwd="/", env=env)
+    deadline = time.monotonic() + 30
+    while len([p for p in marked(sys.argv[1]) if p[1] == "sleep 300"]) < 2:
+        if time.monotonic() > deadline:
+            os._exit(3)
+        time.sleep(0.02)
+    if os.fork() == 0:  # keeps the server's end of the lifeline open after it died
+        time.sleep(10)
+        os._exit(0)
+    os._exit(0)
+
+asyncio.run(main())
+"""
+
+
+async def test_the_parent_death_signal_ends_commands_when_the_lifeline_is_held_open(
+    mark: str, tmp_path: Path
+) -> None:
+    """A fork of the server holds the lifeline open after the server died: the
+    guardian's parent-death signal still ends every command."""
+    script = tmp_path / "server.py"
+    script.write_text(PDEATH_SCRIPT)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        mark,
+        str(REPO),
+        cwd=str(REPO),
+        env={**os.environ, MARK_VAR: "none"},
+    )
+    assert await proc.wait() == 0, "the commands were running when the server died"
+    await assert_all_gone(mark, "server exited, lifeline held by a fork")

@@ -33,12 +33,17 @@ async def _output(proc) -> bytes:
 
 async def test_a_command_runs_in_its_own_session_with_its_cwd_and_env(tmp_path: Path) -> None:
     proc = await spawn(
-        ["/bin/sh", "-c", 'pwd; echo "$GREETING"; echo err >&2; exit 3'],
+        [
+            "/bin/sh",
+            "-c",
+            'echo $$ $(cut -d" " -f6 /proc/$$/stat); pwd; echo "$GREETING"; echo err >&2; exit 3',
+        ],
         cwd=tmp_path,
         env={"GREETING": "hello", "PATH": os.defpath},
     )
-    assert _stat(proc.pid)[3] == str(proc.pid).encode(), "it leads its own session"
-    assert await _output(proc) == f"{tmp_path}\nhello\nerr\n".encode()
+    first, rest = (await _output(proc)).split(b"\n", 1)
+    assert first == f"{proc.pid} {proc.pid}".encode(), "it leads its own session"
+    assert rest == f"{tmp_path}\nhello\nerr\n".encode()
     assert proc.returncode == 3
 
 
@@ -101,3 +106,11 @@ async def test_a_sandbox_policy_that_cannot_be_applied_fails_closed(tmp_path: Pa
     )
     assert out.is_error and "sandbox" in out.content
     assert not witness.exists()
+
+
+async def test_a_command_starts_with_default_signal_dispositions(tmp_path: Path) -> None:
+    """Nothing the guardian ignores is ignored in a command (SIG_IGN survives exec)."""
+    proc = await spawn(["/bin/sh", "-c", "grep SigIgn /proc/$$/status"], cwd=tmp_path, env={})
+    ignored = int((await _output(proc)).split()[1], 16)
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
+        assert not ignored & (1 << (sig - 1)), f"{sig.name} is ignored in the command"
