@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -28,11 +29,18 @@ pytestmark = pytest.mark.asyncio
 def acpx_bin() -> Path:
     if shutil.which("npm") is None:
         pytest.skip("npm is missing: acpx cannot be installed")
+    # A cache that survives between runs (the suite's HOME is a new temporary folder),
+    # as the VS Code e2e set-up keeps its own; nothing of sema's goes there.
+    cache = os.environ.get("SEMA_ACPX_CACHE") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache")
+        / "sema-acpx"
+    )
     setup = subprocess.run(
         [str(REPO / "tests" / "support" / "setup_acpx.sh")],
         capture_output=True,
         text=True,
         timeout=600,
+        env={**os.environ, "SEMA_ACPX_CACHE": cache},
     )
     assert setup.returncode == 0, setup.stderr[-2000:]
     return Path(setup.stdout.strip()) / "bin"

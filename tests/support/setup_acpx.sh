@@ -5,7 +5,7 @@
 set -euo pipefail
 ACPX_VERSION=0.19.1
 NODE_VERSION=24.21.0
-CACHE=${SEMA_ACPX_CACHE:-$HOME/.cache/sema-acpx}
+CACHE=${SEMA_ACPX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sema-acpx}
 command -v npm >/dev/null || { echo "setup-acpx: npm is missing" >&2; exit 3; }
 stamp="$CACHE/.done-$ACPX_VERSION-$NODE_VERSION"
 if [ ! -f "$stamp" ]; then
