@@ -30,10 +30,10 @@ OUTPUT_BYTE_LIMIT = 100_000
 
 def routes_bash_to_terminal(server: AcpPeer, session: Session) -> bool:
     """Whether this session's Bash runs in the editor's terminal: when the client
-    advertises `terminal`. The trade-off (protocol/acp.md): the editor's terminal shows
-    the command live and lets the user stop it, but the process is the editor's, so
-    nothing this server confines its own children with applies to it; a session setting
-    that asks for such confinement is to be consulted here, and keeps Bash in the agent."""
+    advertises `terminal`. The process is then the editor's: the OS sandbox still holds
+    (the command is wrapped in it, see `BashTool.call`), consent and path checks are the
+    same, but the server's process supervisor does not hold it: the editor's terminal
+    ends it (`terminal/kill`, `terminal/release`, and the editor's own exit)."""
     return server.capabilities.terminal
 
 
@@ -45,7 +45,7 @@ class AcpTerminalRunner:
         self.session_id = session_id
 
     async def run(
-        self, command: str, env: dict[str, str], timeout_ms: int, ctx: ToolContext
+        self, argv: list[str], env: dict[str, str], timeout_ms: int, ctx: ToolContext
     ) -> ToolOutput:
         server, sid = self.server, self.session_id
         try:
@@ -53,8 +53,8 @@ class AcpTerminalRunner:
                 "terminal/create",
                 {
                     "sessionId": sid,
-                    "command": "/bin/bash",
-                    "args": ["-c", command],
+                    "command": argv[0],
+                    "args": argv[1:],
                     "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
                     "cwd": str(ctx.working_dir),
                     "outputByteLimit": OUTPUT_BYTE_LIMIT,

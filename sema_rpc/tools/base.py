@@ -92,10 +92,13 @@ class CommandRunner(Protocol):
     """Runs one Bash command elsewhere than in a child process (validated, consented)."""
 
     async def run(
-        self, command: str, env: dict[str, str], timeout_ms: int, ctx: ToolContext
+        self, argv: list[str], env: dict[str, str], timeout_ms: int, ctx: ToolContext
     ) -> ToolOutput:
-        """The command's output and status as Bash reports them; `env` is what Bash adds
-        to or changes in the environment (pagers off, git's safety settings)."""
+        """The output and status of `argv` as Bash reports them. `argv` is the shell with
+        the command, wrapped in the session's sandbox when it has one (the wrapper confines
+        itself, then execs the shell: the sandbox holds wherever the process starts);
+        `env` is what Bash adds to or changes in the environment (pagers off, git's safety
+        settings, the sandbox's private `TMPDIR`)."""
         ...
 
 

@@ -147,8 +147,6 @@ class BashTool(Tool):
 
     async def call(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
         timeout_ms = effective_timeout_ms(args.timeout)
-        if (runner := ctx.services.command_runner) is not None:  # e.g. the editor's terminal
-            return await runner.run(args.command, environment_changes(), timeout_ms, ctx)
         output = _MiddleTruncatingBuffer(MAX_OUTPUT_CHARS)
         stream = _Streamer(ctx.emit_update)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -172,6 +170,14 @@ class BashTool(Tool):
                 hidden=[sema_root()],
                 visible=[sema_root() / "skills"],
             )
+        if (runner := ctx.services.command_runner) is not None:  # e.g. the editor's terminal
+            # Someone else starts the process: the sandbox goes with it as a wrapper that
+            # confines itself before it execs the shell (fails closed, status 126).
+            changes = environment_changes()
+            if policy is not None:
+                changes["TMPDIR"] = env["TMPDIR"]
+            argv = sandbox.wrap_argv(policy, [SHELL, "-c", args.command])
+            return await runner.run(argv, changes, timeout_ms, ctx)
         try:
             # Its own session and group, under the process supervisor (ended with the
             # server however the server ends, see sema_rpc/core/processes.py), confined by
