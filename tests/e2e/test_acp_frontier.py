@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 from typing import Any
 
@@ -374,6 +375,28 @@ async def test_rewind_code_and_conversation_with_conflicts_redo_and_a_replay_tha
         assert getattr(err.value, "code", None) == -32602
 
 
+async def test_a_command_in_the_editors_terminal_is_as_sandboxed_as_one_the_agent_runs(
+    server_env, scripted_llm: ScriptedLLM, workspace, tmp_path
+):
+    from acp.schema import ClientCapabilities
+
+    outside = tmp_path / "outside-the-workspace.txt"
+    (workspace / ".git").mkdir(exist_ok=True)
+    command = f"echo x > {outside}; echo y > .git/hooked; echo z > inside.txt"
+    scripted_llm.script(Reply.tools([("Bash", {"command": command}, "call_s1")]), Reply.text("ok"))
+    editor = Editor(permission_answers=["allow_once"])
+    async with acp_agent(server_env, editor) as agent:
+        await agent.conn.initialize(
+            protocol_version=1, client_capabilities=ClientCapabilities(terminal=True)
+        )
+        sid = (await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await agent.conn.prompt(session_id=sid, prompt=[text("write")])
+    assert editor.terminal_calls[0][0] == "create", "it ran in the terminal"
+    assert (workspace / "inside.txt").read_text() == "z\n", "the workspace is writable"
+    assert not outside.exists(), "outside the workspace: refused by the sandbox"
+    assert not (workspace / ".git" / "hooked").exists(), ".git: refused by the sandbox"
+
+
 async def test_bash_runs_in_the_editors_terminal_embedded_in_the_call_with_consent_and_timeout(
     server_env, scripted_llm: ScriptedLLM, workspace
 ):
@@ -394,8 +417,12 @@ async def test_bash_runs_in_the_editors_terminal_embedded_in_the_call_with_conse
         )
         sid = (await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         await agent.conn.prompt(session_id=sid, prompt=[text("run it")])
-        created = [c for kind, c in editor.terminal_calls if kind == "create"]
-        assert created == [{"command": "/bin/bash", "args": ["-c", command], "cwd": str(workspace)}]
+        [created] = [c for kind, c in editor.terminal_calls if kind == "create"]
+        # The session's sandbox goes with the command: a wrapper that confines itself,
+        # then execs the shell with the command (protocol/acp.md, terminal/*).
+        assert created["cwd"] == str(workspace)
+        assert created["command"] == sys.executable and created["args"][:3] == ["-I", "-S", "-c"]
+        assert created["args"][-3:] == ["/bin/bash", "-c", command]
         assert (workspace / "made.txt").exists(), "the editor ran it"
         sent = scripted_llm.requests[1].body["messages"][-1]["content"]
         result = next(b for b in sent if b["type"] == "tool_result")
