@@ -130,3 +130,23 @@ async def test_sandbox_off_is_today(server_env, scripted_llm: ScriptedLLM, repo:
     await client.call("session/prompt", {"sessionId": ready["sessionId"], "input": "go"})
     await client.close()
     assert (outside / "a").exists()
+
+
+async def test_the_private_temp_dir_is_the_commands_tmpdir_and_goes_with_the_session(
+    server_env, scripted_llm: ScriptedLLM, repo: Path
+) -> None:
+    client, ready = await start(server_env, repo, None, permissionMode="bypass")
+    sid = ready["sessionId"]
+    scripted_llm.script(
+        Reply.tools(
+            [("Bash", {"command": 'echo "$TMPDIR" && touch "$TMPDIR/x" && ls -ld "$TMPDIR"'})]
+        ),
+        Reply.text("ok"),
+    )
+    await client.call("session/prompt", {"sessionId": sid, "input": "go"})
+    [done] = client.events("tool:execution:complete", sid)
+    temp, listing = done.params["content"].splitlines()[:2]
+    assert Path(temp, "x").exists() and listing.startswith("drwx------")
+    await client.call("session/dispose", {"sessionId": sid})
+    await client.close()
+    assert not Path(temp).exists()
