@@ -92,6 +92,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_neovim.py
 	$(BIN)/python bench/bench_acp.py
 	$(BIN)/python bench/bench_lifeline.py
+	$(BIN)/python bench/bench_sandbox.py
 
 # The VS Code extension (clients/vscode): npm packages pinned by its package-lock.json.
 $(VSCODE_STAMP): $(VSCODE)/package-lock.json

@@ -256,7 +256,7 @@ async def main(args: argparse.Namespace) -> int:
             variants.append(("before (baseline checkout)", None, Path(args.before)))
         variants += [("after, sandbox off", "off", None), ("after, workspace-write", None, None)]
         with ScriptedLLM() as llm:
-            for label, mode, before in variants:
+            for label, mode, before in variants if not args.timing_only else []:
                 row: list[Any] = [label]
                 for permission_mode in ("default", "acceptEdits", "bypass"):
                     got = await one_session(llm, root, permission_mode, mode, before)
@@ -270,11 +270,13 @@ async def main(args: argparse.Namespace) -> int:
                         got["commits"] >= 2, f"{label}/{permission_mode}: the commit was made"
                     )
                 rows.append(row)
-        print_table(
-            f"consent requests asked in one session of {len(COMMANDS)} commands (editor allows all)",
-            ["server", "default", "acceptEdits", "bypass"],
-            rows,
-        )
+        if rows:
+            print_table(
+                f"consent requests asked in one session of {len(COMMANDS)} commands "
+                "(editor allows all)",
+                ["server", "default", "acceptEdits", "bypass"],
+                rows,
+            )
         timing = setup_times(args.pairs, root)
         print_table(
             f"`/bin/bash -c true` plain vs in the sandbox, {args.pairs} alternated pairs (ms)",
@@ -296,5 +298,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", help="a baseline checkout with its .venv (no sandbox)")
     parser.add_argument("--pairs", type=int, default=200)
+    parser.add_argument("--timing-only", action="store_true", help="only the set-up time")
     shutil.which("gcc") or sys.exit("gcc is needed")
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -247,6 +247,7 @@ class SemaEngine(SessionRegistry):
         for session in self.sessions.values():
             if session.store is not None:
                 session.store.discard_if_unused()  # a history file created ahead, unused
+            session.services.sandbox.close()  # the session's private temp dir
         await synced_all()
         # MCP servers are children of this process: stop them and wait for them to go.
         closing = [self.close_mcp(s) for s in self.sessions.values() if s.mcp is not None]

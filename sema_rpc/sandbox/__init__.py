@@ -51,7 +51,9 @@ def status() -> tuple[bool, str | None, int | None]:
     """(available, why not, kernel ABI) on this machine, probed once per process."""
     global _status
     if _status is None:
-        if sys.platform != "linux":
+        if os.environ.get("SEMA_SANDBOX") == "0":
+            _status = (False, "turned off by SEMA_SANDBOX=0 in the server's environment", None)
+        elif sys.platform != "linux":
             _status = (False, f"no sandbox for {sys.platform} yet (Landlock is Linux only)", None)
         else:
             from . import linux

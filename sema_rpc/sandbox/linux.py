@@ -205,20 +205,21 @@ def restrict(
         grants += [(p, WRITE_FILE) for p in DEVICES_WRITABLE]
         grants += [(p, READ_FILE) for p in read_beneath or ()]
         for path, rights in grants:
-            _add_rule(libc, ruleset, path, rights, optional=path in DEVICES_WRITABLE)
+            _add_rule(libc, ruleset, path, rights)
         _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
         _check(libc.syscall(SYS_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
     finally:
         os.close(ruleset)
 
 
-def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int, *, optional: bool) -> None:
+def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
+    """Grant `rights` beneath `path`. A path that vanished since it was listed (another
+    process's temp file) or cannot be opened is skipped: a missing grant only takes
+    rights away, never adds any."""
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except FileNotFoundError:
-        if optional:
-            return
-        raise
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return
     try:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             rights &= FILE_RIGHTS

@@ -52,8 +52,8 @@ class BashInput(ToolInput):
     description: str | None = Field(
         None, description="What the command does, in 5-10 words (shown to the user)."
     )
-    outside_sandbox: bool = Field(
-        False,
+    outside_sandbox: bool | None = Field(
+        None,
         description=(
             "Run outside the OS sandbox. Only after the sandbox refused something this "
             "command needs (the result said so); the user is asked every time."

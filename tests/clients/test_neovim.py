@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from sema_rpc.sandbox import status as sandbox_status
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[2]
@@ -253,6 +254,12 @@ def test_questions_plan_review_and_mode_switches_through_the_picker(
     text = result["snapshots"]["end"]
     assert "SQLite it is." in text and "Starting on the plan." in text
     assert "✓ Write quiet.txt" in text and "acceptEdits" not in text
+    # the sandbox: in the statusline function, changed with `:Sema sandbox read-only`
+    if sandbox_status()[0]:
+        assert result["statusline_before"] == "sandbox:workspace"
+        assert result["statusline_after"] == "sandbox:read-only"
+    else:
+        assert result["statusline_before"] == "no sandbox"
 
 
 def test_steer_joins_the_running_turn_and_a_follow_up_waits_for_the_next(
@@ -440,6 +447,10 @@ def test_checkhealth_reports_server_model_and_key_without_printing_it(
     assert "OK model (from setup): anthropic/claude-test" in report
     assert "OK API key: ANTHROPIC_API_KEY is set (22 characters)" in report
     assert "sk-ant-test-key-000000" not in report
+    if sandbox_status()[0]:
+        assert "OK commands run in the `workspace-write` OS sandbox by default" in report
+    else:
+        assert f"WARNING commands run unconfined: {sandbox_status()[1]}" in report
 
     result = run_scenario(
         "health",

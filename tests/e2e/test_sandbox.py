@@ -16,7 +16,7 @@ from tests.support.wire_client import RpcFailure, WireClient
 
 MODEL = "anthropic/claude-test"
 AVAILABLE, WHY, _ = sandbox_status()
-pytestmark = pytest.mark.skipif(not AVAILABLE, reason=f"no OS sandbox here: {WHY}")
+needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"no OS sandbox here: {WHY}")
 
 
 class Editor:
@@ -44,6 +44,7 @@ def repo(workspace: Path) -> Path:
     return workspace
 
 
+@needs_sandbox
 async def test_ready_says_the_mode_and_set_sandbox_changes_it(server_env, repo: Path) -> None:
     client, ready = await start(server_env, repo, None)
     sid = ready["sessionId"]
@@ -64,6 +65,7 @@ async def test_ready_says_the_mode_and_set_sandbox_changes_it(server_env, repo: 
     await client.close()
 
 
+@needs_sandbox
 async def test_consent_per_permission_mode(
     server_env, scripted_llm: ScriptedLLM, repo: Path
 ) -> None:
@@ -86,6 +88,7 @@ async def test_consent_per_permission_mode(
         (repo / "made.txt").unlink()
 
 
+@needs_sandbox
 async def test_leaving_the_sandbox_always_asks_and_always_means_that_prefix(
     server_env, scripted_llm: ScriptedLLM, repo: Path, tmp_path: Path
 ) -> None:
@@ -119,6 +122,7 @@ async def test_leaving_the_sandbox_always_asks_and_always_means_that_prefix(
     assert json.loads(settings.read_text())["permissions"]["allow"] == [asked["alwaysRule"]]
 
 
+@needs_sandbox
 async def test_sandbox_off_is_today(server_env, scripted_llm: ScriptedLLM, repo: Path, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -129,4 +133,54 @@ async def test_sandbox_off_is_today(server_env, scripted_llm: ScriptedLLM, repo:
     )
     await client.call("session/prompt", {"sessionId": ready["sessionId"], "input": "go"})
     await client.close()
+    assert (outside / "a").exists()
+
+
+@needs_sandbox
+async def test_the_private_temp_dir_is_the_commands_tmpdir_and_goes_with_the_session(
+    server_env, scripted_llm: ScriptedLLM, repo: Path
+) -> None:
+    client, ready = await start(server_env, repo, None, permissionMode="bypass")
+    sid = ready["sessionId"]
+    scripted_llm.script(
+        Reply.tools(
+            [("Bash", {"command": 'echo "$TMPDIR" && touch "$TMPDIR/x" && ls -ld "$TMPDIR"'})]
+        ),
+        Reply.text("ok"),
+    )
+    await client.call("session/prompt", {"sessionId": sid, "input": "go"})
+    [done] = client.events("tool:execution:complete", sid)
+    temp, listing = done.params["content"].splitlines()[:2]
+    assert Path(temp, "x").exists() and listing.startswith("drwx------")
+    await client.call("session/dispose", {"sessionId": sid})
+    await client.close()
+    assert not Path(temp).exists()
+
+
+async def test_without_a_sandbox_ready_says_why_and_nothing_changes(
+    server_env, scripted_llm: ScriptedLLM, repo: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    env = {**server_env, "SEMA_SANDBOX": "0"}
+    editor = Editor({"decision": "allow_once"})
+    client, ready = await start(env, repo, editor, permissionMode="acceptEdits")
+    sid = ready["sessionId"]
+    assert ready["sandbox"] == {
+        "mode": "off",
+        "network": False,
+        "available": False,
+        "reason": "turned off by SEMA_SANDBOX=0 in the server's environment",
+    }
+    with pytest.raises(RpcFailure) as refused:
+        await client.call("session/setSandbox", {"sessionId": sid, "mode": "workspace-write"})
+    assert refused.value.code == -32602 and "SEMA_SANDBOX=0" in str(refused.value)
+    scripted_llm.script(
+        Reply.tools([("Bash", {"command": f"touch {outside}/a"})]), Reply.text("ok")
+    )
+    await client.call("session/prompt", {"sessionId": sid, "input": "go"})
+    await client.close()
+    assert [a["input"]["command"] for a in editor.asked] == [f"touch {outside}/a"], (
+        "acceptEdits asks for a command, as without a sandbox"
+    )
     assert (outside / "a").exists()

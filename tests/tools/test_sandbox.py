@@ -325,3 +325,20 @@ async def test_the_user_can_run_it_outside(ww: ToolContext, outside: Path) -> No
     assert f"touch {outside}/made" in ask.title and "outside the sandbox" in ask.title
     await run(tool, ww, command=f"touch {outside}/made", outside_sandbox=True)
     assert (outside / "made").exists()
+
+
+def test_a_path_that_vanished_before_its_rule_is_skipped_not_fatal(tmp_path: Path) -> None:
+    """Listing a folder (the siblings of a hidden one) races with other processes: a
+    grant on a path gone meanwhile is dropped (fewer rights), the command still runs."""
+    script = (
+        "import sys; from sema_rpc.sandbox import linux; "
+        f"linux.restrict(write_beneath=['{tmp_path}/gone', '{tmp_path}'], "
+        f"read_beneath=['{tmp_path}/gone-too', '/']); "
+        f"open('{tmp_path}/ok', 'w').write('x')"
+    )
+    repo_root = Path(sandbox.__file__).parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=repo_root, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "ok").read_text() == "x"

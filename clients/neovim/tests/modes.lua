@@ -1,4 +1,5 @@
--- AskUserQuestion and ExitPlanMode through the picker; Plan mode and permission-mode switches.
+-- AskUserQuestion and ExitPlanMode through the picker; Plan mode, permission-mode and
+-- sandbox switches (the window bar and the statusline function).
 local H = dofile(vim.env.SEMA_NVIM_PLUGIN .. "/tests/helpers.lua")
 
 H.picker(function(prompt, labels)
@@ -37,4 +38,14 @@ H.run(function()
   vim.cmd("Sema write it quietly")
   H.wait_event("SemaPromptDone", 3)
   H.snapshot("end")
+
+  H.result.statusline_before = require("sema").statusline()
+  if not (H.chat().info.sandbox or {}).available then
+    return
+  end
+  vim.cmd("Sema sandbox read-only")
+  H.wait("the sandbox in the window bar", function()
+    return winbar():find("sandbox:read-only", 1, true) ~= nil
+  end)
+  H.result.statusline_after = require("sema").statusline()
 end)

@@ -46,6 +46,20 @@ local function one_line(text, max)
   return text
 end
 
+--- A short word for the session's OS sandbox (`session:ready.sandbox`, `sandbox:update`):
+--- `sandbox:workspace`, `sandbox:read-only`, `sandbox:off`, `no sandbox`; nil when the
+--- server says nothing about one.
+function M.sandbox_label(sandbox)
+  if type(sandbox) ~= "table" then
+    return nil
+  end
+  if sandbox.available == false then
+    return "no sandbox"
+  end
+  local word = sandbox.mode == "workspace-write" and "workspace" or sandbox.mode or "?"
+  return "sandbox:" .. word .. (sandbox.network and "+net" or "")
+end
+
 local function human_tokens(n)
   n = n or 0
   if n >= 1000 then
@@ -242,6 +256,10 @@ function Chat:_winbar()
     info.model or "no model",
     self.state == "processing" and "working…" or "idle",
   }
+  local sandbox = M.sandbox_label(info.sandbox)
+  if sandbox then
+    table.insert(parts, 3, sandbox)
+  end
   if #self.queued > 0 then
     parts[#parts + 1] = #self.queued .. " queued"
   end
@@ -645,6 +663,9 @@ function Chat:on_event(method, p)
     end
   elseif method == "mode:update" then
     self.info.mode = p.mode
+    self:_winbar()
+  elseif method == "sandbox:update" then
+    self.info.sandbox = { mode = p.mode, network = p.network, available = p.available, reason = p.reason }
     self:_winbar()
   elseif method == "todos:update" then
     self.todos = p.todos or {}

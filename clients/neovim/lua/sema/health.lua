@@ -136,6 +136,20 @@ function M.check()
     h.info("this server cannot list or switch models (`:Sema model` says so; `:Sema new {model}` works)")
   end
 
+  local sandbox = (result.ready or {}).sandbox
+  if type(sandbox) == "table" then
+    h.start("sema: sandbox")
+    if sandbox.available == false then
+      h.warn("commands run unconfined: " .. (sandbox.reason or "no OS sandbox here"))
+    else
+      h.ok(
+        ("commands run in the `%s` OS sandbox by default (`:Sema sandbox` changes it)"):format(
+          sandbox.mode or "?"
+        )
+      )
+    end
+  end
+
   h.start("sema: model")
   if result.create_error then
     h.error("session/create failed: " .. (result.create_error.message or "?"))

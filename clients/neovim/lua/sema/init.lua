@@ -441,6 +441,54 @@ function M.set_permission_mode(mode)
   end)
 end
 
+local SANDBOX_MODES = {
+  { mode = "workspace-write", text = "workspace-write — commands write only in the project (not .git/), no network" },
+  { mode = "read-only", text = "read-only — commands cannot write (but a temp dir) or connect" },
+  { mode = "off", text = "off — commands run unconfined" },
+}
+
+--- Set the OS sandbox of the current chat's commands; without an argument, pick one.
+function M.set_sandbox(mode)
+  with_chat(function(chat, client)
+    if not has_method("session/setSandbox") then
+      return notify("this sema-rpc has no sandbox (no session/setSandbox)", vim.log.levels.WARN)
+    end
+    local function apply(m)
+      client:request("session/setSandbox", { sessionId = chat.session_id, mode = m }, function(err, result)
+        if err then
+          return notify("session/setSandbox failed: " .. (err.message or "?"), vim.log.levels.ERROR)
+        end
+        chat.info.sandbox = result
+        chat:_winbar()
+        notify("sandbox: " .. result.mode)
+      end)
+    end
+    if mode then
+      return apply(mode)
+    end
+    local now = chat.info.sandbox and chat.info.sandbox.mode or "?"
+    vim.ui.select(SANDBOX_MODES, {
+      prompt = "Sema sandbox (now " .. now .. ")",
+      kind = "sema.sandbox",
+      format_item = function(i)
+        return i.text
+      end,
+    }, function(item)
+      if item then
+        apply(item.mode)
+      end
+    end)
+  end)
+end
+
+--- For a statusline: the current chat's sandbox (`sandbox:workspace`, `sandbox:read-only`,
+--- `sandbox:off`, `no sandbox`), or "" without a chat or a server that reports one.
+--- `set statusline+=%{v:lua.require'sema'.statusline()}`
+function M.statusline()
+  local chat = M.current()
+  return chat and require("sema.chat").sandbox_label(chat.info.sandbox) or ""
+end
+
 --- Pick the session's model (needs a server that offers `model/list` and `session/setModel`).
 function M.pick_model()
   with_chat(function(chat, client)
@@ -709,6 +757,9 @@ local SUBCOMMANDS = {
   permissions = function(arg)
     M.set_permission_mode(arg ~= "" and arg or nil)
   end,
+  sandbox = function(arg)
+    M.set_sandbox(arg ~= "" and arg or nil)
+  end,
   interrupt = function()
     M.interrupt()
   end,
@@ -738,6 +789,7 @@ local ARGS = {
   new = "text",
   mode = { "Agent", "Plan" },
   permissions = { "default", "acceptEdits", "bypass" },
+  sandbox = { "workspace-write", "read-only", "off" },
   steer = "text",
   ask = "text",
 }
