@@ -37,9 +37,9 @@ import struct
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 __all__ = ["RecordedRequest", "Reply", "ScriptedLLM"]
