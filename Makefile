@@ -85,6 +85,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_tools.py
 	$(BIN)/python bench/bench_history.py
 	$(BIN)/python bench/bench_history_stall.py
+	$(BIN)/python bench/bench_message_complete.py
 	$(BIN)/python bench/bench_pipeline.py
 	$(BIN)/python bench/bench_recorder.py
 	$(BIN)/python bench/bench_view.py
