@@ -209,23 +209,38 @@ def _last_tool_result(llm: ScriptedLLM) -> str:
     return ""
 
 
-def setup_times(pairs: int, root: Path) -> list[list[Any]]:
+async def setup_times(pairs: int, root: Path) -> list[list[Any]]:
+    """`/bin/bash -c true` started, run and reaped the way the Bash tool does it (through
+    the process supervisor's guardian, which applies the policy in the child right before
+    exec), with the policy and without, alternated: the sandbox's own cost per command."""
+    from sema_rpc.core.processes import spawn
+
     ws = make_workspace(root / "timing")
     temp = root / "timing-tmp"
     temp.mkdir()
     plain = ["/bin/bash", "-c", "true"]
+    env = dict(os.environ)
+
+    async def once(policy: dict[str, Any] | None) -> float:
+        start = time.perf_counter()
+        proc = await spawn(plain, cwd=ws, env=env, sandbox_policy=policy)
+        code = await proc.wait()
+        await proc.aclose()
+        assert code == 0, f"exit {code}"
+        return (time.perf_counter() - start) * 1000
+
+    await once(None)  # the guardian starts with the first command
     rows = []
     for mode in ("read-only", "workspace-write"):
-        policy = sandbox.policy(mode, ws, temp, hidden=[root / "sema-root"])
-        boxed = sandbox.wrap_argv(policy, plain)
+        policy = dict(sandbox.policy(mode, ws, temp, hidden=[root / "sema-root"]))
         a: list[float] = []
         b: list[float] = []
         for i in range(pairs + 5):
-            for argv, out in ((boxed, a), (plain, b)) if i % 2 == 0 else ((plain, b), (boxed, a)):
-                start = time.perf_counter()
-                subprocess.run(argv, cwd=ws, check=True)
+            order = ((policy, a), (None, b)) if i % 2 == 0 else ((None, b), (policy, a))
+            for chosen, out in order:
+                took = await once(chosen)
                 if i >= 5:  # warm-up
-                    out.append((time.perf_counter() - start) * 1000)
+                    out.append(took)
         ratios = [x / y for x, y in zip(a, b, strict=True)]
         added = [x - y for x, y in zip(a, b, strict=True)]
         rows.append(
@@ -277,7 +292,7 @@ async def main(args: argparse.Namespace) -> int:
                 ["server", "default", "acceptEdits", "bypass"],
                 rows,
             )
-        timing = setup_times(args.pairs, root)
+        timing = await setup_times(args.pairs, root)
         print_table(
             f"`/bin/bash -c true` plain vs in the sandbox, {args.pairs} alternated pairs (ms)",
             ["mode", "plain median", "sandboxed median", "added median", "added p99", "ratio"],
