@@ -47,6 +47,14 @@ STOP_DEADLINE_S = 2.0
 _MAX_MESSAGE = 1 << 20
 
 
+def _import_paths() -> list[str]:
+    """Where the guardian finds `sema_rpc` (for the sandbox): the folder holding this
+    package first — an editable install resolves it through an import hook that a
+    `python -I -S` guardian does not load — then this process's own path."""
+    package_root = str(Path(__file__).resolve().parents[2])
+    return [package_root, *(p for p in sys.path if p and p != package_root)]
+
+
 _Started = tuple[int, "concurrent.futures.Future[int]"]
 """A started command: its pid, and the future of its exit status."""
 
@@ -132,7 +140,7 @@ class Supervisor:
                         "-S",
                         str(GUARDIAN),
                         str(os.getpid()),
-                        json.dumps([p for p in sys.path if p]),
+                        json.dumps(_import_paths()),
                     ],
                     stdin=theirs.fileno(),
                     stdout=subprocess.DEVNULL,

@@ -114,3 +114,44 @@ async def test_a_command_starts_with_default_signal_dispositions(tmp_path: Path)
     ignored = int((await _output(proc)).split()[1], 16)
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
         assert not ignored & (1 << (sig - 1)), f"{sig.name} is ignored in the command"
+
+
+async def test_a_sandboxed_command_runs_from_a_server_started_anywhere(tmp_path: Path) -> None:
+    """The guardian (`python -I -S`, no site hooks) finds the sandbox even when this
+    package is importable only through an install's import hook, not from the server's
+    current directory: a server started outside the checkout confines and runs commands."""
+    import subprocess
+    import sys
+
+    from sema_rpc import sandbox
+
+    if not sandbox.status()[0]:
+        pytest.skip(f"no OS sandbox here: {sandbox.status()[1]}")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = (
+        "import asyncio, os, sys\n"
+        "from sema_rpc import sandbox\n"
+        "from sema_rpc.core.processes import spawn\n"
+        "async def main():\n"
+        "    ws = sys.argv[1]\n"
+        "    policy = dict(sandbox.policy('workspace-write', ws, ws))\n"
+        "    proc = await spawn(['/bin/sh', '-c', 'echo in > inside; echo out > ../outside'],\n"
+        "                       cwd=ws, env=dict(os.environ), sandbox_policy=policy)\n"
+        "    out = b''.join([c async for c in proc.stdout])\n"
+        "    print(await proc.wait(), out.decode(errors='replace'))\n"
+        "asyncio.run(main())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(workspace)],
+        cwd=tmp_path,  # not the checkout: `sema_rpc` is not importable from here
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "could not" not in done.stdout.lower(), done.stdout
+    assert (workspace / "inside").read_text() == "in\n", "the command ran"
+    assert not (tmp_path / "outside").exists(), "confined: no write outside the workspace"
