@@ -887,6 +887,10 @@ class AskQuestion(WireModel):
 
 class AskQuestionRequestParams(ServerRequestParams):
     event: ClassVar[str] = "ask:question:request"
+    tool_call_id: str = Field(
+        description="The AskUserQuestion call these questions belong to (the `toolCallId` "
+        "of its `tool:execution:*` notifications)."
+    )
     questions: list[AskQuestion]
 
 
@@ -907,6 +911,10 @@ PlanExitDecision = Literal["startEditing", "clearContextAndStart", "keepPlanning
 
 class PlanExitRequestParams(ServerRequestParams):
     event: ClassVar[str] = "plan:exit:request"
+    tool_call_id: str = Field(
+        description="The ExitPlanMode call asking (the `toolCallId` of its "
+        "`tool:execution:*` notifications)."
+    )
     plan_file_path: str = Field(description="Absolute path of the saved plan (.md).")
     plan_content: str
     options: list[PlanExitDecision]

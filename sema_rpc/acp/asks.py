@@ -112,7 +112,7 @@ async def plan_exit(
         {"optionId": "keepPlanning", "name": "No, keep planning", "kind": "reject_once"},
     ]
     tool_call = {
-        "toolCallId": state.last_tool.get("ExitPlanMode", "plan-exit"),
+        "toolCallId": event.tool_call_id,
         "title": "Ready to code?",
         "kind": "switch_mode",
         "status": "pending",
@@ -146,7 +146,7 @@ async def questions(
     if isinstance(elicitation, dict) and elicitation.get("form") is not None:
         return await _elicit(server, state, event)
     answers: dict[str, str] = {}
-    tool_call_id = state.last_tool.get("AskUserQuestion", "ask-user")
+    tool_call_id = event.tool_call_id
     for question in event.questions:
         options = [
             {"optionId": f"o{i}", "name": o.label, "kind": "allow_once"}
@@ -207,7 +207,7 @@ async def _elicit(
         "elicitation/create",
         {
             "sessionId": state.session_id,
-            "toolCallId": state.last_tool.get("AskUserQuestion"),
+            "toolCallId": event.tool_call_id,
             "mode": "form",
             "message": "The agent has questions for you",
             "requestedSchema": {"type": "object", "properties": properties},

@@ -37,7 +37,6 @@ def updates_for(server: AcpPeer, state: AcpSession, event: EventParams) -> list[
         return [_chunk("agent_thought_chunk", event.delta, event.message_id)]
     if isinstance(event, ToolExecutionStartParams):
         state.tool_calls[event.tool_call_id] = translate_state(event.tool_name)
-        state.last_tool[event.tool_name] = event.tool_call_id
         return [
             translate.tool_call(
                 event.tool_call_id,

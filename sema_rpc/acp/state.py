@@ -37,8 +37,6 @@ class AcpSession:
     tool_calls: dict[str, ToolCallState] = field(default_factory=dict)
     prompts: dict[Any, PromptCancel] = field(default_factory=dict)
     """Open `session/prompt` requests by id (queued ones too)."""
-    last_tool: dict[str, str] = field(default_factory=dict)
-    """Tool name → id of its latest call (plan exit and questions ask about it)."""
     rejected_rules: set[str] = field(default_factory=set)
     """Rules answered `reject_always`: refused without asking for the session's life."""
     steered: list[asyncio.Task[Any]] = field(default_factory=list)

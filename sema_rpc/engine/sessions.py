@@ -230,8 +230,10 @@ class SessionRegistry:
         session.rules = RuleStore(session.working_dir)
         session.pipeline = InputPipeline(session)
         session.services.on_todos = lambda todos: todos_changed(session, todos)
-        session.services.ask_user = lambda questions: ask_user(session, questions)
-        session.services.plan_exit = lambda path, text: plan_exit(session, path, text)
+        session.services.ask_user = lambda questions, call_id: ask_user(session, questions, call_id)
+        session.services.plan_exit = lambda path, text, call_id: plan_exit(
+            session, path, text, call_id
+        )
         session.services.sandbox = box
         self.sessions[session_id] = session
         await self._start_mcp(session, params)
@@ -544,14 +546,17 @@ def todos_changed(session: Session, todos: list) -> None:
     session.bus.emit(TodosUpdateParams(todos=todo_items(dicts)))
 
 
-async def ask_user(session: Session, questions: Any) -> dict[str, Any] | None:
-    request = AskQuestionRequestParams.model_validate({"questions": questions})
+async def ask_user(session: Session, questions: Any, call_id: str) -> dict[str, Any] | None:
+    request = AskQuestionRequestParams.model_validate(
+        {"toolCallId": call_id, "questions": questions}
+    )
     answer = await session.bus.ask(request, AskQuestionResult)
     return None if answer is None else {"answers": answer.answers}
 
 
-async def plan_exit(session: Session, path: str, text: str) -> PlanExitResult | None:
+async def plan_exit(session: Session, path: str, text: str, call_id: str) -> PlanExitResult | None:
     request = PlanExitRequestParams(
+        tool_call_id=call_id,
         plan_file_path=str(path),
         plan_content=text,
         options=["startEditing", "clearContextAndStart", "keepPlanning"],

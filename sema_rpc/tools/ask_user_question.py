@@ -2,7 +2,7 @@
 
 The engine provides the asking: `ctx.services.ask_user` is an async callable taking the
 questions (wire-shaped dicts `{question, header, options: [{label, description}],
-multiSelect}`) and returning `{"answers": {question: answer}}`, or None when the client
+multiSelect}`) and this call's id (the request names it) and returning `{"answers": {question: answer}}`, or None when the client
 cannot answer (no `askQuestion` capability). The user may answer with free text instead
 of an option; a multi-select answer is the labels joined with ", ".
 """
@@ -77,7 +77,7 @@ class AskUserQuestionTool(Tool):
     async def call(self, args: AskUserQuestionInput, ctx: ToolContext) -> ToolOutput:
         ask = ctx.services.ask_user
         questions = [q.model_dump() for q in args.questions]
-        answer: Any = await ask(questions) if ask is not None else None
+        answer: Any = await ask(questions, ctx.tool_call_id) if ask is not None else None
         answers = answer.get("answers") if isinstance(answer, dict) else None
         if not isinstance(answers, dict):
             return ToolOutput(content=NOT_ASKED, summary="The user could not be asked")

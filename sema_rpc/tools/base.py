@@ -111,12 +111,12 @@ class ToolServices:
     """The session's todo list (TodoWrite replaces it; `/clear` empties it)."""
     on_todos: Callable[[list[dict[str, Any]]], None] | None = None
     """Called with the new list after TodoWrite (the engine records and announces it)."""
-    ask_user: Callable[[list[dict[str, Any]]], Awaitable[Any]] | None = None
-    """AskUserQuestion: wire-shaped questions → `{"answers": {question: answer}}`, or None
-    when the client cannot answer."""
-    plan_exit: Callable[[str, str], Awaitable[Any]] | None = None
-    """ExitPlanMode: (plan path, plan text) → the client's decision, or None when the client
-    cannot answer."""
+    ask_user: Callable[[list[dict[str, Any]], str], Awaitable[Any]] | None = None
+    """AskUserQuestion: (wire-shaped questions, the asking call's id) →
+    `{"answers": {question: answer}}`, or None when the client cannot answer."""
+    plan_exit: Callable[[str, str, str], Awaitable[Any]] | None = None
+    """ExitPlanMode: (plan path, plan text, the asking call's id) → the client's decision,
+    or None when the client cannot answer."""
     run_subagent: SubagentRun | None = None
     """Task: set for the duration of a main-agent turn."""
     changes: ChangeWatch | None = None

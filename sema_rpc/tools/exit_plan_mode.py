@@ -1,7 +1,7 @@
 """ExitPlanMode: save the plan, ask the user to approve it, and tell the loop what follows.
 
 The tool (not the model) writes the plan to `<working dir>/.sema/plans/<timestamp>-<slug>.md`,
-then awaits `ctx.services.plan_exit(plan_path, plan_text)`, which the engine provides and
+then awaits `ctx.services.plan_exit(plan_path, plan_text, call_id)`, which the engine provides and
 which asks the client (`plan:exit:request`) and returns `{"decision":
 "startEditing" | "clearContextAndStart" | "keepPlanning", "feedback": str | None}` (a dict
 or an object with those attributes), or None when the client cannot answer.
@@ -120,7 +120,7 @@ class ExitPlanModeTool(Tool):
         path = await anyio.to_thread.run_sync(save_plan, ctx.working_dir, plan)
         shown = display_path(path, ctx.working_dir)
         ask = ctx.services.plan_exit
-        answer = await ask(str(path), plan) if ask is not None else None
+        answer = await ask(str(path), plan, ctx.tool_call_id) if ask is not None else None
         decision, feedback = _decision(answer)
         said = f"\nThe user said: {feedback}" if feedback else ""
 

@@ -843,6 +843,43 @@ async def test_todo_write_is_a_plan_and_ask_user_question_maps_onto_options(
         assert "Postgres" in answer
 
 
+async def test_each_question_names_the_call_that_asks_it(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    """Two AskUserQuestion calls in one response (a read-only batch: they run together):
+    each permission request carries its own call's id, never the latest call's."""
+
+    def question(text: str) -> dict:
+        return {
+            "question": text,
+            "header": text[:10],
+            "options": [
+                {"label": "Yes", "description": "do it"},
+                {"label": "No", "description": "leave it"},
+            ],
+            "multiSelect": False,
+        }
+
+    scripted_llm.script(
+        Reply.tools(
+            [
+                ("AskUserQuestion", {"questions": [question("Add tests?")]}, "qa"),
+                ("AskUserQuestion", {"questions": [question("Add docs?")]}, "qb"),
+            ]
+        ),
+        Reply.text("Noted."),
+    )
+    editor = Editor(permission_answers=["o0", "o1"])
+    async with acp_agent(server_env, editor) as agent:
+        sid = await start(agent, workspace)
+        result = await agent.conn.prompt(session_id=sid, prompt=[text("ask me")])
+    assert result.stop_reason == "end_turn"
+    asked = {
+        r["toolCall"]["title"]: r["toolCall"]["toolCallId"] for r in editor.permission_requests
+    }
+    assert asked == {"Add tests?": "qa", "Add docs?": "qb"}
+
+
 async def test_the_editors_mcp_servers_run_and_their_tools_are_offered(
     server_env, scripted_llm: ScriptedLLM, workspace
 ):

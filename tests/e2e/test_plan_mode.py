@@ -97,6 +97,14 @@ async def test_plan_mode_refuses_writes_then_exit_plan_mode_each_way(
         assert request["planContent"] == plan
         assert request["options"] == ["startEditing", "clearContextAndStart", "keepPlanning"]
     assert asked[0]["planFilePath"] != asked[1]["planFilePath"]
+    # Each request names the ExitPlanMode call that asks (no guessing from the tool name).
+    plan_calls = [
+        e.params["toolCallId"]
+        for e in client.events("tool:execution:start", sid)
+        if e.params["toolName"] == "ExitPlanMode"
+    ]
+    assert [request["toolCallId"] for request in asked] == plan_calls
+    assert len(set(plan_calls)) == 2
     [kept] = tool_results(reqs[3])
     assert "also update the README" in result_text(kept) and not kept.get("is_error")
     assert "Write" not in tool_names(reqs[3]) and PLAN_MODE_PROMPT in reqs[3]["system"]

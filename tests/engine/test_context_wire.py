@@ -34,6 +34,7 @@ def test_camel_case_on_the_wire() -> None:
     assert end.wire()["status"] == "completed"
     ask = AskQuestionRequestParams.model_validate(
         {
+            "toolCallId": "call_1",
             "questions": [
                 {
                     "question": "q?",
@@ -41,12 +42,15 @@ def test_camel_case_on_the_wire() -> None:
                     "options": [{"label": "a"}, {"label": "b"}],
                     "multiSelect": True,
                 }
-            ]
+            ],
         }
     )
     assert ask.wire()["questions"][0]["multiSelect"] is True
-    plan = PlanExitRequestParams(plan_file_path="/p.md", plan_content="x", options=["keepPlanning"])
-    assert {"planFilePath", "planContent"} <= set(plan.wire())
+    assert ask.wire()["toolCallId"] == "call_1"
+    plan = PlanExitRequestParams(
+        tool_call_id="call_2", plan_file_path="/p.md", plan_content="x", options=["keepPlanning"]
+    )
+    assert {"toolCallId", "planFilePath", "planContent"} <= set(plan.wire())
     tools = ToolListResult.model_validate(
         {
             "tools": [

@@ -27,10 +27,11 @@ QUESTION = {
 async def test_answers_come_from_the_engine_callback(ctx: ToolContext) -> None:
     seen: list[Any] = []
 
-    async def ask_user(questions: list[dict]) -> dict:
+    async def ask_user(questions: list[dict], call_id: str) -> dict:
         seen.append(questions)
+        assert call_id == ctx.tool_call_id, "the request names the asking call"
         # The engine sends them as the wire request and validates the client's answer.
-        AskQuestionRequestParams.model_validate({"questions": questions})
+        AskQuestionRequestParams.model_validate({"toolCallId": call_id, "questions": questions})
         answer = AskQuestionResult.model_validate({"answers": {QUESTION["question"]: "Postgres"}})
         return {"answers": answer.answers}
 
@@ -47,7 +48,7 @@ async def test_client_cannot_answer(ctx: ToolContext) -> None:
     out = await run(tool, ctx, questions=[QUESTION])  # no callback at all
     assert out.content == NOT_ASKED and not out.is_error
 
-    async def no_client(_questions: list[dict]) -> None:
+    async def no_client(_questions: list[dict], _call_id: str) -> None:
         return None
 
     ctx.services.ask_user = no_client

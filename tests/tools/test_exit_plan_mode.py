@@ -21,10 +21,13 @@ PLAN = "# Plan: Add retry to the HTTP client\n\n1. Wrap `send` in a retry loop.\
 
 
 def plan_ctx(ctx: ToolContext, answer: Any, seen: list | None = None) -> ToolContext:
-    async def plan_exit(path: str, text: str) -> Any:
+    async def plan_exit(path: str, text: str, call_id: str) -> Any:
         if seen is not None:
             seen.append((path, text))
-        PlanExitRequestParams(plan_file_path=path, plan_content=text, options=PLAN_EXIT_OPTIONS)
+        assert call_id == ctx.tool_call_id, "the request names the asking call"
+        PlanExitRequestParams(
+            tool_call_id=call_id, plan_file_path=path, plan_content=text, options=PLAN_EXIT_OPTIONS
+        )
         return answer
 
     ctx = dataclasses.replace(ctx, plan_mode=True)

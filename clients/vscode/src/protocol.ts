@@ -24,6 +24,8 @@ export interface AskQuestionRequestParams {
   seq?: number;
   /** This request's JSON-RPC id, repeated: a `$/cancelRequest` from the server names it in `id` (for client libraries that hide ids from request handlers). */
   requestId?: string;
+  /** The AskUserQuestion call these questions belong to (the `toolCallId` of its `tool:execution:*` notifications). */
+  toolCallId: string;
   questions: AskQuestion[];
 }
 
@@ -306,6 +308,8 @@ export interface PlanExitRequestParams {
   seq?: number;
   /** This request's JSON-RPC id, repeated: a `$/cancelRequest` from the server names it in `id` (for client libraries that hide ids from request handlers). */
   requestId?: string;
+  /** The ExitPlanMode call asking (the `toolCallId` of its `tool:execution:*` notifications). */
+  toolCallId: string;
   /** Absolute path of the saved plan (.md). */
   planFilePath: string;
   planContent: string;
