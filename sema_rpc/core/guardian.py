@@ -166,7 +166,12 @@ def _spawn(request: dict[str, Any], fds: list[int], paths: list[str]) -> int:
     if policy is not None and _apply_in_child is None:
         sys.path.extend(p for p in paths if p not in sys.path)
         try:
-            from sema_rpc.sandbox import apply_in_child  # type: ignore[import-not-found]
+            from sema_rpc.sandbox import (  # type: ignore[import-not-found]
+                apply_in_child,
+                prepare,
+            )
+
+            prepare()  # loaded here once: every forked child inherits it
         except Exception as exc:
             raise RuntimeError(
                 f"a sandbox policy was given but the sandbox cannot be loaded: {exc}"

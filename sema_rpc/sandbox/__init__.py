@@ -98,6 +98,16 @@ def policy(
     }
 
 
+def prepare() -> None:
+    """Load what `apply_in_child` needs (the OS module, ctypes, libc) in a process that
+    forks commands, so that each forked child starts with it loaded instead of importing
+    it again, per command, between fork and exec."""
+    if sys.platform == "linux":
+        from . import linux
+
+        linux.prepare()
+
+
 def apply_in_child(policy: Mapping[str, Any] | None) -> None:
     """Confine the calling process for good, as `policy` says; raises OSError or
     ValueError when it cannot (never returns less confined than asked)."""

@@ -147,6 +147,11 @@ def _syscall() -> ctypes.CDLL:
     return _libc
 
 
+def prepare() -> None:
+    """libc loaded and the syscall's result type set (see `sandbox.prepare`)."""
+    _syscall().syscall.restype = ctypes.c_long
+
+
 def abi_version() -> int:
     """The kernel's Landlock ABI; raises OSError saying why there is none."""
     if not sys.platform.startswith("linux"):
