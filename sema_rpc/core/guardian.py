@@ -61,10 +61,15 @@ def _prctl(option: int, value: int) -> bool:
         return False
 
 
-def _children_map() -> dict[int, list[int]]:
-    """ppid → pids, from /proc/*/stat."""
-    tree: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
+def process_table() -> list[tuple[int, int, int, bytes]]:
+    """(pid, ppid, session id, state) of every process, from /proc/*/stat. The server's
+    supervisor reads the same table (processes.py imports this)."""
+    out: list[tuple[int, int, int, bytes]] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
         if not name.isdigit():
             continue
         try:
@@ -72,27 +77,24 @@ def _children_map() -> dict[int, list[int]]:
                 stat = f.read()
         except OSError:
             continue
+        # The command name (field 2) may hold spaces and parentheses: split after it.
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1:
-            tree.setdefault(int(fields[1]), []).append(int(name))
+        if len(fields) > 3:
+            out.append((int(name), int(fields[1]), int(fields[3]), fields[0]))
+    return out
+
+
+def _children_map() -> dict[int, list[int]]:
+    """ppid → pids."""
+    tree: dict[int, list[int]] = {}
+    for pid, ppid, _sid, _state in process_table():
+        tree.setdefault(ppid, []).append(pid)
     return tree
 
 
 def _sessions(sids: set[int]) -> list[int]:
     """Every process whose session id is in `sids` (an adopted server's own children)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 3 and int(fields[3]) in sids:
-            found.append(int(name))
-    return found
+    return [pid for pid, _ppid, sid, _state in process_table() if sid in sids]
 
 
 def descendants(root: int) -> list[int]:

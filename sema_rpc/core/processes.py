@@ -346,24 +346,10 @@ def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
 
 
 def _processes() -> list[tuple[int, int, int, bytes]]:
-    """(pid, ppid, sid, state) of every process, from /proc."""
-    out: list[tuple[int, int, int, bytes]] = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return out
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 3:
-            out.append((int(name), int(fields[1]), int(fields[3]), fields[0]))
-    return out
+    """(pid, ppid, sid, state) of every process, read as the guardian reads it."""
+    from sema_rpc.core.guardian import process_table
+
+    return process_table()
 
 
 _SUPERVISOR: Supervisor | None = None
