@@ -233,6 +233,16 @@ export async function runCommand(page, title, timeoutMs = 60000) {
 }
 
 /** The chat webview's document (a webview is two nested iframes). */
+/** `shot(name)`: a numbered screenshot of the page into `dir` (01-name.png, 02-…), logged. */
+export function screenshotter(page, dir, log = console.log) {
+  let step = 0;
+  return async (name) => {
+    const file = path.join(dir, `${String(++step).padStart(2, "0")}-${name}.png`);
+    await page.screenshot({ path: file });
+    log(`screenshot ${path.basename(file)}`);
+  };
+}
+
 export function chatFrame(page) {
   return page.frameLocator("iframe.webview").frameLocator("#active-frame");
 }

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { EXT_DIR, openChat, runCommand, setup, startModel, startVSCode, VSIX } from "./harness.mjs";
+import { EXT_DIR, openChat, runCommand, setup, startModel, startVSCode, VSIX, screenshotter } from "./harness.mjs";
 
 /** The processes whose command line runs something inside `dir` (from the process table). */
 function serverProcesses(dir) {
@@ -46,12 +46,7 @@ await model.script(
 const started = Date.now();
 const env = await startVSCode({ cache, model, workspaceFiles: { "README.md": "# Demo\n" }, serverOnPath: false, log: lap });
 const { page, dirs } = env;
-let step = 0;
-const shot = async (name) => {
-  const file = path.join(ARTIFACTS, `${String(++step).padStart(2, "0")}-${name}.png`);
-  await page.screenshot({ path: file });
-  lap(`screenshot ${path.basename(file)}`);
-};
+const shot = screenshotter(page, ARTIFACTS, lap);
 
 try {
   const codeServerEnv = readFileSync(`/proc/${env.server.pid}/environ`, "utf8").split("\0");

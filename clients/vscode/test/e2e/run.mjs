@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { EXT_DIR, MODEL, openChat, setup, startModel, startVSCode } from "./harness.mjs";
+import { EXT_DIR, MODEL, openChat, setup, startModel, startVSCode, screenshotter } from "./harness.mjs";
 
 /** The extension's output channel as code-server writes it (it holds the server's pid). */
 function findSemaLog(userDir) {
@@ -96,12 +96,7 @@ const env = await startVSCode({
   log: lap,
 });
 const { page, dirs } = env;
-let step = 0;
-const shot = async (name) => {
-  const file = path.join(ARTIFACTS, `${String(++step).padStart(2, "0")}-${name}.png`);
-  await page.screenshot({ path: file });
-  lap(`screenshot ${path.basename(file)}`);
-};
+const shot = screenshotter(page, ARTIFACTS, lap);
 
 try {
   lap("workbench up");

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { EXT_DIR, openChat, setup, startModel, startVSCode } from "./harness.mjs";
+import { EXT_DIR, openChat, setup, startModel, startVSCode, screenshotter } from "./harness.mjs";
 
 const ARTIFACTS = path.join(EXT_DIR, "artifacts/e2e-trust");
 const t0 = Date.now();
@@ -56,12 +56,7 @@ const env = await startVSCode({
   },
 });
 const { page, dirs } = env;
-let step = 0;
-const shot = async (name) => {
-  const file = path.join(ARTIFACTS, `${String(++step).padStart(2, "0")}-${name}.png`);
-  await page.screenshot({ path: file });
-  lap(`screenshot ${path.basename(file)}`);
-};
+const shot = screenshotter(page, ARTIFACTS, lap);
 
 try {
   lap("workbench up (Restricted Mode)");
