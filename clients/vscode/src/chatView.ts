@@ -15,16 +15,19 @@ import {
 import { showProposedDiff, type ProposedContentProvider } from "./diff";
 import { SandboxStatusBar } from "./sandboxStatus";
 import { readText, resolveInWorkspace, reversePatch } from "./util";
-import type {
-  ChatState,
-  Completion,
-  Features,
-  FromWebview,
-  ImageAttachment,
-  Mode,
-  PermissionMode,
-  RestoreWhat,
-  ToWebview,
+import {
+  exhaustive,
+  type ChatState,
+  type Completion,
+  type Features,
+  type FromWebview,
+  type ImageAttachment,
+  type Mode,
+  type PermissionMode,
+  type RequestAnswer,
+  type RestoreWhat,
+  type ToWebview,
+  type WireEvent,
 } from "./messages";
 import type { PermissionRequestParams, ServerRequestName, ServerRequests } from "./protocol";
 import type { ServerManager } from "./server";
@@ -40,7 +43,15 @@ const BUILTIN_COMMANDS: Completion[] = [
 interface PendingRequest {
   method: ServerRequestName;
   params: ServerRequests[ServerRequestName]["params"];
-  resolve: (result: Record<string, unknown>) => void;
+  resolve: (result: RequestAnswer) => void;
+}
+
+/** Append `next`'s delta to `last` when both are text (or thinking) chunks of one agent. */
+function mergeDelta(last: WireEvent, next: WireEvent): boolean {
+  if (next.method !== "message:text:chunk" && next.method !== "message:thinking:chunk") return false;
+  if (last.method !== next.method || last.params.agentId !== next.params.agentId) return false;
+  last.params = { ...last.params, delta: String(last.params.delta) + String(next.params.delta) };
+  return true;
 }
 
 function nonce(): string {
@@ -151,16 +162,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   /** Queue a message for the webview; consecutive text deltas of one agent are merged. */
   private post(msg: ToWebview): void {
     const last = this.queue[this.queue.length - 1];
-    if (
-      msg.type === "event" &&
-      last?.type === "event" &&
-      (msg.method === "message:text:chunk" || msg.method === "message:thinking:chunk") &&
-      last.method === msg.method &&
-      last.params.agentId === msg.params.agentId
-    ) {
-      last.params = { ...last.params, delta: String(last.params.delta) + String(msg.params.delta) };
-      return;
-    }
+    if (msg.type === "event" && last?.type === "event" && mergeDelta(last, msg)) return;
     this.queue.push(msg);
     this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
   }
@@ -293,6 +295,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
             });
           }
           break;
+        default:
+          exhaustive(msg);
       }
     } catch (err) {
       this.post({ type: "error", message: err instanceof Error ? err.message : String(err) });
@@ -483,7 +487,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       this.onTurnDiff(event.params);
       return;
     }
-    this.post({ type: "event", method: event.method, params: event.params as never });
+    this.post({ type: "event", ...event });
     if (event.method === "sandbox:update" || event.method === "session:ready") {
       this.sandboxBar.show(this.session?.sandbox);
     }
@@ -559,7 +563,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   ): Promise<ServerRequests[K]["result"]> {
     const id = this.nextRequestId++;
     return new Promise((resolve) => {
-      this.requests.set(id, { method, params, resolve: resolve as unknown as (r: Record<string, unknown>) => void });
+      this.requests.set(id, { method, params, resolve: resolve as (r: RequestAnswer) => void });
       token.onCancellationRequested(() => {
         if (!this.requests.delete(id)) return;
         this.post({ type: "requestCancelled", id });

@@ -1,9 +1,16 @@
-// Messages between the extension host and the chat webview (postMessage, both ways).
+// Messages between the extension host and the chat webview (postMessage, both ways): the
+// one definition both sides import. Each side switches over the other's messages with an
+// `exhaustive` default, so `tsc` fails when one sends a message type the other does not
+// handle. Server events travel as the generated protocol types (`WireEvent`).
 import type { ModelInfo, RewindResult, TranscriptMessage, TurnDiff, UsageTotals } from "./client";
 import type {
   AskQuestionRequestParams,
+  NotificationName,
+  Notifications,
   PermissionRequestParams,
   PlanExitRequestParams,
+  ServerRequestName,
+  ServerRequests,
   SessionListItem,
   TokenUsage,
 } from "./protocol";
@@ -51,10 +58,26 @@ export interface Completion {
   insert: string;
 }
 
+/** A server event as the chat renders it: every notification but `turn:diff` (sent as `turnDiff`). */
+export type WireEvent = {
+  [K in Exclude<NotificationName, "turn:diff">]: { type: "event"; method: K; params: Notifications[K] };
+}[Exclude<NotificationName, "turn:diff">];
+
+/** The user's answer to a server→client request (permission, questions, plan). */
+export type RequestAnswer = ServerRequests[ServerRequestName]["result"];
+
+/**
+ * The `default:` of a switch over `ToWebview`, `FromWebview` or `WireEvent`: it type-checks
+ * only when every case is handled above. At run time an unknown message is ignored.
+ */
+export function exhaustive(unhandled: never): void {
+  void unhandled;
+}
+
 export type ToWebview =
   | { type: "batch"; items: ToWebview[] }
   | { type: "reset"; notice?: string; resumed?: { title: string; messageCount: number } }
-  | { type: "event"; method: string; params: Record<string, unknown> & { agentId?: string } }
+  | WireEvent
   | {
       type: "user";
       text: string;
@@ -92,7 +115,7 @@ export type FromWebview =
   | { type: "stop" }
   | { type: "setMode"; mode: Mode }
   | { type: "setPermissionMode"; permissionMode: PermissionMode }
-  | { type: "answer"; id: number; result: Record<string, unknown> }
+  | { type: "answer"; id: number; result: RequestAnswer }
   | { type: "showDiff"; id: number }
   | { type: "openFile"; path: string; line?: number }
   | { type: "complete"; kind: "file" | "command"; query: string }
