@@ -739,14 +739,7 @@ function Chat:_history(step)
   local pos = (self.history_pos or (#self.history + 1)) - step
   pos = math.max(1, math.min(#self.history + 1, pos))
   self.history_pos = pos
-  local text = self.history[pos] or ""
-  local n = api.nvim_buf_line_count(self.input)
-  local prompt = vim.fn.prompt_getprompt(self.input)
-  local line = prompt .. text:gsub("\n", " ")
-  api.nvim_buf_set_lines(self.input, n - 1, n, true, { line })
-  if self.input_win and api.nvim_win_is_valid(self.input_win) then
-    api.nvim_win_set_cursor(self.input_win, { n, #line })
-  end
+  self:set_input(self.history[pos] or "")
 end
 
 function Chat:_on_submit(text, delivery)

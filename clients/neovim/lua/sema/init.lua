@@ -2,6 +2,7 @@
 local config = require("sema.config")
 local rpc = require("sema.rpc")
 local chat_mod = require("sema.chat")
+local pick = require("sema.pick")
 
 local api = vim.api
 local M = {}
@@ -304,10 +305,10 @@ function M.resume()
       if #sessions == 0 then
         return notify("no saved sessions for " .. cwd)
       end
-      vim.ui.select(sessions, {
+      pick.select(sessions, {
         prompt = "Resume a Sema session",
         kind = "sema.session",
-        format_item = function(s)
+        format = function(s)
           return ("%s  (%s, %d messages)"):format(
             s.title or s.sessionId,
             (s.updatedAt or ""):gsub("T", " "):sub(1, 16),
@@ -315,9 +316,7 @@ function M.resume()
           )
         end,
       }, function(item)
-        if item then
-          M.resume_session(item.sessionId, item)
-        end
+        M.resume_session(item.sessionId, item)
       end)
     end)
   end)
@@ -424,20 +423,10 @@ function M.set_permission_mode(mode)
         end
       )
     end
-    if mode then
-      return apply(mode)
-    end
-    vim.ui.select(PERMISSION_MODES, {
+    pick.mode(mode, PERMISSION_MODES, {
       prompt = "Sema permission mode (now " .. (chat.info.permissionMode or "default") .. ")",
       kind = "sema.permission_mode",
-      format_item = function(i)
-        return i.text
-      end,
-    }, function(item)
-      if item then
-        apply(item.mode)
-      end
-    end)
+    }, apply)
   end)
 end
 
@@ -463,21 +452,8 @@ function M.set_sandbox(mode)
         notify("sandbox: " .. result.mode)
       end)
     end
-    if mode then
-      return apply(mode)
-    end
     local now = chat.info.sandbox and chat.info.sandbox.mode or "?"
-    vim.ui.select(SANDBOX_MODES, {
-      prompt = "Sema sandbox (now " .. now .. ")",
-      kind = "sema.sandbox",
-      format_item = function(i)
-        return i.text
-      end,
-    }, function(item)
-      if item then
-        apply(item.mode)
-      end
-    end)
+    pick.mode(mode, SANDBOX_MODES, { prompt = "Sema sandbox (now " .. now .. ")", kind = "sema.sandbox" }, apply)
   end)
 end
 
@@ -505,10 +481,10 @@ function M.pick_model()
         return notify("model/list failed: " .. (err.message or "?"), vim.log.levels.ERROR)
       end
       local current = result.current or chat.info.model
-      vim.ui.select(result.models or {}, {
+      pick.select(result.models or {}, {
         prompt = "Sema model (now " .. (current or "?") .. ")",
         kind = "sema.model",
-        format_item = function(m)
+        format = function(m)
           local extra = { m.provider .. "/" .. m.model }
           if m.contextLength then
             extra[#extra + 1] = ("%dk context"):format(math.floor(m.contextLength / 1000))
@@ -522,9 +498,6 @@ function M.pick_model()
           return (m.name == current and "* " or "  ") .. m.name .. "  (" .. table.concat(extra, ", ") .. ")"
         end,
       }, function(m)
-        if not m then
-          return
-        end
         client:request("session/setModel", { sessionId = chat.session_id, model = m.name }, function(e, r)
           if e then
             return notify("session/setModel failed: " .. (e.message or "?"), vim.log.levels.ERROR)
@@ -549,17 +522,13 @@ local function pick_prompt(chat, what, cb)
   for i = #chat.prompts, 1, -1 do
     items[#items + 1] = chat.prompts[i]
   end
-  vim.ui.select(items, {
+  pick.select(items, {
     prompt = "Sema: " .. what .. " to before which message?",
     kind = "sema.message",
-    format_item = function(p)
+    format = function(p)
       return (p.text:gsub("%s+", " "):sub(1, 80))
     end,
-  }, function(p)
-    if p then
-      cb(p)
-    end
-  end)
+  }, cb)
 end
 
 --- Show the chat's conversation again from the server (after a rewind, a fork, or a resume
@@ -589,7 +558,7 @@ local function confirm_overwrite(conflicts, prompt, on_overwrite)
   for _, c in ipairs(conflicts) do
     names[#names + 1] = c.path .. " (" .. c.reason .. ")"
   end
-  vim.ui.select({ "overwrite", "cancel" }, {
+  pick.select({ "overwrite", "cancel" }, {
     prompt = "Sema: " .. prompt .. ": " .. table.concat(names, ", "),
     kind = "sema.rewind_conflict",
   }, function(choice)
@@ -613,16 +582,7 @@ function M.rewind()
       return notify("this sema-rpc has no session/rewind", vim.log.levels.WARN)
     end
     pick_prompt(chat, "rewind", function(p)
-      vim.ui.select(RESTORE, {
-        prompt = "Sema: rewind what?",
-        kind = "sema.rewind",
-        format_item = function(r)
-          return r.text
-        end,
-      }, function(r)
-        if not r then
-          return
-        end
+      pick.select(RESTORE, { prompt = "Sema: rewind what?", kind = "sema.rewind" }, function(r)
         local function go(force)
           local params = { sessionId = chat.session_id, messageId = p.id, restore = r.restore, force = force }
           client:request("session/rewind", params, function(err, result)
