@@ -43,7 +43,21 @@ local function finish()
   end
 end
 
---- `vim.ui.select` that ignores a choice made after the server stopped waiting.
+local function label_of(item)
+  return item.label
+end
+
+--- `callback` guarded: it runs only while request `id`'s prompt is open and the server waits.
+local function while_waiting(client, id, callback)
+  return function(value)
+    if current and current.id == id and not current.closed and client:waiting(id) then
+      callback(value)
+    end
+  end
+end
+
+--- `vim.ui.select` that ignores a choice made after the server stopped waiting. Items are
+--- `{label = …}` tables unless `opts.format_item` says otherwise.
 local function select(client, id, items, opts, on_choice)
   if not client:waiting(id) then
     return finish()
@@ -51,19 +65,12 @@ local function select(client, id, items, opts, on_choice)
   if current then
     current.wins = win_set()
   end
-  vim.ui.select(items, opts, function(item)
-    if current and current.id == id and not current.closed and client:waiting(id) then
-      on_choice(item)
-    end
-  end)
+  opts.format_item = opts.format_item or label_of
+  vim.ui.select(items, opts, while_waiting(client, id, on_choice))
 end
 
 local function input(client, id, opts, on_input)
-  vim.ui.input(opts, function(text)
-    if current and current.id == id and not current.closed and client:waiting(id) then
-      on_input(text)
-    end
-  end)
+  vim.ui.input(opts, while_waiting(client, id, on_input))
 end
 
 local function answer(client, id, result, err)
@@ -198,9 +205,6 @@ local function permission(client, chat, p, id)
     select(client, id, items, {
       prompt = prompt,
       kind = "sema.permission",
-      format_item = function(item)
-        return item.label
-      end,
     }, function(item)
       if not item then
         -- dismissed: the same as Reject
@@ -244,6 +248,18 @@ local function questions(client, chat, p, id)
     end)
   end
 
+  --- What both question pickers do with a dismissal or "Other…"; true when `item` was one.
+  local function dismissed_or_other(i, q, item)
+    if not item then
+      dismissed()
+    elseif item.other then
+      other(i, q)
+    else
+      return false
+    end
+    return true
+  end
+
   local function multi(i, q, chosen)
     local items = {}
     for _, o in ipairs(q.options or {}) do
@@ -262,11 +278,8 @@ local function questions(client, chat, p, id)
         return item.label
       end,
     }, function(item)
-      if not item then
-        return dismissed()
-      end
-      if item.other then
-        return other(i, q)
+      if dismissed_or_other(i, q, item) then
+        return
       end
       if item.done then
         local labels = {}
@@ -303,11 +316,8 @@ local function questions(client, chat, p, id)
         return item.label .. ((item.description or "") ~= "" and (" — " .. item.description) or "")
       end,
     }, function(item)
-      if not item then
-        return dismissed()
-      end
-      if item.other then
-        return other(i, q)
+      if dismissed_or_other(i, q, item) then
+        return
       end
       answers[q.question] = item.label
       ask(i + 1)
@@ -340,9 +350,6 @@ local function plan_exit(client, chat, p, id)
   select(client, id, items, {
     prompt = "Sema: the plan is ready",
     kind = "sema.plan",
-    format_item = function(item)
-      return item.label
-    end,
   }, function(item)
     if not item then
       return answer(client, id, { decision = "keepPlanning" })
