@@ -34,9 +34,6 @@ from sema_rpc.engine.compaction import (
 from sema_rpc.engine.control import PromptCancel, TurnControl
 from sema_rpc.engine.conversation import ContextRebuild, Conversation, LoopConfig, TurnOutcome
 from sema_rpc.engine.events import ClientBridge
-from sema_rpc.engine.history import (
-    synced_all,
-)
 from sema_rpc.engine.inputs import PromptContent, to_content
 from sema_rpc.engine.models import available_models, loop_settings, profile_for
 from sema_rpc.engine.rewind import emit_turn_diff
@@ -47,6 +44,7 @@ from sema_rpc.engine.sessions import (
     SessionRegistry,
     as_dicts,
 )
+from sema_rpc.engine.store.history_writer import synced_all
 from sema_rpc.engine.turns import (
     NotStarted,
     drop_steer,

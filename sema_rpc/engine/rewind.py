@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 from sema_rpc.core.errors import InvalidArgument
 from sema_rpc.core.messages import Message
 from sema_rpc.core.policy.paths import display_path
-from sema_rpc.engine.checkpoints import Content, RestorePlan
-from sema_rpc.engine.history import Redo, cut_before, find_message, message_kind, split_parts
+from sema_rpc.engine.store.checkpoint_index import Content
+from sema_rpc.engine.store.checkpoints import RestorePlan
+from sema_rpc.engine.store.curated import cut_before, find_message, message_kind, split_parts
+from sema_rpc.engine.store.history_format import Redo
 from sema_rpc.engine.transcript import prompt_text, transcript
 from sema_rpc.protocol import (
     ConversationUsageParams,
