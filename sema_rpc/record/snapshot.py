@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.record.transcript import write_private
+from sema_rpc.core.files import write_private
 
 if TYPE_CHECKING:
     from sema_rpc.record.paths import PathMap
