@@ -179,9 +179,9 @@ def _title_of(entry: dict[str, Any]) -> str | None:
 
 def delete_history(session_id: str) -> bool:
     """Remove everything kept on disk for a session: its history, its seed (the older
-    JSON format), the title the user gave it and its checkpoints (`<sema root>/checkpoints/<id>/`).
-    True when there was something to remove. Blocking; use a thread. The session must not be live (its
-    writer would create the file again)."""
+    JSON format), the title the user gave it and its checkpoints
+    (`<sema root>/checkpoints/<id>/`). True when there was something to remove. Blocking;
+    use a thread. The session must not be live (its writer would create the file again)."""
     flush_all()  # nothing this process queued for the file lands after it is gone
     removed = False
     for path in (history_path(session_id), seed_json_path(session_id)):

@@ -25,12 +25,10 @@ def title_path(session_id: str) -> Path:
 def write_title(session_id: str, title: str | None) -> None:
     """Keep (None or empty: forget) the session's own title. Written whole (a temporary
     file renamed over), 0600. Blocking; use a thread."""
-    path = title_path(session_id)
     if not title:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        delete_title(session_id)
         return
-    write_private(path, title)
+    write_private(title_path(session_id), title)
 
 
 def read_title(path: Path | str) -> str | None:
