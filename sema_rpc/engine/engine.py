@@ -7,8 +7,9 @@ when its own turn ends.
 
 Sessions last: each keeps its curated history (what the model sees) in
 memory and appends every completed message to its comprehensive history on disk
-(history.py). `session/create` with a known id loads it back; compaction (compaction.py)
-keeps the curated history inside the model's window; token figures come from tokens.py.
+(store/history_writer.py). `session/create` with a known id loads it back; compaction
+(compaction.py) keeps the curated history inside the model's window; token figures come
+from tokens.py.
 """
 
 from __future__ import annotations
