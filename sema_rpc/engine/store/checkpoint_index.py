@@ -12,7 +12,7 @@ Index entries (`t` is the kind; paths are absolute; a content is a sha256, or nu
     {"t":"restore","path":P,"before":S,"after":S}  a rewind or redo wrote P
 
 A change whose previous content is unknown carries `"lost":true` (a command changed a
-file it did not name: see below); a content too large to keep carries `"afterLost":true`.
+file it did not name: see `checkpoints`); a content too large to keep carries `"afterLost":true`.
 
 A line that does not parse or lacks a field is skipped with a warning. Strings are read
 back as written (a path that is not UTF-8 keeps its escapes: it names the same file).

@@ -32,6 +32,7 @@ checkpoint store, `"?"` unknown), so a resumed session can still redo it.
 
 `u` on an assistant message is the provider's usage for the prompt it answered plus its
 output: `k` tokens for the first `c` curated messages. A resumed session starts from that
+figure instead of tokenizing its whole history.
 
 A line that does not parse (a torn last line after a kill, garbage, JSON that is not an
 object, nesting too deep to read) is one the readers skip; every reader of the file
