@@ -39,7 +39,7 @@ def _dir_bytes(path: Path) -> int:
 
 
 def bench_write(root: Path, runs: int) -> dict[str, float]:
-    from sema_rpc.engine.checkpoints import CheckpointStore
+    from sema_rpc.engine.store.checkpoints import CheckpointStore
     from sema_rpc.tools.write import atomic_write
 
     work = root / "write-ws"
@@ -75,7 +75,8 @@ def bench_write(root: Path, runs: int) -> dict[str, float]:
 
 
 def bench_scan(root: Path, files: int, runs: int) -> dict[str, float]:
-    from sema_rpc.engine.checkpoints import CheckpointStore, scan_stamps
+    from sema_rpc.engine.store.checkpoint_scan import scan_stamps
+    from sema_rpc.engine.store.checkpoints import CheckpointStore
 
     work = root / "scan-ws"
     per_dir = 100
@@ -118,7 +119,7 @@ def bench_scan(root: Path, files: int, runs: int) -> dict[str, float]:
 
 
 def bench_rewind(root: Path, changed: int, runs: int) -> dict[str, float]:
-    from sema_rpc.engine.checkpoints import CheckpointStore
+    from sema_rpc.engine.store.checkpoints import CheckpointStore
     from sema_rpc.tools.write import atomic_write
 
     times = []

@@ -107,7 +107,7 @@ def turn_messages(i: int) -> list[Message]:
 
 def write_history(session_id: str, working_dir: Path, n_messages: int) -> Path:
     """Write the history file as the server would (usage marks included), minus fsync."""
-    from sema_rpc.engine.history import HistoryStore
+    from sema_rpc.engine.store.history_writer import HistoryStore
 
     real_fsync = os.fsync
     os.fsync = lambda _fd: None  # generation only; the figures below use the real thing
@@ -159,7 +159,7 @@ def setup_root(root: Path) -> Path:
 
 
 def parse_figures(session_id: str, runs: int) -> dict[str, Any]:
-    from sema_rpc.engine.history import load_history
+    from sema_rpc.engine.store.history_reader import load_history
 
     samples = []
     loaded = None
@@ -291,7 +291,7 @@ async def wire_turns(
 def fsync_figures(root: Path, n: int) -> dict[str, float]:
     """Per append: what the caller (the event loop) pays to queue it, and the time until
     the writer thread has it on disk, with and without fsync."""
-    from sema_rpc.engine.history import HistoryStore
+    from sema_rpc.engine.store.history_writer import HistoryStore
 
     message = turn_messages(0)[3]
     out = {}

@@ -9,7 +9,6 @@ carrying its final status (`completed` / `failed`) and result.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -30,37 +29,9 @@ def _messages(session_id: str) -> list[Message]:
     """Every message on disk, in order, as the conversation stands: a rewind of the
     conversation drops the messages from the one it went back to (a redo puts them
     back); compaction and `/clear` drop nothing (the client shows the whole talk)."""
-    from sema_rpc.engine.history import flush_all, history_path, load_history
+    from sema_rpc.engine.store.history_reader import conversation
 
-    flush_all()
-    try:
-        data = history_path(session_id).read_bytes()
-    except FileNotFoundError:  # only a seed (older format): its curated messages
-        loaded = load_history(session_id)
-        return loaded.messages if loaded is not None else []
-    out: list[Message] = []
-    undone: list[Message] | None = None
-    """What the last rewind dropped, while a redo can put it back."""
-    for raw in data.split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            entry = json.loads(raw)
-            if not isinstance(entry, dict):
-                continue
-            kind = entry.get("t")
-            if kind == "message":
-                out.append(Message.model_validate(entry))
-                undone = None
-            elif kind == "rewind" and entry.get("restore") in ("conversation", "both"):
-                at = _index_of(out, str(entry.get("messageId")))
-                if at is not None:
-                    out, undone = out[:at], out[at:]
-            elif kind == "redo" and undone is not None:
-                out, undone = out + undone, None
-        except ValueError:  # torn or unreadable lines: skipped, as the loader does
-            continue
-    return out
+    return conversation(session_id)
 
 
 def _index_of(messages: list[Message], message_id: str) -> int | None:
@@ -73,7 +44,7 @@ def _index_of(messages: list[Message], message_id: str) -> int | None:
 def next_prompt_after(session_id: str, message_id: str) -> tuple[bool, str | None]:
     """JetBrains' inclusive fork point: whether `message_id` is in the conversation, and
     the id of the first user prompt after it (None: the fork keeps everything). Blocking."""
-    from sema_rpc.engine.history import infer_kind
+    from sema_rpc.engine.store.curated import infer_kind
 
     messages = _messages(session_id)
     at = _index_of(messages, message_id)

@@ -575,7 +575,8 @@ class AcpServer:
         return _Answer(result, self._after_open(session, state))
 
     async def _load_known(self, params: LoadSessionRequest) -> None:
-        from sema_rpc.engine.history import has_history, valid_session_id
+        from sema_rpc.engine.store.history_format import valid_session_id
+        from sema_rpc.engine.store.history_reader import has_history
 
         sid = params.session_id
         if not valid_session_id(sid):

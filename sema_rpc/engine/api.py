@@ -61,9 +61,9 @@ from sema_rpc.engine.compaction import MIN_MESSAGES, CompactionState, Compactor,
 from sema_rpc.engine.control import TurnControl
 from sema_rpc.engine.conversation import Conversation, LoopConfig, TurnOutcome
 from sema_rpc.engine.events import ClientBridge, EventBus
-from sema_rpc.engine.history import append_curated
 from sema_rpc.engine.models import available_models, loop_settings, profile_for
 from sema_rpc.engine.run_tools import ToolRunner
+from sema_rpc.engine.store.curated import append_curated
 from sema_rpc.engine.tokens import ESTIMATE, TokenTracker, counter_for_model
 from sema_rpc.engine.usage import UsageMeter, metered
 from sema_rpc.protocol import EventParams, ModelListResult, UsageTotals, WireModel

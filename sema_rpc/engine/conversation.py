@@ -52,8 +52,8 @@ from sema_rpc.engine.budget import batch_budgets, cap_results
 from sema_rpc.engine.compaction import CompactionResult, Compactor
 from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.history import append_curated
 from sema_rpc.engine.run_tools import ToolRunner
+from sema_rpc.engine.store.curated import append_curated
 from sema_rpc.engine.tokens import TokenTracker
 from sema_rpc.protocol import (
     ConversationUsageParams,

@@ -7,8 +7,9 @@ when its own turn ends.
 
 Sessions last: each keeps its curated history (what the model sees) in
 memory and appends every completed message to its comprehensive history on disk
-(history.py). `session/create` with a known id loads it back; compaction (compaction.py)
-keeps the curated history inside the model's window; token figures come from tokens.py.
+(store/history_writer.py). `session/create` with a known id loads it back; compaction
+(compaction.py) keeps the curated history inside the model's window; token figures come
+from tokens.py.
 """
 
 from __future__ import annotations
@@ -34,9 +35,6 @@ from sema_rpc.engine.compaction import (
 from sema_rpc.engine.control import PromptCancel, TurnControl
 from sema_rpc.engine.conversation import ContextRebuild, Conversation, LoopConfig, TurnOutcome
 from sema_rpc.engine.events import ClientBridge
-from sema_rpc.engine.history import (
-    synced_all,
-)
 from sema_rpc.engine.inputs import PromptContent, to_content
 from sema_rpc.engine.models import available_models, loop_settings, profile_for
 from sema_rpc.engine.rewind import emit_turn_diff
@@ -47,6 +45,7 @@ from sema_rpc.engine.sessions import (
     SessionRegistry,
     as_dicts,
 )
+from sema_rpc.engine.store.history_writer import synced_all
 from sema_rpc.engine.turns import (
     NotStarted,
     drop_steer,

@@ -39,9 +39,9 @@ from sema_rpc.tools.base import FileSnapshot, Tool
 
 if TYPE_CHECKING:
     from sema_rpc.core.messages import Message
-    from sema_rpc.engine.checkpoints import CheckpointStore
     from sema_rpc.engine.events import EventBus
-    from sema_rpc.engine.history import HistoryStore
+    from sema_rpc.engine.store.checkpoints import CheckpointStore
+    from sema_rpc.engine.store.history_writer import HistoryStore
     from sema_rpc.engine.tokens import TokenTracker
 
 log = logging.getLogger(__name__)

@@ -1,10 +1,10 @@
 """session/rewind: back to just before a prompt — its files (`code`), its messages
 (`conversation`) or both — and `redo`, which undoes the last rewind.
 
-Files come from the session's checkpoint store (checkpoints.py); messages from the
-curated history (`history.cut_before`). The history file stays append-only: a rewind is
-a `rewind` entry, a redo a `redo` entry, both applied again at load. Runs while the
-session has no turn (the engine holds the session's turn lock meanwhile).
+Files come from the session's checkpoint store (store/checkpoints.py); messages from
+the curated history (`store.curated.cut_before`). The history file stays append-only: a
+rewind is a `rewind` entry, a redo a `redo` entry, both applied again at load. Runs while
+the session has no turn (the engine holds the session's turn lock meanwhile).
 
 Conflicts: a file the user changed since the agent (or a rewind) last wrote it, and a
 file whose earlier content was never captured, are listed; without `force` nothing
@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 from sema_rpc.core.errors import InvalidArgument
 from sema_rpc.core.messages import Message
 from sema_rpc.core.policy.paths import display_path
-from sema_rpc.engine.checkpoints import Content, RestorePlan
-from sema_rpc.engine.history import Redo, cut_before, find_message, message_kind, split_parts
+from sema_rpc.engine.store.checkpoint_index import Content
+from sema_rpc.engine.store.checkpoints import RestorePlan
+from sema_rpc.engine.store.curated import cut_before, find_message, message_kind, split_parts
+from sema_rpc.engine.store.history_format import Redo
 from sema_rpc.engine.transcript import prompt_text, transcript
 from sema_rpc.protocol import (
     ConversationUsageParams,

@@ -10,14 +10,16 @@ from typing import Any
 from sema_rpc.core.config import ModelProfile
 from sema_rpc.core.messages import ContentBlock, Message, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
-from sema_rpc.engine.checkpoints import CheckpointStore
 from sema_rpc.engine.compaction import CompactionState
 from sema_rpc.engine.control import TurnControl
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.history import HistoryStore, InputHistory, Redo
 from sema_rpc.engine.lifecycle import Life
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.run_tools import ToolRunner
+from sema_rpc.engine.store.checkpoints import CheckpointStore
+from sema_rpc.engine.store.history_format import Redo
+from sema_rpc.engine.store.history_writer import HistoryStore
+from sema_rpc.engine.store.input_history import InputHistory
 from sema_rpc.engine.tokens import TokenTracker
 from sema_rpc.engine.usage import UsageMeter
 from sema_rpc.protocol import (

@@ -24,27 +24,18 @@ from sema_rpc.core.errors import working_dir as checked_working_dir
 from sema_rpc.core.messages import Message
 from sema_rpc.core.policy.permissions import RuleStore
 from sema_rpc.engine import lifecycle
-from sema_rpc.engine.checkpoints import Checkpoints, CheckpointStore
 from sema_rpc.engine.events import ClientBridge, EventBus
-from sema_rpc.engine.history import (
-    TITLE_CHARS,
-    HistoryError,
-    HistoryStore,
-    InputHistory,
-    LoadedHistory,
-    append_curated,
-    cut_before,
-    dangling_tool_results,
-    delete_history,
-    has_history,
-    list_sessions,
-    load_history,
-    locate,
-    valid_session_id,
-    write_title,
-)
 from sema_rpc.engine.pipeline import InputPipeline
 from sema_rpc.engine.session import Session
+from sema_rpc.engine.store.checkpoint_hooks import Checkpoints
+from sema_rpc.engine.store.checkpoints import CheckpointStore
+from sema_rpc.engine.store.curated import append_curated, cut_before, dangling_tool_results, locate
+from sema_rpc.engine.store.history_format import HistoryError, LoadedHistory, valid_session_id
+from sema_rpc.engine.store.history_reader import has_history, load_history
+from sema_rpc.engine.store.history_writer import HistoryStore
+from sema_rpc.engine.store.input_history import InputHistory
+from sema_rpc.engine.store.listing import delete_history, list_sessions
+from sema_rpc.engine.store.titles import TITLE_CHARS, write_title
 from sema_rpc.engine.tokens import TokenCounter, TokenTracker, counter_for_model
 from sema_rpc.engine.usage import Totals
 from sema_rpc.protocol import (

@@ -20,7 +20,7 @@ from sema_rpc.core.messages import (
     ToolResultBlock,
 )
 from sema_rpc.engine.control import CANCEL_MESSAGE
-from sema_rpc.engine.history import ORPHANED_TOOL_RESULT, infer_kind, split_parts
+from sema_rpc.engine.store.curated import ORPHANED_TOOL_RESULT, infer_kind, split_parts
 from sema_rpc.protocol import TranscriptContent, TranscriptMessage, TranscriptToolCall
 
 RESULT_CHARS = 10_000

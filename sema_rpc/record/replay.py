@@ -26,12 +26,13 @@ from typing import Any
 
 from sema_client import DEFERRED, SemaClient, SemaConnectionError
 
+from sema_rpc.core.files import write_private
 from sema_rpc.protocol import SERVER_REQUESTS
 from sema_rpc.record.diff import diff
 from sema_rpc.record.normalise import MessageIds, normalise, path_forms, secrets_redacted
 from sema_rpc.record.paths import PathMap, rewrite_cassette_paths
 from sema_rpc.record.snapshot import Seeder
-from sema_rpc.record.transcript import Entry, load_transcript, write_private
+from sema_rpc.record.transcript import Entry, load_transcript
 
 
 @dataclass

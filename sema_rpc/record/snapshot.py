@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.record.transcript import write_private
+from sema_rpc.core.files import write_private
 
 if TYPE_CHECKING:
     from sema_rpc.record.paths import PathMap
@@ -33,12 +33,8 @@ def project_snapshot(params: Any) -> dict[str, Any] | None:
     if not working_dir.is_absolute() or not working_dir.is_dir():
         return None
     from sema_rpc.core.policy.permissions import RuleStore
-    from sema_rpc.engine.history import (
-        InputHistory,
-        history_path,
-        seed_json_path,
-        valid_session_id,
-    )
+    from sema_rpc.engine.store.history_format import history_path, seed_json_path, valid_session_id
+    from sema_rpc.engine.store.input_history import InputHistory
 
     meta: dict[str, Any] = {"kind": "project", "workingDir": params["workingDir"]}
     rules = RuleStore(working_dir)
@@ -88,7 +84,11 @@ class Seeder:
                 write_private(folder / "settings.json", json.dumps(settings, indent=2))
             inputs = meta.get("inputHistory")
             if isinstance(inputs, list):
-                write_private(folder / "input-history.json", json.dumps(inputs, indent=0))
+                from sema_rpc.engine.store.input_history import write_items
+
+                write_items(
+                    folder / "input-history.json", [i for i in inputs if isinstance(i, str)]
+                )
         sid = meta.get("sessionId")
         if not isinstance(sid, str) or sid in self._sessions:
             return

@@ -31,13 +31,6 @@ def open_private(path: Path) -> Any:
     return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
 
 
-def write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 @dataclass
 class Entry:
     t: float

@@ -196,7 +196,7 @@ class Tool:
 
     def changes_files(self, args: Any, ctx: ToolContext) -> FileEffect | None:
         """The files this call may change (None: none). What it declares here is shown
-        per turn (`turn:diff`) and can be rewound (engine/checkpoints.py)."""
+        per turn (`turn:diff`) and can be rewound (engine/store/checkpoints.py)."""
         return None
 
     def permission(self, args: Any, ctx: ToolContext) -> PermissionAsk | None:

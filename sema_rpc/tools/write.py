@@ -5,13 +5,13 @@ from __future__ import annotations
 import difflib
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio.to_thread
 from pydantic import Field, PrivateAttr
 
+from sema_rpc.core.files import replacing
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
 from sema_rpc.core.policy.permissions import EDIT_RULE
 
@@ -159,21 +159,8 @@ def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
     except FileNotFoundError:
         mode = 0o666 & ~_current_umask()
         path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if sync:
-                os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with replacing(path, mode=mode, durable=sync) as f:
+        f.write(data)
 
 
 PROTECTED_DIRS = frozenset({".git"})

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sema_rpc.engine.history import ORPHANED_TOOL_RESULT
+from sema_rpc.engine.store.curated import ORPHANED_TOOL_RESULT
 from tests.support.scripted_llm import Reply, ScriptedLLM
 from tests.support.wire_client import RpcFailure, WireClient
 

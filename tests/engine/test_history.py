@@ -19,20 +19,17 @@ from sema_rpc.core.messages import (
     ToolUseBlock,
     new_message_id,
 )
-from sema_rpc.engine.history import (
+from sema_rpc.engine.store.curated import (
     ORPHANED_TOOL_RESULT,
-    HistoryError,
-    HistoryStore,
-    InputHistory,
     append_curated,
     cut_before,
     dangling_tool_results,
-    flush_all,
-    history_path,
-    list_sessions,
-    load_history,
-    valid_session_id,
 )
+from sema_rpc.engine.store.history_format import HistoryError, history_path, valid_session_id
+from sema_rpc.engine.store.history_reader import load_history
+from sema_rpc.engine.store.history_writer import HistoryStore, flush_all
+from sema_rpc.engine.store.input_history import InputHistory
+from sema_rpc.engine.store.listing import list_sessions
 
 
 @pytest.fixture(autouse=True)

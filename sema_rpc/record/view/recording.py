@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sema_rpc.engine.store.history_format import split_lines
 from sema_rpc.record.view.history import read_history
 from sema_rpc.record.view.jsonl import parse_lines, read_lines
 from sema_rpc.record.view.model import (
@@ -115,7 +116,7 @@ class RecordingReader:
             return
         earlier = View(source=f"saved history of {sid}", kind="history")
         with contextlib.suppress(ViewError):
-            read_history(earlier, sid, parse_lines(text.encode().splitlines()))
+            read_history(earlier, sid, parse_lines(split_lines(text.encode())))
             session.earlier = earlier
 
     def _note(self, sid: str, t: float, agent: str, label: str, text: str, **kw: Any) -> Note:

@@ -21,7 +21,7 @@ def resolve_input(arg: str) -> Path:
         raise ViewError(f"{arg}: a folder without wire.jsonl (not a recording run folder)")
     if path.exists():
         return path
-    from sema_rpc.engine.history import history_path, valid_session_id
+    from sema_rpc.engine.store.history_format import history_path, valid_session_id
 
     if valid_session_id(arg):
         candidate = history_path(arg)

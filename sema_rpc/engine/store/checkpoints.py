@@ -1,19 +1,7 @@
 """Checkpoints: what the agent's tools did to files, so a turn's changes can be shown
-(`turn:diff`) and undone (`session/rewind`).
-
-    $SEMA_ROOT/checkpoints/<sessionId>/            folder 0700
-        blobs/<sha256>                             file contents, 0600, content-addressed
-        index.jsonl                                0600, append-only
-
-Index entries (`t` is the kind; paths are absolute; a content is a sha256, or null for
-"the file did not exist"):
-
-    {"t":"turn","turn":M}                          a turn started (M: its user message id)
-    {"t":"change","turn":M,"path":P,"before":S,"after":S,"tool":"Edit"}
-    {"t":"restore","path":P,"before":S,"after":S}  a rewind or redo wrote P
-
-A change whose previous content is unknown carries `"lost":true` (a command changed a
-file it did not name: see below); a content too large to keep carries `"afterLost":true`.
+(`turn:diff`) and undone (`session/rewind`). The files (blobs and an append-only index
+under `$SEMA_ROOT/checkpoints/<sessionId>/`) are described, read and written in
+`checkpoint_index`; the workspace scan is `checkpoint_scan`.
 
 How a tool's changes are seen (`Tool.changes_files`):
 - Write and Edit name their file: its content is kept just before the call and after it.
@@ -33,38 +21,42 @@ guarded by one lock.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import difflib
 import glob as globmod
 import hashlib
 import itertools
-import json
 import logging
 import os
 import shlex
-import stat as statmod
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sema_rpc.core.config import sema_root
-from sema_rpc.core.files import ensure_private_dir, write_private
+from sema_rpc.core.files import write_private
 from sema_rpc.core.policy.paths import (
-    SKIP_DIRS,
     display_path,
     has_glob_magic,
     is_inside,
     split_glob,
 )
-from sema_rpc.tools.base import FileEffect, ToolContext
+from sema_rpc.engine.store.checkpoint_index import (
+    ABSENT,
+    LOST,
+    Change,
+    Content,
+    append_index,
+    change_entry,
+    checkpoints_dir,
+    read_index,
+    turn_entry,
+)
+from sema_rpc.engine.store.checkpoint_scan import Stamp, file_stamp, scan_stamps
 
 log = logging.getLogger(__name__)
 
-SCAN_LIMIT = 50_000
-"""Files a Bash stamp scan looks at, at most (env SEMA_CHECKPOINT_SCAN_LIMIT)."""
 KEEP_MAX_BYTES = 16 * 1024 * 1024
 """A file larger than this is not kept (its change is recorded as not captured)."""
 NAMED_MAX_FILES = 500
@@ -73,86 +65,6 @@ NAMED_MAX_BYTES = 64 * 1024 * 1024
 DIFF_FILE_MAX_CHARS = 64 * 1024
 DIFF_TOTAL_MAX_CHARS = 256 * 1024
 """`turn:diff` caps: a file's diff, and the whole notification's diffs."""
-
-Stamp = tuple[int, int, int]
-"""(mtime_ns, size, inode)"""
-
-
-def checkpoints_dir(session_id: str) -> Path:
-    return sema_root() / "checkpoints" / session_id
-
-
-def scan_limit() -> int:
-    try:
-        value = int(os.environ.get("SEMA_CHECKPOINT_SCAN_LIMIT", ""))
-    except ValueError:
-        return SCAN_LIMIT
-    return value if value > 0 else SCAN_LIMIT
-
-
-def scan_stamps(root: Path, limit: int | None = None) -> tuple[dict[str, Stamp], bool]:
-    """Every regular file below `root` (symlinks not followed, `SKIP_DIRS` skipped) with
-    its stamp; and whether the scan stopped at `limit` files."""
-    limit = scan_limit() if limit is None else limit
-    out: dict[str, Stamp] = {}
-    stack = [str(root)]
-    while stack:
-        top = stack.pop()
-        try:
-            entries = os.scandir(top)
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in SKIP_DIRS:
-                            stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        out[entry.path] = (st.st_mtime_ns, st.st_size, st.st_ino)
-                        if len(out) >= limit:
-                            return out, True
-                except OSError:
-                    continue
-    return out, False
-
-
-def _stamp(path: str) -> Stamp | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    if not statmod.S_ISREG(st.st_mode):
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-@dataclass(frozen=True, slots=True)
-class Content:
-    """What a file held: `sha` (None: it did not exist), or `lost` when unknown."""
-
-    sha: str | None
-    lost: bool = False
-
-    def wire(self, key: str) -> dict[str, Any]:
-        if self.lost:
-            return {key: None, ("lost" if key == "before" else f"{key}Lost"): True}
-        return {key: self.sha}
-
-
-ABSENT = Content(None)
-LOST = Content(None, lost=True)
-
-
-@dataclass(slots=True)
-class Change:
-    kind: Literal["change", "restore"]
-    path: str
-    before: Content
-    after: Content
-    turn: str | None = None
-    tool: str = ""
 
 
 @dataclass(slots=True)
@@ -228,42 +140,15 @@ class CheckpointStore:
                 self.ready = True
 
     def _read_index(self) -> None:
-        try:
-            data = self.index.read_bytes()
-        except OSError:
-            return
-        for raw in data.split(b"\n"):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-                kind = obj["t"]
-                if kind == "turn":
-                    self.turn_pos.setdefault(str(obj["turn"]), len(self.events))
-                elif kind in ("change", "restore"):
-                    event = Change(
-                        kind=kind,
-                        path=str(obj["path"]),
-                        before=LOST if obj.get("lost") else Content(obj.get("before")),
-                        after=LOST if obj.get("afterLost") else Content(obj.get("after")),
-                        turn=obj.get("turn"),
-                        tool=str(obj.get("tool", "")),
-                    )
-                    self.events.append(event)
-                    self._last[event.path] = event.after
-            except (ValueError, KeyError, TypeError):
-                log.warning("%s: skipping an unreadable checkpoint entry", self.index)
+        events, turn_pos = read_index(self.index)
+        for turn_id, at in turn_pos.items():
+            self.turn_pos.setdefault(turn_id, len(self.events) + at)
+        for event in events:
+            self.events.append(event)
+            self._last[event.path] = event.after
 
     def _append(self, entries: list[dict[str, Any]]) -> None:
-        ensure_private_dir(self.root)
-        data = b"".join(
-            json.dumps(e, separators=(",", ":")).encode("utf-8") + b"\n" for e in entries
-        )
-        fd = os.open(self.index, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+        append_index(self.index, entries)
 
     def put(self, data: bytes) -> str:
         sha = hashlib.sha256(data).hexdigest()
@@ -277,7 +162,7 @@ class CheckpointStore:
 
     def keep(self, path: str, max_bytes: int = KEEP_MAX_BYTES) -> Content:
         """The file's current content, kept in the store (ABSENT when there is none)."""
-        stamp = _stamp(path)
+        stamp = file_stamp(path)
         if stamp is None:  # nothing there, or not a regular file (not kept)
             return LOST if os.path.lexists(path) else ABSENT
         cached = self._cache.get(path)
@@ -297,7 +182,7 @@ class CheckpointStore:
 
     def current(self, path: str) -> Content:
         """What `path` holds now (hashed, not kept)."""
-        stamp = _stamp(path)
+        stamp = file_stamp(path)
         if stamp is None:
             return LOST if os.path.lexists(path) else ABSENT
         cached = self._cache.get(path)
@@ -337,16 +222,8 @@ class CheckpointStore:
                     if not self._turn_written:
                         self._turn_written = True
                         self.turn_pos.setdefault(self.turn, len(self.events))
-                        entries.append({"t": "turn", "turn": self.turn})
-                entry: dict[str, Any] = {"t": change.kind}
-                if change.kind == "change":
-                    entry["turn"] = change.turn
-                entry["path"] = change.path
-                entry.update(change.before.wire("before"))
-                entry.update(change.after.wire("after"))
-                if change.tool:
-                    entry["tool"] = change.tool
-                entries.append(entry)
+                        entries.append(turn_entry(self.turn))
+                entries.append(change_entry(change))
                 self.events.append(change)
                 self._last[change.path] = change.after
             self._append(entries)
@@ -396,7 +273,7 @@ class CheckpointStore:
         for path in self._named(command, read):
             stamp = stamps.get(path)
             if stamp is None and capped:  # beyond the scan's limit, but named: seen
-                stamp = _stamp(path)
+                stamp = file_stamp(path)
                 if stamp is not None:
                     stamps[path] = stamp
             if stamp is None or len(kept) >= NAMED_MAX_FILES:
@@ -416,7 +293,7 @@ class CheckpointStore:
         changes = []
         for path in set(watch.before) | set(after):
             old = watch.before.get(path)
-            new = after[path] if path in after or not capped else _stamp(path)
+            new = after[path] if path in after or not capped else file_stamp(path)
             if old == new:
                 continue
             if old is None:
@@ -616,51 +493,3 @@ class CheckpointStore:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             return data
-
-
-class Checkpoints:
-    """The session's `ToolServices.changes`: keeps what each call that changes files
-    found and left (in worker threads). A failure here is logged, never the tool's."""
-
-    def __init__(self, store: CheckpointStore, read_files: dict[str, Any]):
-        self.store = store
-        self.read_files = read_files
-        self._warned = False
-
-    async def before(self, tool: str, effect: FileEffect, ctx: ToolContext) -> Any:
-        try:
-            if effect.workspace:
-                read = list(self.read_files)
-                watch: Any = await asyncio.to_thread(
-                    self.store.before_command, effect.mentions, read
-                )
-            else:
-                watch = await asyncio.to_thread(self.store.before_write, effect.paths)
-        except OSError as exc:  # e.g. SEMA_ROOT cannot be written: the call runs unwatched
-            self._failed(f"cannot keep the files {tool} may change: {exc}")
-            return None
-        except Exception:
-            log.exception("checkpoints: cannot keep the files %s may change", tool)
-            return None
-        return (tool, watch)
-
-    def _failed(self, message: str) -> None:
-        if not self._warned:
-            self._warned = True
-            log.warning("checkpoints: %s (turn:diff and rewind miss this change)", message)
-        else:
-            log.debug("checkpoints: %s", message)
-
-    async def after(self, token: Any) -> None:
-        if token is None:
-            return
-        tool, watch = token
-        try:
-            if isinstance(watch, BashWatch):
-                await asyncio.to_thread(self.store.after_command, watch)
-            else:
-                await asyncio.to_thread(self.store.after_write, watch, tool)
-        except OSError as exc:
-            self._failed(f"cannot record what {tool} changed: {exc}")
-        except Exception:
-            log.exception("checkpoints: cannot record what %s changed", tool)
