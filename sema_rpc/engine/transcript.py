@@ -68,7 +68,7 @@ def transcript(history: list[Message]) -> list[TranscriptMessage]:
                     id=mid,
                     role="user",
                     content=texts,
-                    kind=kind or infer_kind(blocks),  # type: ignore[arg-type]
+                    kind=kind or infer_kind(blocks),
                 )
             )
     return out
