@@ -52,7 +52,7 @@ def set_mode(engine: SemaEngine, session: Session, mode_id: str) -> None:
         engine.update_mode(ModeUpdateParams(session_id=session.id, mode="Plan"))
         return
     engine.update_permission_mode(
-        PermissionModeUpdateParams(session_id=session.id, permission_mode=mode_id)  # type: ignore[arg-type]
+        PermissionModeUpdateParams(session_id=session.id, permission_mode=mode_id)
     )
     if session.mode == "Plan":
         engine.update_mode(ModeUpdateParams(session_id=session.id, mode="Agent"))
@@ -146,7 +146,7 @@ def set_option(engine: SemaEngine, session: Session, config_id: str, value: str 
                 INVALID_PARAMS, f"sandbox is one of {', '.join(m[0] for m in SANDBOX_MODES)}"
             )
         try:
-            engine.set_sandbox(SessionSetSandboxParams(session_id=session.id, mode=value))  # type: ignore[arg-type]
+            engine.set_sandbox(SessionSetSandboxParams(session_id=session.id, mode=value))
         except InvalidArgument as exc:
             raise RpcError(INVALID_PARAMS, exc.message) from exc
         return

@@ -59,7 +59,13 @@ from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.core.stream import Provider, ProviderError, ResponseDone, ResponseFailed, ToolSpec
 from sema_rpc.engine.compaction import MIN_MESSAGES, CompactionState, Compactor, compact_threshold
 from sema_rpc.engine.control import TurnControl
-from sema_rpc.engine.conversation import Conversation, LoopConfig, TurnOutcome
+from sema_rpc.engine.conversation import (
+    Conversation,
+    LoopConfig,
+    LoopHooks,
+    LoopState,
+    TurnOutcome,
+)
 from sema_rpc.engine.events import ClientBridge, EventBus
 from sema_rpc.engine.models import available_models, loop_settings, profile_for
 from sema_rpc.engine.run_tools import ToolRunner
@@ -178,11 +184,8 @@ class ConversationManager:
         self._compaction = CompactionState()
         self._steering: list[ContentBlock] = []
         self._running = False
-        self.loop = Conversation(
-            agent_id="main",
-            history=[],
+        hooks = LoopHooks(
             provider=provider,
-            config=config,
             bus=self.bus,
             runner=runner,
             control=self.control,
@@ -190,7 +193,8 @@ class ConversationManager:
             take_steering=self._take_steering,
             totals=self._totals,
         )
-        self.loop.compactor = self._compactor()
+        self.loop = Conversation("main", hooks, LoopState(history=[], config=config))
+        self._new_compactor()
 
     # ------------------------------------------------------------------ messages
 
@@ -199,34 +203,34 @@ class ConversationManager:
         history alternates, as every provider requires). A message without an id gets one."""
         if message.id is None:
             message.id = new_message_id()
-        append_curated(self.loop.history, message)
+        append_curated(self.loop.state.history, message)
 
     def add_user_text(self, text: str) -> None:
         self.add_message(Message.user_text(text))
 
     def get_messages(self) -> list[Message]:
         """A copy of the history: changing it changes nothing here."""
-        return [m.model_copy(deep=True) for m in self.loop.history]
+        return [m.model_copy(deep=True) for m in self.loop.state.history]
 
     def recent(self, n: int) -> list[Message]:
         """Copies of the last `n` messages (all of them when there are fewer)."""
         if n <= 0:
             return []
-        return [m.model_copy(deep=True) for m in self.loop.history[-n:]]
+        return [m.model_copy(deep=True) for m in self.loop.state.history[-n:]]
 
     def by_role(self, role: Role) -> list[Message]:
         """Copies of the messages of one role, in order (tool results are `user`)."""
-        return [m.model_copy(deep=True) for m in self.loop.history if m.role == role]
+        return [m.model_copy(deep=True) for m in self.loop.state.history if m.role == role]
 
     def clear_messages(self) -> None:
         """Forget the conversation: no message, no token figure, no record of which files
         were read (an Edit needs a fresh Read again). Provider, model, tools, system
         prompt, permission rules and settings are kept."""
-        self.loop.history.clear()
+        self.loop.state.history.clear()
         self.tokens.reset()
         self.context.read_files.clear()
         self._compaction = CompactionState()
-        self.loop.compactor = self._compactor()
+        self._new_compactor()
         self._steering.clear()
 
     # ------------------------------------------------------------------ models
@@ -251,14 +255,15 @@ class ConversationManager:
 
             provider = provider_for(profile)
         self._price = profile.price
-        self.loop.provider = metered(provider, self.usage, profile.price)
-        self.loop.config = replace(self.loop.config, **loop_settings(profile))
-        self.loop.compactor = self._compactor()
+        self.loop.switch_model(
+            metered(provider, self.usage, profile.price), None, **loop_settings(profile)
+        )
+        self._new_compactor()
         return profile
 
     @property
     def message_count(self) -> int:
-        return len(self.loop.history)
+        return len(self.loop.state.history)
 
     # ------------------------------------------------------------------ steps
 
@@ -268,7 +273,9 @@ class ConversationManager:
         response joins the history and its usage becomes the token figure. A failure
         returns `ResponseFailed` and changes nothing; so does `interrupt()` during the
         stream (kind `stream_cut`, message "interrupted")."""
-        self.tokens.set_overhead(self.loop.config.system_prompt, self.loop.config.tool_specs)
+        self.tokens.set_overhead(
+            self.loop.state.config.system_prompt, self.loop.state.config.tool_specs
+        )
         with self._step():
             result = await self.loop.call_model()
         if result is None:
@@ -287,7 +294,7 @@ class ConversationManager:
         invalid input, refused permission, a tool that raises) as an error result. They
         join the history as one user message, cut to their share of the context window."""
         if calls is None:
-            last = self.loop.history[-1] if self.loop.history else None
+            last = self.loop.state.history[-1] if self.loop.state.history else None
             calls = last.tool_uses() if last is not None and last.role == "assistant" else []
         if not calls:
             return []
@@ -321,9 +328,9 @@ class ConversationManager:
     async def token_check(self) -> TokenCheck:
         """The prompt's size now: the provider's last usage first, then the tokenizer
         for the messages after it, then chars/2.5 when no tokenizer is available."""
-        config = self.loop.config
+        config = self.loop.state.config
         self.tokens.set_overhead(config.system_prompt, config.tool_specs)
-        history = self.loop.history
+        history = self.loop.state.history
         tokens = await self.tokens.count_async(history)
         source: TokenSource
         if self.tokens.provider_covered(history) > 0:
@@ -353,15 +360,17 @@ class ConversationManager:
     def _fresh_control(self) -> None:
         control = TurnControl()
         self.control = control
-        self.loop.control = control
-        self.loop.runner.control = control
-        if self.loop.compactor is not None:
-            self.loop.compactor.control = control
+        hooks = self.loop.hooks
+        hooks.runner.control = control
+        if hooks.compactor is not None:
+            hooks.compactor.control = control
+        self.loop.hooks = replace(hooks, control=control)
 
-    def _compactor(self) -> Compactor:
-        config = self.loop.config
-        return Compactor(
-            provider=self.loop.provider,
+    def _new_compactor(self) -> None:
+        """A compactor for the loop's model and the conversation's compaction state."""
+        config = self.loop.state.config
+        compactor = Compactor(
+            provider=self.loop.hooks.provider,
             model=config.model,
             max_tokens=config.max_tokens,
             context_length=config.context_length,
@@ -371,6 +380,7 @@ class ConversationManager:
             state=self._compaction,
             threshold=self.threshold,
         )
+        self.loop.hooks = replace(self.loop.hooks, compactor=compactor)
 
     def _totals(self) -> tuple[UsageTotals, UsageTotals]:
         return (

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sema_rpc.core.config import ModelProfile
-from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
+from sema_rpc.core.policy.permissions import PermissionPolicy
 from sema_rpc.core.stream import Provider
 from sema_rpc.engine.compaction import CompactionResult, Compactor, compact_threshold
 from sema_rpc.engine.control import TurnControl
@@ -83,7 +83,7 @@ def tool_runner(
     )
     policy = PermissionPolicy(
         mode=session.permission_mode,
-        store=session.rules or RuleStore(session.working_dir),
+        store=session.rules,
         client_can_answer=client_answers,
     )
     runner = ToolRunner(
@@ -144,7 +144,7 @@ def compactor(
     assert profile is not None
 
     def compacted(result: CompactionResult) -> None:
-        if session.store is not None and result.messages is not None:
+        if result.messages is not None:
             session.store.append_compaction(
                 result.messages,
                 strategy=result.strategy,
@@ -167,5 +167,5 @@ def compactor(
         state=session.compaction,
         threshold=compact_threshold(),
         on_compacted=compacted,
-        reminders=session.pipeline.standing_reminders if session.pipeline else list,
+        reminders=session.pipeline.standing_reminders,
     )

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from collections.abc import Set as AbstractSet
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.messages import (
     ContentBlock,
@@ -61,6 +62,7 @@ from sema_rpc.protocol import (
     SessionErrorDetail,
     SessionErrorParams,
     SessionInterruptedParams,
+    StopReasonWire,
     TextChunkParams,
     ThinkingChunkParams,
     TokenUsage,
@@ -84,7 +86,7 @@ async def _nothing_to_wait_for() -> None:
 
 @dataclass
 class TurnOutcome:
-    stop_reason: str  # end_turn | interrupted | max_turns | error | command
+    stop_reason: StopReasonWire
     error: SessionErrorDetail | None = None
 
 
@@ -98,8 +100,11 @@ class ContextRebuild:
     """clearContextAndStart: the history restarts from this user message."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoopConfig:
+    """What the loop's next model request asks for. Replaced whole: a context rebuild
+    (system prompt, tools) or a model switch makes a new one."""
+
     model: str
     system_prompt: str
     tool_specs: list[ToolSpec]
@@ -113,15 +118,18 @@ class LoopConfig:
     """Only the main agent compacts its history (and needs a `compactor` to do so)."""
 
 
-@dataclass
-class Conversation:
-    agent_id: str
-    history: list[Message]
+@dataclass(frozen=True)
+class LoopHooks:
+    """The loop's collaborators and hooks: what it calls, never what it changes. Frozen;
+    a model switch mid-turn gives the loop new hooks (`Conversation.switch_model`)."""
+
     provider: Provider
-    config: LoopConfig
     bus: EventBus
     runner: ToolRunner
     control: TurnControl
+    tokens: TokenTracker = field(default_factory=TokenTracker)
+    """The prompt's size: provider usage first, local counts for the rest (tokens.py)."""
+    compactor: Compactor | None = None
     on_message: Callable[[Message], None] = lambda _m: None
     """Called once for each message as it completes (persistence hooks in here).
     Contract: does not raise (a failed write is the store's to log and retry)."""
@@ -129,10 +137,6 @@ class Conversation:
     """Resolves once every message handed to `on_message` is stored. Awaited before each
     model request and each tool batch, so a crash loses at most the message in flight.
     Contract: does not raise."""
-    last_usage: TokenUsage = field(default_factory=TokenUsage)
-    tokens: TokenTracker = field(default_factory=TokenTracker)
-    """The prompt's size: provider usage first, local counts for the rest (tokens.py)."""
-    compactor: Compactor | None = None
     on_rebuild: Callable[[RebuildContext], ContextRebuild] | None = None
     """Applies a tool's RebuildContext result (see `_rebuild`). Contract: does not raise."""
     totals: Callable[[], tuple[UsageTotals, UsageTotals]] | None = None
@@ -140,19 +144,48 @@ class Conversation:
     `conversation:usage` (None: the event carries only the context snapshot)."""
     take_steering: Callable[[], Awaitable[list[Message]]] = _no_steering
     """Inputs sent with `delivery: steer` while this turn runs (prepared as user messages,
-    kind `prompt`, each with its id); they join it after a batch. Contract: does not raise (an exception would escape the
-    turn as a bug, not end it as a value)."""
+    kind `prompt`, each with its id); they join it after a batch. Contract: does not raise
+    (an exception would escape the turn as a bug, not end it as a value)."""
     continuation: Callable[[Message, TurnControl], Awaitable[Continuation | None]] | None = None
     """The continuation check (continuation.py), when the session has it on: asked about
     a reply without a tool call; a Continuation continues the turn once with its nudge.
     Contract: does not raise."""
+
+
+@dataclass
+class LoopState:
+    """What the loop changes as it runs: the curated history, the request it makes next
+    and the last context figure."""
+
+    history: list[Message]
+    config: LoopConfig
+    last_usage: TokenUsage = field(default_factory=TokenUsage)
+
+
+class Conversation:
+    """One agent's loop: its hooks (frozen) apart from its state (mutable)."""
+
+    def __init__(self, agent_id: str, hooks: LoopHooks, state: LoopState) -> None:
+        self.agent_id = agent_id
+        self.hooks = hooks
+        self.state = state
+
+    def switch_model(
+        self, provider: Provider, compactor: Compactor | None, **settings: Any
+    ) -> None:
+        """A model switch: the next model call (and compaction) use the new model;
+        `settings` are the new model's `LoopConfig` fields."""
+        self.hooks = replace(self.hooks, provider=provider, compactor=compactor)
+        self.state.config = replace(self.state.config, **settings)
 
     async def query(
         self, user_content: list[ContentBlock], message_id: str | None = None
     ) -> TurnOutcome:
         """Run one turn for a prompt's input; it joins the history as a `prompt` message
         with id `message_id` (a fresh one when None)."""
-        self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
+        self.hooks.tokens.set_overhead(
+            self.state.config.system_prompt, self.state.config.tool_specs
+        )
         self._append(
             Message(
                 role="user", content=user_content, id=message_id or new_message_id(), kind="prompt"
@@ -163,23 +196,25 @@ class Conversation:
         # second compaction could only shrink the same thing again (a loop).
         compacted = False
         continued = False  # the continuation check continues a turn at most once
-        for _ in range(self.config.max_turns):
+        for _ in range(self.state.config.max_turns):
             if self._compacting and not compacted:
-                assert self.compactor is not None
-                compacted = self._compacted(await self.compactor.maybe_compact(self.history))
-            with self.control.cancellable():  # a disk that hangs must not hold an interrupt
-                await self.persisted()
+                assert self.hooks.compactor is not None
+                compacted = self._compacted(
+                    await self.hooks.compactor.maybe_compact(self.state.history)
+                )
+            with self.hooks.control.cancellable():  # a disk that hangs must not hold an interrupt
+                await self.hooks.persisted()
             streamed = await self.call_model()
             if isinstance(streamed, ResponseFailed):
                 if (
                     streamed.error.kind == "context_length_exceeded"
                     and self._compacting
-                    and not self.control.interrupted
+                    and not self.hooks.control.interrupted
                 ):
                     if compacted:
                         return self._fail(self._does_not_fit(streamed.error))
-                    assert self.compactor is not None
-                    result = await self.compactor.compact(self.history, "overflow")
+                    assert self.hooks.compactor is not None
+                    result = await self.hooks.compactor.compact(self.state.history, "overflow")
                     if self._compacted(result):
                         compacted = True
                         continue
@@ -192,8 +227,8 @@ class Conversation:
             # What a client is told is complete survives a crash: the message (with the
             # tool calls it lists) is written and synced before `message:complete` goes
             # out. An interrupt still stops a wait on a disk that hangs.
-            with self.control.cancellable():
-                await self.persisted()
+            with self.hooks.control.cancellable():
+                await self.hooks.persisted()
             self._emit(
                 MessageCompleteParams(
                     reasoning=message.thinking(),
@@ -206,10 +241,10 @@ class Conversation:
                     message_id=message.id,
                 )
             )
-            if self.config.emits_usage:
+            if self.state.config.emits_usage:
                 self._emit(self._usage_event())
 
-            if self.control.observe(1):
+            if self.hooks.control.observe(1):
                 if tool_uses:
                     self._append(
                         Message(
@@ -224,10 +259,10 @@ class Conversation:
                     )
                 return self._interrupted(1)
             if not tool_uses:
-                if self.continuation is None or continued:
+                if self.hooks.continuation is None or continued:
                     return TurnOutcome("end_turn")
-                go_on = await self.continuation(message, self.control)
-                if self.control.observe(1):
+                go_on = await self.hooks.continuation(message, self.hooks.control)
+                if self.hooks.control.observe(1):
                     return self._interrupted(1)
                 if go_on is None:
                     return TurnOutcome("end_turn")
@@ -237,13 +272,13 @@ class Conversation:
                 continue
 
             await self.run_tools(tool_uses, truncated=set(streamed.raw_tool_inputs))
-            if self.control.observe(2):
+            if self.hooks.control.observe(2):
                 return self._interrupted(2)
-            for rebuild in self.runner.controls:
-                if self.on_rebuild is not None:
-                    self._rebuild(self.on_rebuild(rebuild))
+            for rebuild in self.hooks.runner.controls:
+                if self.hooks.on_rebuild is not None:
+                    self._rebuild(self.hooks.on_rebuild(rebuild))
             # After the whole batch, never between a call and its result.
-            for steered in await self.take_steering():
+            for steered in await self.hooks.take_steering():
                 self._append(steered)
         return TurnOutcome("max_turns")
 
@@ -260,24 +295,26 @@ class Conversation:
     async def run_tools(
         self,
         calls: list[ToolUseBlock],
-        truncated: set[str] = frozenset(),  # type: ignore[assignment]
+        truncated: AbstractSet[str] = frozenset(),
     ) -> list[ToolResultBlock]:
         """Run one batch (ToolRunner: read-only batches concurrently, others serially,
         results in the model's order, failures as error results), cut the results to
         their share of the window and append them to the history as one user message."""
-        with self.control.cancellable():
-            await self.persisted()
-        last = self.history[-1] if self.history else None  # the message that made the calls
+        with self.hooks.control.cancellable():
+            await self.hooks.persisted()
+        last = (
+            self.state.history[-1] if self.state.history else None
+        )  # the message that made the calls
         caller = last.id if last is not None and last.role == "assistant" else None
-        results = await self.runner.run_batch(calls, truncated=truncated, message_id=caller)
+        results = await self.hooks.runner.run_batch(calls, truncated=truncated, message_id=caller)
         results = await self._within_budget(results)
         self._append(Message(role="user", content=results))
         return results
 
     async def _within_budget(self, results: list[ToolResultBlock]) -> list[ToolResultBlock]:
         """The batch's results cut to their share of the context window (budget.py)."""
-        per_result, per_batch = batch_budgets(self.config.context_length)
-        counter = self.tokens.counter
+        per_result, per_batch = batch_budgets(self.state.config.context_length)
+        counter = self.hooks.tokens.counter
         await counter.ensure_loaded()
 
         def cap() -> list[ToolResultBlock]:
@@ -286,7 +323,7 @@ class Conversation:
                 per_result=per_result,
                 per_batch=per_batch,
                 counter=counter,
-                context_length=self.config.context_length,
+                context_length=self.state.config.context_length,
             )
 
         if sum(len(r.content) for r in results) > 200_000:  # tokenizing takes a while
@@ -294,12 +331,12 @@ class Conversation:
         return cap()
 
     def _does_not_fit(self, error: ProviderError) -> ProviderError:
-        tokens = self.tokens.count(self.history)
+        tokens = self.hooks.tokens.count(self.state.history)
         return replace(
             error,
             message=(
                 f"The conversation does not fit the model's context window even after "
-                f"compaction (about {tokens:,} tokens; contextLength {self.config.context_length:,})"
+                f"compaction (about {tokens:,} tokens; contextLength {self.state.config.context_length:,})"
                 f", so the turn stops instead of compacting again. Start a new session or "
                 f"/clear, ask for less at once, or set the profile's contextLength in "
                 f"models.json if the model's window is different. The provider said: "
@@ -310,30 +347,32 @@ class Conversation:
     def _rebuild(self, rebuilt: ContextRebuild) -> None:
         """Context rebuild: the mode changed mid-turn (ExitPlanMode), so the tools and
         the system prompt follow; clearContextAndStart also restarts the history from the plan."""
-        self.config = replace(
-            self.config, system_prompt=rebuilt.system_prompt, tool_specs=rebuilt.tool_specs
+        self.state.config = replace(
+            self.state.config, system_prompt=rebuilt.system_prompt, tool_specs=rebuilt.tool_specs
         )
-        self.runner.tools = rebuilt.tools
-        self.runner.plan_mode = rebuilt.plan_mode
+        self.hooks.runner.tools = rebuilt.tools
+        self.hooks.runner.plan_mode = rebuilt.plan_mode
         if rebuilt.restart_with is not None:
-            self.history.clear()
+            self.state.history.clear()
             self._append(Message(role="user", content=rebuilt.restart_with, kind="prompt"))
-        self.tokens.set_overhead(self.config.system_prompt, self.config.tool_specs)
+        self.hooks.tokens.set_overhead(
+            self.state.config.system_prompt, self.state.config.tool_specs
+        )
 
     async def _stream_response(self) -> ResponseDone | ResponseFailed | None:
         request = ModelRequest(
-            model=self.config.model,
-            system=self.config.system_prompt,
-            messages=self.history,
-            tools=self.config.tool_specs,
-            max_tokens=self.config.max_tokens,
-            thinking_budget=self.config.thinking_budget,
+            model=self.state.config.model,
+            system=self.state.config.system_prompt,
+            messages=self.state.history,
+            tools=self.state.config.tool_specs,
+            max_tokens=self.state.config.max_tokens,
+            thinking_budget=self.state.config.thinking_budget,
         )
         outcome: ResponseDone | ResponseFailed | None = None
         # The response's id is known before its first chunk: every chunk carries it.
         message_id = new_message_id()
-        with self.control.cancellable():
-            async with aclosing(self.provider.stream(request)) as events:
+        with self.hooks.control.cancellable():
+            async with aclosing(self.hooks.provider.stream(request)) as events:
                 async for event in events:
                     if isinstance(event, TextDelta):
                         self._emit(TextChunkParams(delta=event.text, message_id=message_id))
@@ -343,7 +382,7 @@ class Conversation:
                         outcome = event
         if isinstance(outcome, ResponseDone):
             outcome.message.id = message_id
-        if self.control.interrupted and not isinstance(outcome, ResponseDone):
+        if self.hooks.control.interrupted and not isinstance(outcome, ResponseDone):
             return None
         if outcome is None:
             return ResponseFailed(
@@ -353,14 +392,14 @@ class Conversation:
 
     @property
     def _compacting(self) -> bool:
-        return self.compactor is not None and self.config.compacts
+        return self.hooks.compactor is not None and self.state.config.compacts
 
     def _compacted(self, result: CompactionResult | None) -> bool:
         if result is None or not result.changed:
             return False
         tokens = result.token_compact
-        self.last_usage = TokenUsage(
-            use_tokens=tokens, max_tokens=self.config.context_length, prompt_tokens=tokens
+        self.state.last_usage = TokenUsage(
+            use_tokens=tokens, max_tokens=self.state.config.context_length, prompt_tokens=tokens
         )
         return True
 
@@ -371,30 +410,30 @@ class Conversation:
         # merges the same way.
         if message.id is None:
             message.id = new_message_id()
-        append_curated(self.history, message)
-        self.on_message(message)
+        append_curated(self.state.history, message)
+        self.hooks.on_message(message)
 
     def _interrupted(self, checkpoint: int) -> TurnOutcome:
-        self.control.observe(checkpoint)
-        if self.control.reason != "refuse":
+        self.hooks.control.observe(checkpoint)
+        if self.hooks.control.reason != "refuse":
             self._append(
                 Message(role="user", content=[TextBlock(text=INTERRUPT_MESSAGE)], kind="notice")
             )
         self._emit(
             SessionInterruptedParams(
                 content=INTERRUPT_MESSAGE
-                if self.control.reason != "refuse"
+                if self.hooks.control.reason != "refuse"
                 else "Tool use rejected",
-                checkpoint=self.control.checkpoint or checkpoint,
+                checkpoint=self.hooks.control.checkpoint or checkpoint,
             )
         )
-        if self.config.emits_usage:
+        if self.state.config.emits_usage:
             # The context is what the next request will read: the history as it stands
             # (a response cut short reported no figure of its own).
-            used = self.tokens.count(self.history)
-            if used > self.last_usage.use_tokens:
-                self.last_usage = TokenUsage(
-                    use_tokens=used, max_tokens=self.config.context_length, prompt_tokens=used
+            used = self.hooks.tokens.count(self.state.history)
+            if used > self.state.last_usage.use_tokens:
+                self.state.last_usage = TokenUsage(
+                    use_tokens=used, max_tokens=self.state.config.context_length, prompt_tokens=used
                 )
             self._emit(self._usage_event())
         return TurnOutcome("interrupted")
@@ -419,18 +458,20 @@ class Conversation:
         persisted entry carries the provider's figure)."""
         prompt = usage.prompt_tokens
         if prompt > 0:
-            self.tokens.record_response(self.history, message, prompt, usage.output_tokens)
+            self.hooks.tokens.record_response(
+                self.state.history, message, prompt, usage.output_tokens
+            )
         else:  # the provider reported nothing (e.g. Azure without include_usage)
-            prompt = self.tokens.count(self.history)
-        self.last_usage = TokenUsage(
+            prompt = self.hooks.tokens.count(self.state.history)
+        self.state.last_usage = TokenUsage(
             use_tokens=prompt + usage.output_tokens,
-            max_tokens=self.config.context_length,
+            max_tokens=self.state.config.context_length,
             prompt_tokens=prompt,
         )
 
     def _usage_event(self) -> ConversationUsageParams:
-        turn, session = self.totals() if self.totals is not None else (None, None)
-        return ConversationUsageParams(usage=self.last_usage, turn=turn, session=session)
+        turn, session = self.hooks.totals() if self.hooks.totals is not None else (None, None)
+        return ConversationUsageParams(usage=self.state.last_usage, turn=turn, session=session)
 
     def _emit(self, event) -> None:
-        self.bus.emit(event, agent_id=self.agent_id)
+        self.hooks.bus.emit(event, agent_id=self.agent_id)

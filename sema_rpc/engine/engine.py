@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from sema_rpc.core.errors import (
@@ -33,18 +32,21 @@ from sema_rpc.engine.compaction import (
     CompactionResult,
 )
 from sema_rpc.engine.control import PromptCancel, TurnControl
-from sema_rpc.engine.conversation import ContextRebuild, Conversation, LoopConfig, TurnOutcome
+from sema_rpc.engine.conversation import (
+    ContextRebuild,
+    Conversation,
+    LoopConfig,
+    LoopHooks,
+    LoopState,
+    TurnOutcome,
+)
 from sema_rpc.engine.events import ClientBridge
 from sema_rpc.engine.inputs import PromptContent, to_content
 from sema_rpc.engine.models import available_models, loop_settings, profile_for
 from sema_rpc.engine.rewind import emit_turn_diff
 from sema_rpc.engine.rewind import rewind as rewind_session
-from sema_rpc.engine.session import Session, SteerInput
-from sema_rpc.engine.sessions import (
-    NO_MODEL_SUGGESTION,
-    SessionRegistry,
-    as_dicts,
-)
+from sema_rpc.engine.session import Session, SteerInput, as_dicts
+from sema_rpc.engine.sessions import NO_MODEL_SUGGESTION, SessionRegistry
 from sema_rpc.engine.store.history_writer import synced_all
 from sema_rpc.engine.turns import (
     NotStarted,
@@ -56,6 +58,7 @@ from sema_rpc.engine.turns import (
 from sema_rpc.protocol import (
     CommandListParams,
     CommandListResult,
+    Mode,
     ModelListParams,
     ModelListResult,
     ModelUpdateParams,
@@ -161,14 +164,15 @@ class SemaEngine(SessionRegistry):
         session.model_spec = name
         session.usage = session.usage.model_copy(update={"max_tokens": profile.context_length})
         session.unrecorded_model = None
-        if session.store is not None:
-            session.store.append_event("model", model=name, thinking=thinking)
-        running = session.conversation
-        if running is not None and session.control is not None:
+        session.store.append_event("model", model=name, thinking=thinking)
+        running, control = session.conversation, session.control
+        if running is not None and control is not None:
             # The running turn's next model call (and compaction) use the new model.
-            running.provider = assembly.provider(session, self.record_dir)
-            running.config = replace(running.config, **loop_settings(profile))
-            running.compactor = assembly.compactor(session, session.control, self.record_dir)
+            running.switch_model(
+                assembly.provider(session, self.record_dir),
+                assembly.compactor(session, control, self.record_dir),
+                **loop_settings(profile),
+            )
         else:  # the next prompt's first request starts warm, as after session/create
             from sema_rpc.providers.registry import warm_up
 
@@ -244,8 +248,7 @@ class SemaEngine(SessionRegistry):
             except TimeoutError:
                 log.warning("session %s did not settle before shutdown", session.id)
         for session in self.sessions.values():
-            if session.store is not None:
-                session.store.discard_if_unused()  # a history file created ahead, unused
+            session.store.discard_if_unused()  # a history file created ahead, unused
             session.services.sandbox.close()  # the session's private temp dir
         await synced_all()
         # MCP servers are children of this process: stop them and wait for them to go.
@@ -296,7 +299,7 @@ class SemaEngine(SessionRegistry):
                 ' a model that does (a models.json profile with "images": true)',
                 {"model": profile.name},
             )
-        if session.inputs is not None and text:
+        if text:
             session.inputs.add(text)
         if profile is None and (command is None or command[0] != "clear"):
             # config:no_models went out once, with session:ready; the error says it again.
@@ -320,13 +323,13 @@ class SemaEngine(SessionRegistry):
         async def turn(control: TurnControl) -> SessionPromptResult:
             message_id = None
             if command is None:
-                if not session.history and session.store is not None:
+                if not session.history:
                     # What the user typed names the session in session/list (the first
                     # message may be a custom command's expansion).
                     title = text.strip() or _untitled(content)
                     # Held: written with the prompt's message, in the same sync.
                     session.store.hold_event("title", title=title[:500])
-                if session.unrecorded_model is not None and session.store is not None:
+                if session.unrecorded_model is not None:
                     session.store.hold_event("model", model=session.unrecorded_model, thinking=None)
                     session.unrecorded_model = None
                 message_id = new_message_id()
@@ -338,7 +341,7 @@ class SemaEngine(SessionRegistry):
                 outcome = TurnOutcome("interrupted" if control.interrupted else "command")
             await session.synced()  # answered once the turn is on disk
             return session.prompt_result(
-                outcome.stop_reason,  # type: ignore[arg-type]
+                outcome.stop_reason,
                 outcome.error,
                 message_id=message_id,
             )
@@ -402,10 +405,8 @@ class SemaEngine(SessionRegistry):
         session.redo = None
         had_todos = bool(session.services.todos)
         session.services.todos = []
-        if session.pipeline is not None:
-            session.pipeline.context_cleared()
-        if session.store is not None:
-            session.store.append_event("clear")
+        session.pipeline.context_cleared()
+        session.store.append_event("clear")
         session.set_usage(0)
         session.bus.emit(SessionClearedParams())
         if had_todos:
@@ -416,7 +417,6 @@ class SemaEngine(SessionRegistry):
     async def _compact(
         self, session: Session, control: TurnControl, instructions: str | None
     ) -> CompactionResult | None:
-        assert session.pipeline is not None
         setup = session.pipeline.turn_setup()
         session.tokens.set_overhead(setup.system_prompt, setup.specs)
         session.redo = None  # the history the redo would restore is gone
@@ -431,7 +431,7 @@ class SemaEngine(SessionRegistry):
         message_id: str,
     ) -> TurnOutcome:
         profile = session.profile
-        assert profile is not None and session.pipeline is not None
+        assert profile is not None  # a prompt without a model is refused before its turn
         if session.trust_pending is not None:  # the project's servers: ask first
             from sema_rpc.engine import project_trust
             from sema_rpc.engine.sessions import mcp_start_timeout
@@ -439,60 +439,57 @@ class SemaEngine(SessionRegistry):
             await project_trust.settle(session, control, mcp_start_timeout())
         user_content, setup = await session.pipeline.prepare(user_input)
         session.redo = None  # a new prompt makes the last rewind final
-        if session.checkpoints is not None:
-            if not session.checkpoints.ready:  # read ahead by the warm-up, usually
-                await asyncio.to_thread(session.checkpoints.load)
-            session.checkpoints.begin_turn(message_id)
+        if not session.checkpoints.ready:  # read ahead by the warm-up, usually
+            await asyncio.to_thread(session.checkpoints.load)
+        session.checkpoints.begin_turn(message_id)
         runner = assembly.tool_runner(
             session, setup, control, client_answers=self.client_answers_permissions
         )
         policy = runner.policy
         assembly.arm_subagents(session, setup, control, policy, self.record_dir)
-        conversation = Conversation(
-            agent_id="main",
-            history=session.history,
+        hooks = LoopHooks(
             provider=assembly.provider(session, self.record_dir),
+            bus=session.bus,
+            runner=runner,
+            control=control,
+            tokens=session.tokens,
+            compactor=assembly.compactor(session, control, self.record_dir),
+            on_message=session.persist,
+            persisted=session.synced,
+            on_rebuild=lambda request: self._rebuild(session, request, control, policy),
+            totals=session.totals,
+            take_steering=lambda: take_steering(session, session.pipeline.input_blocks),
+            continuation=assembly.continuation_check(session, self.record_dir),
+        )
+        state = LoopState(
+            history=session.history,
             config=LoopConfig(
                 system_prompt=setup.system_prompt,
                 tool_specs=setup.specs,
                 **loop_settings(profile),
             ),
-            bus=session.bus,
-            runner=runner,
-            control=control,
-            on_message=session.persist,
-            persisted=session.synced,
             last_usage=session.usage,
-            tokens=session.tokens,
-            compactor=assembly.compactor(session, control, self.record_dir),
-            on_rebuild=lambda request: self._rebuild(session, request, control, policy),
-            take_steering=lambda: take_steering(
-                session, session.pipeline.input_blocks if session.pipeline else None
-            ),
-            totals=session.totals,
-            continuation=assembly.continuation_check(session, self.record_dir),
         )
+        conversation = Conversation("main", hooks, state)
         session.conversation = conversation
         try:
             outcome = await conversation.query(user_content, message_id)
         finally:
             session.services.run_subagent = None
             session.conversation = None
-        session.usage = conversation.last_usage
+        session.usage = state.last_usage
         await emit_turn_diff(session, message_id)
         return outcome
 
-    def _set_mode(self, session: Session, mode: str) -> None:
+    def _set_mode(self, session: Session, mode: Mode) -> None:
         if session.mode == mode:
             return
         session.mode = mode
         if session.runner is not None:  # the running turn's next tool call obeys it
             session.runner.plan_mode = mode == "Plan"
-        if session.pipeline is not None:
-            session.pipeline.mode_changed(mode)
-        if session.store is not None:
-            session.store.append_event("mode", mode=mode)
-        session.bus.emit(ModeUpdateEventParams(mode=mode))  # type: ignore[arg-type]
+        session.pipeline.mode_changed(mode)
+        session.store.append_event("mode", mode=mode)
+        session.bus.emit(ModeUpdateEventParams(mode=mode))
 
     def _rebuild(
         self,
@@ -502,7 +499,6 @@ class SemaEngine(SessionRegistry):
         policy: PermissionPolicy,
     ) -> ContextRebuild:
         """ExitPlanMode was approved: switch mode, rebuild tools and prompt."""
-        assert session.pipeline is not None
         self._set_mode(session, request.new_mode)
         setup = session.pipeline.turn_setup()
         assembly.arm_subagents(session, setup, control, policy, self.record_dir)
@@ -510,11 +506,10 @@ class SemaEngine(SessionRegistry):
         message = request.rebuild_message
         if message:  # clearContextAndStart: the curated history restarts from the plan
             session.tokens.reset()
-            if session.store is not None:
-                session.store.append_event("clear")
-                todos = session.services.todos
-                if todos:  # a `clear` marker empties todos on load; these live on
-                    session.store.append_event("todos", todos=as_dicts(todos))
+            session.store.append_event("clear")
+            todos = session.services.todos
+            if todos:  # a `clear` marker empties todos on load; these live on
+                session.store.append_event("todos", todos=as_dicts(todos))
             restart = [TextBlock(text=str(message)), *session.pipeline.first_query_blocks(setup)]
         return ContextRebuild(
             system_prompt=setup.system_prompt,
@@ -534,5 +529,4 @@ class SemaEngine(SessionRegistry):
 
     def tool_list(self, params: ToolListParams) -> ToolListResult:
         session = self.session(params.session_id)
-        assert session.pipeline is not None
         return ToolListResult(tools=session.pipeline.tool_list())

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from sema_rpc.engine.store.checkpoints import CheckpointStore
     from sema_rpc.engine.store.history_writer import HistoryStore
     from sema_rpc.engine.tokens import TokenTracker
+    from sema_rpc.protocol import Mode
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +70,11 @@ class PipelineSession(Protocol):
     @property
     def working_dir(self) -> Path: ...
     @property
-    def mode(self) -> str: ...
+    def mode(self) -> Mode: ...
     @property
-    def store(self) -> HistoryStore | None: ...
+    def store(self) -> HistoryStore: ...
     @property
-    def checkpoints(self) -> CheckpointStore | None: ...
+    def checkpoints(self) -> CheckpointStore: ...
     @property
     def tokens(self) -> TokenTracker: ...
     @property
@@ -90,7 +92,7 @@ class PipelineSession(Protocol):
 @dataclass
 class InputPipeline:
     session: PipelineSession
-    mcp_tools: list[Tool] = field(default_factory=list)
+    mcp_tools: Sequence[Tool] = ()
     git_status: str | None = None
     _git_checked: bool = False
     _git_task: asyncio.Future[str | None] | None = None
@@ -110,12 +112,10 @@ class InputPipeline:
 
     async def _warm(self) -> None:
         await asyncio.sleep(0)  # session/create's answer goes out first
-        if self.session.store is not None:
-            self.session.store.open_ahead()  # on the writer thread
+        self.session.store.open_ahead()  # on the writer thread
         try:
             await self.git_snapshot()
-            if self.session.checkpoints is not None:  # a resumed session's index
-                await asyncio.to_thread(self.session.checkpoints.load)
+            await asyncio.to_thread(self.session.checkpoints.load)  # a resumed session's index
             await asyncio.sleep(0)  # a prompt that came meanwhile is read
             import sema_rpc.engine.compaction
             import sema_rpc.engine.conversation
@@ -231,7 +231,7 @@ class InputPipeline:
         blocks follow from the empty history; the Plan reminder from this)."""
         self.plan_reminded = False
 
-    def mode_changed(self, mode: str) -> None:
+    def mode_changed(self, mode: Mode) -> None:
         if mode == "Plan":
             self.plan_reminded = False  # entering Plan mode again reminds again
 
@@ -241,7 +241,9 @@ class InputPipeline:
         s = self.session
         setup = self.turn_setup()
         offered = {t.name for t in setup.offered}
-        everything: list[tuple[Tool, str]] = [(t, "builtin") for t in builtin_tools(None)]
+        everything: list[tuple[Tool, Literal["builtin", "skill", "mcp"]]] = [
+            (t, "builtin") for t in builtin_tools(None)
+        ]
         everything += [
             (t, "skill" if t.name == "Skill" else "builtin")
             for t in agent_tools(s.working_dir, None, s.mode == "Plan")
@@ -251,7 +253,7 @@ class InputPipeline:
             ToolListItem(
                 name=t.name,
                 description=t.description,
-                source=source,  # type: ignore[arg-type]
+                source=source,
                 enabled=t.name in offered,
                 read_only=bool(t.read_only),
             )

@@ -21,18 +21,19 @@ from __future__ import annotations
 import logging
 import os
 import shlex
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from sema_rpc.core import trust
+from sema_rpc.engine.session import Session, TrustAsk
 from sema_rpc.protocol import PermissionRequestParams, PermissionResult
 
 if TYPE_CHECKING:
     from sema_rpc.engine.control import TurnControl
-    from sema_rpc.engine.session import Session
-    from sema_rpc.mcp import McpConfig, McpServerConfig
+    from sema_rpc.mcp import McpConfig
+
+__all__ = ["TrustAsk", "describe", "gate", "held_reason", "settle"]
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +46,6 @@ def trust_timeout() -> float:
         return float(os.environ.get("SEMA_TRUST_TIMEOUT_S", DEFAULT_TRUST_TIMEOUT_S))
     except ValueError:
         return DEFAULT_TRUST_TIMEOUT_S
-
-
-@dataclass
-class TrustAsk:
-    """The project's servers held at `session/create`, until the user answers."""
-
-    file: str
-    digest: str
-    servers: list[McpServerConfig]
 
 
 def how_to_trust(session: Session) -> str:
@@ -127,7 +119,7 @@ async def settle(session: Session, control: TurnControl, start_timeout_s: float)
     """Before a turn: ask about the held servers (once), start them when trusted."""
     ask = session.trust_pending
     manager = session.mcp
-    if not isinstance(ask, TrustAsk) or manager is None:
+    if ask is None or manager is None:
         return
     names = [s.name for s in ask.servers]
     content, servers = describe(ask)
@@ -168,5 +160,4 @@ async def settle(session: Session, control: TurnControl, start_timeout_s: float)
     if session.mcp is not manager or session.disposed:
         return  # the session ended while the user answered: nothing starts
     session.mcp_status = await manager.start(ask.servers, timeout_s=start_timeout_s)
-    if session.pipeline is not None:
-        session.pipeline.mcp_tools = manager.tools()
+    session.pipeline.mcp_tools = manager.tools()

@@ -68,7 +68,7 @@ async def rewind(session: Session, params: SessionRewindParams) -> SessionRewind
     if params.redo:
         return await _redo(session, params)
     store = session.checkpoints
-    assert store is not None and params.message_id is not None
+    assert params.message_id is not None  # the params' validator: a rewind names one
     message_id = params.message_id
     restore = params.restore
     history = session.history
@@ -103,8 +103,7 @@ async def rewind(session: Session, params: SessionRewindParams) -> SessionRewind
         history[:] = cut_before(history, message_id)
     files = [{"path": p, "found": _encode(f), "wrote": _encode(w)} for p, f, w in written]
     session.redo = Redo(restore, saved, files)
-    if session.store is not None:
-        session.store.append_event("rewind", messageId=message_id, restore=restore, files=files)
+    session.store.append_event("rewind", messageId=message_id, restore=restore, files=files)
     if saved is not None:
         await _conversation_changed(session)
     await session.synced()
@@ -116,7 +115,6 @@ def _start_of(session: Session, message_id: str) -> int:
     recorded nothing starts where the next recorded turn after it in the conversation
     does (or at the end: nothing to undo)."""
     store = session.checkpoints
-    assert store is not None
     if message_id in store.turn_pos:
         return store.turn_pos[message_id]
     found = find_message(session.history, message_id)
@@ -132,7 +130,6 @@ def _start_of(session: Session, message_id: str) -> int:
 async def _redo(session: Session, params: SessionRewindParams) -> SessionRewindResult:
     redo = session.redo
     store = session.checkpoints
-    assert store is not None
     if redo is None:
         raise InvalidArgument(
             "nothing to redo: no rewind since the last prompt (a prompt, /clear or a "
@@ -142,17 +139,16 @@ async def _redo(session: Session, params: SessionRewindParams) -> SessionRewindR
     plan = await asyncio.to_thread(store.plan_redo, files) if files else RestorePlan()
     restore = redo.restore
     if plan.conflicts and not params.force:
-        return _result(session, False, restore, [], plan, None)  # type: ignore[arg-type]
+        return _result(session, False, restore, [], plan, None)
     written = await asyncio.to_thread(store.apply, plan) if plan.targets else []
     if redo.history is not None:
         session.history[:] = redo.history
     session.redo = None
-    if session.store is not None:
-        session.store.append_event("redo")
+    session.store.append_event("redo")
     if redo.history is not None:
         await _conversation_changed(session)
     await session.synced()
-    return _result(session, True, restore, [p for p, _f, _w in written], plan, None)  # type: ignore[arg-type]
+    return _result(session, True, restore, [p for p, _f, _w in written], plan, None)
 
 
 async def _conversation_changed(session: Session) -> None:
@@ -162,9 +158,8 @@ async def _conversation_changed(session: Session) -> None:
     session.tokens.reset()
     if session.history:
         await session.tokens.counter.ensure_loaded()
-        if session.pipeline is not None:
-            setup = session.pipeline.turn_setup()
-            session.tokens.set_overhead(setup.system_prompt, setup.specs)
+        setup = session.pipeline.turn_setup()
+        session.tokens.set_overhead(setup.system_prompt, setup.specs)
         session.set_usage(await session.tokens.count_async(session.history))
     else:
         session.set_usage(0)
@@ -199,7 +194,7 @@ def _shown(path: str, root: Path) -> str:
 async def emit_turn_diff(session: Session, message_id: str | None) -> None:
     """`turn:diff` at the end of a turn that changed files."""
     store = session.checkpoints
-    if store is None or message_id is None or message_id not in store.turn_pos:
+    if message_id is None or message_id not in store.turn_pos:
         return
     diffs, truncated = await asyncio.to_thread(store.diffs, message_id)
     if not diffs:

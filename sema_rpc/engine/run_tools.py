@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +98,7 @@ class ToolRunner:
     async def run_batch(
         self,
         calls: list[ToolUseBlock],
-        truncated: set[str] = frozenset(),  # type: ignore[assignment]
+        truncated: AbstractSet[str] = frozenset(),
         message_id: str | None = None,
     ) -> list[ToolResultBlock]:
         """`truncated`: ids of calls whose arguments were cut off (max_tokens); never run.

@@ -25,8 +25,7 @@ from sema_rpc.core.messages import Message
 from sema_rpc.core.policy.permissions import RuleStore
 from sema_rpc.engine import lifecycle
 from sema_rpc.engine.events import ClientBridge, EventBus
-from sema_rpc.engine.pipeline import InputPipeline
-from sema_rpc.engine.session import Session
+from sema_rpc.engine.session import Session, as_dicts, todo_items
 from sema_rpc.engine.store.checkpoint_hooks import Checkpoints
 from sema_rpc.engine.store.checkpoints import CheckpointStore
 from sema_rpc.engine.store.curated import append_curated, cut_before, dangling_tool_results, locate
@@ -37,13 +36,10 @@ from sema_rpc.engine.store.input_history import InputHistory
 from sema_rpc.engine.store.listing import delete_history, list_sessions
 from sema_rpc.engine.store.titles import TITLE_CHARS, write_title
 from sema_rpc.engine.tokens import TokenCounter, TokenTracker, counter_for_model
-from sema_rpc.engine.usage import Totals
+from sema_rpc.engine.usage import Totals, UsageMeter
 from sema_rpc.protocol import (
-    AskQuestionRequestParams,
-    AskQuestionResult,
     ConfigNoModelsParams,
-    PlanExitRequestParams,
-    PlanExitResult,
+    Mode,
     SessionCreateParams,
     SessionDeleteParams,
     SessionDeleteResult,
@@ -62,11 +58,11 @@ from sema_rpc.protocol import (
     SessionReadyParams,
     SessionRenameParams,
     SessionRenameResult,
-    TodoItem,
     TodosUpdateParams,
 )
 from sema_rpc.sandbox import status as sandbox_status
 from sema_rpc.sandbox.settings import SandboxSettings
+from sema_rpc.tools.base import FileSnapshot, ToolServices
 
 log = logging.getLogger(__name__)
 
@@ -171,79 +167,34 @@ class SessionRegistry:
                 existing.record_dir = existing.record_dir or record_dir
                 return self._ready(existing)
 
-        resolved_dir = working_dir.resolve()
-        mode = params.mode
-        if loaded is not None and loaded.mode and "mode" not in params.model_fields_set:
-            mode = loaded.mode  # type: ignore[assignment]
-        model_spec = params.model
-        if loaded is not None and loaded.model and params.model is None:
-            # The model session/setModel chose last; a model the request names wins.
-            chosen = _recorded_model(loaded.model, loaded.thinking, session_id)
-            if chosen is not None:
-                profile, model_spec = chosen, loaded.model
-        session = Session(
-            id=session_id,
-            working_dir=resolved_dir,
-            bus=EventBus(session_id, self.bridge),
-            mode=mode,
-            permission_mode=params.permission_mode,
-            model_spec=model_spec,
+        session = build_session(
+            self.bridge,
+            session_id,
+            working_dir.resolve(),
+            params,
+            loaded=loaded,
             profile=profile,
-            use_tools=params.use_tools,
-            tokens=TokenTracker(
-                counter_for_model(profile.model_name) if profile else TokenCounter(None)
-            ),
-            store=HistoryStore(
-                session_id,
-                resolved_dir,
-                loaded.message_count if loaded is not None and loaded.source == "jsonl" else 0,
-            ),
-            inputs=InputHistory(resolved_dir),
+            sandbox=box,
             record_dir=record_dir,
-            check_continuation=params.check_continuation,
         )
-        if loaded is not None and loaded.usage is not None:
-            session.meter.restore(Totals.from_dict(loaded.usage))
-        store = session.store
-        assert store is not None
-        session.meter.on_change = lambda totals: store.append_event("usage", **totals.as_dict())
-        if (
-            params.model is not None
-            and profile is not None
-            and (loaded is None or loaded.model != params.model)
-        ):
-            # The model the request names is the session's from now on: a resume that
-            # names none continues on it. Written with the next prompt's message, so
-            # creating or resuming a session without prompting writes nothing.
-            session.unrecorded_model = params.model
-        session.checkpoints = CheckpointStore(session_id, resolved_dir)
-        session.services.changes = Checkpoints(session.checkpoints, session.read_files)
-        session.rules = RuleStore(session.working_dir)
-        session.pipeline = InputPipeline(session)
-        session.services.on_todos = lambda todos: todos_changed(session, todos)
-        session.services.ask_user = lambda questions, call_id: ask_user(session, questions, call_id)
-        session.services.plan_exit = lambda path, text, call_id: plan_exit(
-            session, path, text, call_id
-        )
-        session.services.sandbox = box
         self.sessions[session_id] = session
         await self._start_mcp(session, params)
-        if profile is not None:
+        if session.profile is not None:
             from sema_rpc.providers.registry import warm_up
 
-            warm_up(profile)
+            warm_up(session.profile)
             session.tokens.counter.warm_up()
             if self.warm_turns:
                 session.pipeline.warm_up()
         if loaded is not None:
-            await self._restore(session, loaded)
+            await self._count_restored(session, loaded)
         else:
             session.set_usage(0)
 
         ready = self._ready(session)
         if session.services.todos:
             session.bus.emit(TodosUpdateParams(todos=todo_items(session.services.todos)))
-        if profile is None:
+        if session.profile is None:
             session.bus.emit(
                 ConfigNoModelsParams(
                     message="No model is configured.", suggestion=NO_MODEL_SUGGESTION
@@ -256,22 +207,9 @@ class SessionRegistry:
         session.bus.emit(SessionReadyEventParams(**ready.model_dump()))
         return ready
 
-    async def _restore(self, session: Session, loaded: LoadedHistory) -> None:
-        assert session.store is not None
-        session.history_loaded = loaded.message_count > 0
-        session.history = loaded.messages
-        if loaded.source == "json":  # the older JSON format: continue it as JSONL
-            session.store.import_messages(loaded.messages, loaded.todos)
-        repair = dangling_tool_results(session.history)
-        if repair is not None:  # the process died while tools ran
-            append_curated(session.history, repair)
-            session.store.append_message(repair)
-        if loaded.mark is not None:
-            length, tokens = loaded.mark
-            session.tokens.set_mark(length, session.history[length - 1], tokens)
-        if loaded.todos:
-            session.services.todos = loaded.todos
-        session.redo = loaded.redo
+    async def _count_restored(self, session: Session, loaded: LoadedHistory) -> None:
+        """A resumed session's context figure: the provider's persisted one when it
+        covers the whole history, else counted with the model's encoding."""
         covered = loaded.mark is not None and loaded.mark[0] == len(session.history)
         if covered:  # the provider's persisted figure counts it all: nothing to tokenize
             session.set_usage(session.tokens.count(session.history))
@@ -279,7 +217,6 @@ class SessionRegistry:
             # Count the overhead with the same encoding as the history, not an estimate
             # taken while the encoding is still loading.
             await session.tokens.counter.ensure_loaded()
-            assert session.pipeline is not None
             # The system prompt the first turn sends (with its git snapshot): the figure
             # must not depend on whether the background warm-up got there first.
             await session.pipeline.git_snapshot()
@@ -288,10 +225,6 @@ class SessionRegistry:
             session.set_usage(await session.tokens.count_async(session.history))
         else:
             session.set_usage(0)
-        if loaded.skipped:
-            log.warning(
-                "session %s: %d unreadable history entries were skipped", session.id, loaded.skipped
-            )
 
     async def list_sessions(self, params: SessionListParams) -> SessionListResult:
         working_dir = None
@@ -386,7 +319,7 @@ class SessionRegistry:
             mode, model = live.mode, live.model_spec
         else:
             assert loaded is not None
-            working_dir, mode = loaded.working_dir, loaded.mode or "Agent"
+            working_dir, mode = loaded.working_dir, wire_mode(loaded.mode) or "Agent"
             # The model the source last ran on, as its resume would pick it (None: the
             # default, also when that model is unusable now).
             recorded = loaded.model and _recorded_model(loaded.model, None, params.session_id)
@@ -405,9 +338,9 @@ class SessionRegistry:
             SessionCreateParams(
                 session_id=fork_id,
                 working_dir=working_dir,
-                mode=mode,  # type: ignore[arg-type]
+                mode=mode,
                 model=model,
-                permission_mode=live.permission_mode if live is not None else "default",  # type: ignore[arg-type]
+                permission_mode=live.permission_mode if live is not None else "default",
                 use_tools=live.use_tools if live is not None else None,
             )
         )
@@ -430,9 +363,8 @@ class SessionRegistry:
         session.life.closed = session.bus.closed = True
         if self.sessions.get(session.id) is session:
             del self.sessions[session.id]
-        if session.store is not None:
-            session.store.close()
-            await session.store.synced()
+        session.store.close()
+        await session.store.synced()
         await self.close_mcp(session)
         session.services.sandbox.close()
         return SessionDisposeResult(disposed=True, interrupted=interrupted)
@@ -489,8 +421,8 @@ class SessionRegistry:
         held = await asyncio.to_thread(project_trust.gate, session, config)
 
         def died(name: str, message: str) -> None:
-            session.mcp_status = session.mcp.status() if session.mcp else session.mcp_status
-            if session.pipeline is not None and session.mcp is not None:
+            if session.mcp is not None:
+                session.mcp_status = session.mcp.status()
                 session.pipeline.mcp_tools = session.mcp.tools()
             session.bus.emit(
                 SessionErrorParams(
@@ -501,19 +433,119 @@ class SessionRegistry:
                 )
             )
 
-        session.mcp = McpManager(on_server_error=died)
+        manager = session.mcp = McpManager(on_server_error=died)
         if held is not None:
             can_ask = self.client_answers_permissions
-            session.mcp.hold(held.servers, project_trust.held_reason(session, held, can_ask))
+            manager.hold(held.servers, project_trust.held_reason(session, held, can_ask))
             session.trust_pending = held if can_ask else None
-        session.mcp_status = await session.mcp.start(config, timeout_s=mcp_start_timeout())
-        assert session.pipeline is not None
-        session.pipeline.mcp_tools = session.mcp.tools()
+        session.mcp_status = await manager.start(config, timeout_s=mcp_start_timeout())
+        session.pipeline.mcp_tools = manager.tools()
 
     async def close_mcp(self, session: Session) -> None:
         if session.mcp is not None:
             manager, session.mcp = session.mcp, None
             await manager.aclose()
+
+
+def build_session(
+    bridge: ClientBridge,
+    session_id: str,
+    working_dir: Path,
+    params: SessionCreateParams,
+    *,
+    loaded: LoadedHistory | None,
+    profile: ModelProfile | None,
+    sandbox: SandboxSettings,
+    record_dir: Path | None,
+) -> Session:
+    """A session built whole: everything it holds is gathered first (what `loaded`, the
+    history read back, says; the stores; the model), then it is constructed in one call.
+    `working_dir` is resolved; `profile` is the model `params` names (or the default).
+    Writes nothing but what a resumed history needs (an older JSON history continued as
+    JSONL, the results of tools the process died running)."""
+    mode: Mode = params.mode
+    model_spec = params.model
+    store = HistoryStore(
+        session_id,
+        working_dir,
+        loaded.message_count if loaded is not None and loaded.source == "jsonl" else 0,
+    )
+    history: list[Message] = []
+    todos: list[dict[str, Any]] = []
+    meter = UsageMeter()
+    if loaded is not None:
+        recorded_mode = wire_mode(loaded.mode)
+        if recorded_mode is not None and "mode" not in params.model_fields_set:
+            mode = recorded_mode
+        if loaded.model and params.model is None:
+            # The model session/setModel chose last; a model the request names wins.
+            chosen = _recorded_model(loaded.model, loaded.thinking, session_id)
+            if chosen is not None:
+                profile, model_spec = chosen, loaded.model
+        history = loaded.messages
+        if loaded.source == "json":  # the older JSON format: continue it as JSONL
+            store.import_messages(loaded.messages, loaded.todos)
+        repair = dangling_tool_results(history)
+        if repair is not None:  # the process died while tools ran
+            append_curated(history, repair)
+            store.append_message(repair)
+        todos = loaded.todos or []
+        if loaded.usage is not None:
+            meter.restore(Totals.from_dict(loaded.usage))
+        if loaded.skipped:
+            log.warning(
+                "session %s: %d unreadable history entries were skipped", session_id, loaded.skipped
+            )
+    tokens = TokenTracker(counter_for_model(profile.model_name) if profile else TokenCounter(None))
+    if loaded is not None and loaded.mark is not None:
+        length, counted = loaded.mark
+        tokens.set_mark(length, history[length - 1], counted)
+    checkpoints = CheckpointStore(session_id, working_dir)
+    read_files: dict[str, FileSnapshot] = {}
+    # The model the request names is the session's from now on: a resume that names none
+    # continues on it. Written with the next prompt's message, so creating or resuming a
+    # session without prompting writes nothing.
+    names_new_model = (
+        params.model is not None
+        and profile is not None
+        and (loaded is None or loaded.model != params.model)
+    )
+    return Session(
+        id=session_id,
+        working_dir=working_dir,
+        bus=EventBus(session_id, bridge),
+        store=store,
+        inputs=InputHistory(working_dir),
+        checkpoints=checkpoints,
+        rules=RuleStore(working_dir),
+        tokens=tokens,
+        services=ToolServices(
+            todos=todos,
+            changes=Checkpoints(checkpoints, read_files),
+            sandbox=sandbox,
+        ),
+        read_files=read_files,
+        mode=mode,
+        permission_mode=params.permission_mode,
+        model_spec=model_spec,
+        profile=profile,
+        use_tools=params.use_tools,
+        history=history,
+        history_loaded=loaded is not None and loaded.message_count > 0,
+        redo=loaded.redo if loaded is not None else None,
+        meter=meter,
+        record_dir=record_dir,
+        unrecorded_model=params.model if names_new_model else None,
+        check_continuation=params.check_continuation,
+    )
+
+
+_MODES: dict[str | None, Mode] = {"Agent": "Agent", "Plan": "Plan"}
+
+
+def wire_mode(value: str | None) -> Mode | None:
+    """A mode a history recorded, if it is one the wire knows."""
+    return _MODES.get(value)
 
 
 def _recorded_model(spec: str, thinking: bool | None, session_id: str) -> ModelProfile | None:
@@ -528,42 +560,3 @@ def _recorded_model(spec: str, thinking: bool | None, session_id: str) -> ModelP
     if profile is not None and thinking is not None and thinking != profile.thinking:
         profile = replace(profile, thinking=thinking)
     return profile
-
-
-def todos_changed(session: Session, todos: list) -> None:
-    dicts = as_dicts(todos)
-    if session.store is not None:
-        session.store.append_event("todos", todos=dicts)
-    session.bus.emit(TodosUpdateParams(todos=todo_items(dicts)))
-
-
-async def ask_user(session: Session, questions: Any, call_id: str) -> dict[str, Any] | None:
-    request = AskQuestionRequestParams.model_validate(
-        {"toolCallId": call_id, "questions": questions}
-    )
-    answer = await session.bus.ask(request, AskQuestionResult)
-    return None if answer is None else {"answers": answer.answers}
-
-
-async def plan_exit(session: Session, path: str, text: str, call_id: str) -> PlanExitResult | None:
-    request = PlanExitRequestParams(
-        tool_call_id=call_id,
-        plan_file_path=str(path),
-        plan_content=text,
-        options=["startEditing", "clearContextAndStart", "keepPlanning"],
-    )
-    return await session.bus.ask(request, PlanExitResult)
-
-
-def as_dicts(todos: list) -> list[dict]:
-    return [t if isinstance(t, dict) else t.model_dump(by_alias=True) for t in todos]
-
-
-def todo_items(todos: list[dict]) -> list[TodoItem]:
-    items = []
-    for t in todos:
-        try:
-            items.append(TodoItem.model_validate(t))
-        except ValueError:
-            log.warning("ignoring an invalid todo: %r", t)
-    return items

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
@@ -19,7 +19,7 @@ from sema_rpc.core.messages import TextBlock
 from sema_rpc.core.policy.permissions import PermissionPolicy
 from sema_rpc.core.project.agents import find_agent, resolve_agent_model, subagent_tool_names
 from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
-from sema_rpc.engine.conversation import Conversation, LoopConfig
+from sema_rpc.engine.conversation import Conversation, LoopConfig, LoopHooks, LoopState
 from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.pipeline import TurnSetup, subagent_setup
 from sema_rpc.engine.run_tools import ToolRunner
@@ -112,26 +112,27 @@ class SubagentRunner:
             plan_mode=session.mode == "Plan",
         )
         conversation = Conversation(
-            agent_id=task_id,
-            history=[],
-            provider=self.provider_for(profile),
-            config=LoopConfig(
-                model=profile.model_name,
-                system_prompt=setup.system_prompt,
-                tool_specs=setup.specs,
-                max_tokens=profile.max_tokens,
-                context_length=profile.context_length,
-                max_turns=SUBAGENT_MAX_TURNS,
-                emits_usage=False,
-                compacts=False,
+            task_id,
+            LoopHooks(
+                provider=self.provider_for(profile), bus=bus, runner=runner, control=self.control
             ),
-            bus=bus,
-            runner=runner,
-            control=self.control,
+            LoopState(
+                history=[],
+                config=LoopConfig(
+                    model=profile.model_name,
+                    system_prompt=setup.system_prompt,
+                    tool_specs=setup.specs,
+                    max_tokens=profile.max_tokens,
+                    context_length=profile.context_length,
+                    max_turns=SUBAGENT_MAX_TURNS,
+                    emits_usage=False,
+                    compacts=False,
+                ),
+            ),
         )
 
-        def end(status: str, content: str) -> None:
-            session.bus.emit(TaskAgentEndParams(task_id=task_id, status=status, content=content))  # type: ignore[arg-type]
+        def end(status: Literal["completed", "failed", "interrupted"], content: str) -> None:
+            session.bus.emit(TaskAgentEndParams(task_id=task_id, status=status, content=content))
 
         try:
             outcome = await conversation.query([TextBlock(text=prompt)])
@@ -158,6 +159,10 @@ class SubagentRunner:
 def _final_text(conversation: Conversation) -> str:
     """The subagent's last text: its answer (or what it had said when it stopped)."""
     return next(
-        (m.text() for m in reversed(conversation.history) if m.role == "assistant" and m.text()),
+        (
+            m.text()
+            for m in reversed(conversation.state.history)
+            if m.role == "assistant" and m.text()
+        ),
         "",
     )

@@ -10,7 +10,7 @@ added to a prompt left out.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Literal
 
 from sema_rpc.core.messages import (
     ImageBlock,
@@ -68,7 +68,7 @@ def transcript(history: list[Message]) -> list[TranscriptMessage]:
                     id=mid,
                     role="user",
                     content=texts,
-                    kind=kind or infer_kind(blocks),  # type: ignore[arg-type]
+                    kind=kind or infer_kind(blocks),
                 )
             )
     return out
@@ -78,6 +78,7 @@ def _assistant(message: Message, results: dict[str, ToolResultBlock]) -> Transcr
     calls = []
     for use in message.tool_uses():
         result = results.get(use.id)
+        status: Literal["completed", "error", "interrupted", "running"]
         if result is None:
             status, text = "running", None
         elif result.content in _INTERRUPTED:
@@ -90,7 +91,7 @@ def _assistant(message: Message, results: dict[str, ToolResultBlock]) -> Transcr
                 name=use.name,
                 title=_title(use.name, use.input),
                 input=use.input,
-                status=status,  # type: ignore[arg-type]
+                status=status,
                 result=text,
             )
         )

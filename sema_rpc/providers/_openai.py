@@ -50,7 +50,7 @@ def classify_status(status: int, body: Any, message: str, *, started: bool) -> P
     if started:
         return ProviderError("stream_error", msg, status=status, code=code)
     kind = kind_for_status(status, code, msg)
-    return ProviderError(kind, msg, status=status, code=code)  # type: ignore[arg-type]
+    return ProviderError(kind, msg, status=status, code=code)
 
 
 def classify_error(exc: BaseException, *, started: bool) -> ProviderError:

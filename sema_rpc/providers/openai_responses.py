@@ -55,6 +55,7 @@ from sema_rpc.core.messages import (
     Usage,
 )
 from sema_rpc.core.stream import (
+    ErrorKind,
     ModelRequest,
     ProviderError,
     ResponseDone,
@@ -89,7 +90,7 @@ log = logging.getLogger("sema_rpc.providers.openai_responses")
 
 SUMMARY_SEPARATOR = "\n\n"
 
-_FAILED_CODES = {
+_FAILED_CODES: dict[str, ErrorKind] = {
     "rate_limit_exceeded": "rate_limit",
     "context_length_exceeded": "context_length_exceeded",
     "server_is_overloaded": "overloaded",
@@ -383,7 +384,7 @@ def _failure(code: object, message: object, status: int | None = None) -> Provid
     kind = _FAILED_CODES.get(code_s or "")
     if kind is None:
         kind = "context_length_exceeded" if looks_like_context_overflow(msg) else "stream_error"
-    return ProviderError(kind, msg, status=status, code=code_s)  # type: ignore[arg-type]
+    return ProviderError(kind, msg, status=status, code=code_s)
 
 
 def classify_error(exc: BaseException, *, started: bool) -> ProviderError:

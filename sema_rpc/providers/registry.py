@@ -90,7 +90,7 @@ def _create(profile: ModelProfile, http_client: Any = None) -> Provider:
             mod = importlib.import_module("sema_rpc.providers.openai_responses")
         except ImportError:
             raise ConfigError("provider 'openai-responses' is not available yet") from None
-        return mod.OpenAIResponsesProvider(  # type: ignore[no-any-return]
+        return mod.OpenAIResponsesProvider(
             profile.api_key,
             profile.base_url,
             max_retries=max_retries(),

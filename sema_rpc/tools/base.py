@@ -13,12 +13,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from sema_rpc.core.policy.permissions import PermissionAsk
 from sema_rpc.sandbox.settings import SandboxSettings
+
+if TYPE_CHECKING:
+    from sema_rpc.protocol import Mode
 
 __all__ = ["PermissionAsk"]  # re-exported: every tool names it with the rest of this contract
 
@@ -138,7 +141,7 @@ class RebuildContext:
     switches to `new_mode` and rebuilds its tools and system prompt; with a
     `rebuild_message` the conversation restarts from that user message."""
 
-    new_mode: str = "Agent"
+    new_mode: Mode = "Agent"
     rebuild_message: str | None = None
 
 

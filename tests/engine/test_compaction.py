@@ -33,7 +33,7 @@ from sema_rpc.engine.compaction import (
     render_transcript,
 )
 from sema_rpc.engine.control import INTERRUPT_MESSAGE, TurnControl
-from sema_rpc.engine.conversation import Conversation, LoopConfig
+from sema_rpc.engine.conversation import Conversation, LoopConfig, LoopHooks, LoopState
 from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.tokens import TokenCounter, TokenTracker
@@ -289,21 +289,25 @@ def reading_turn(tmp_path: Path, provider: FakeProvider, context_length: int) ->
         threshold=0.75,
     )
     return Conversation(
-        agent_id="main",
-        history=[user("an earlier question"), assistant("an earlier answer " + "a" * 20_000)],
-        provider=provider,  # type: ignore[arg-type]
-        config=LoopConfig(
-            model="m",
-            system_prompt="You are a test.",
-            tool_specs=[],
-            max_tokens=1024,
-            context_length=context_length,
+        "main",
+        LoopHooks(
+            provider=provider,  # type: ignore[arg-type]
+            bus=bus,
+            runner=runner,
+            control=control,
+            tokens=tracker,
+            compactor=compactor,
         ),
-        bus=bus,
-        runner=runner,
-        control=control,
-        tokens=tracker,
-        compactor=compactor,
+        LoopState(
+            history=[user("an earlier question"), assistant("an earlier answer " + "a" * 20_000)],
+            config=LoopConfig(
+                model="m",
+                system_prompt="You are a test.",
+                tool_specs=[],
+                max_tokens=1024,
+                context_length=context_length,
+            ),
+        ),
     )
 
 
@@ -336,7 +340,7 @@ async def test_a_batch_of_eight_big_reads_survives_compaction(tmp_path: Path, mo
     assert answering[0].content[0].text.startswith(SUMMARY_HEADER)  # type: ignore[union-attr]
     results = answering[2].content
     assert [r.tool_use_id for r in results] == [f"r{i}" for i in range(8)]  # type: ignore[union-attr]
-    counter = conversation.tokens.counter
+    counter = conversation.hooks.tokens.counter
     for i, block in enumerate(results):
         assert isinstance(block, ToolResultBlock) and not block.is_error
         assert block.content.startswith(f"     1\tline {i} 1\n")
@@ -344,7 +348,7 @@ async def test_a_batch_of_eight_big_reads_survives_compaction(tmp_path: Path, mo
         assert "cut here" in block.content
         assert counter.count_text(block.content) <= 20_000 // 16 + 100  # a fair share + note
     # What the model saw fits the window, below the threshold.
-    assert conversation.tokens.count(answering) < 15_000
+    assert conversation.hooks.tokens.count(answering) < 15_000
 
 
 async def test_a_turn_never_compacts_twice_without_a_model_response(tmp_path: Path, monkeypatch):
