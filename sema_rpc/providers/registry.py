@@ -187,12 +187,12 @@ def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
             http.prewarm_due()  # the first request waits for this thread's client
 
         def run() -> None:
-            kinds = _kinds_for(profile)
-            mods = [*_TRANSPORT_MODULES, "sema_rpc.providers.http"]
-            if profile.transport == "sdk":
-                mods += sorted({_SDK_FOR[k] for k in kinds})
-            mods += [_MODULE_FOR[k] for k in kinds]
             try:
+                kinds = _kinds_for(profile)
+                mods = [*_TRANSPORT_MODULES, "sema_rpc.providers.http"]
+                if profile.transport == "sdk":
+                    mods += sorted({_SDK_FOR[k] for k in kinds})
+                mods += [_MODULE_FOR[k] for k in kinds]
                 _import_quietly(mods)
             finally:
                 if builds:
