@@ -287,11 +287,6 @@ def run_main(argv: list[str]) -> int:
         from sema_rpc.core.trust import trust_project_once
 
         trust_project_once()
-    if not args.spawn and not (args.model or "").startswith("replay/"):
-        # The first request's HTTP client (its CA store) is built beside the imports below.
-        from sema_rpc.providers.http import prewarm_in_background
-
-        prewarm_in_background()
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     out = _user_stdout()
     from sema_rpc.core.config import recording_workspace

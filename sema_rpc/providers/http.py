@@ -167,23 +167,6 @@ def prewarm_due() -> None:
         _prewarms_due += 1
 
 
-early_prewarm = False
-"""`prewarm_in_background()` ran: this process's first client is under way already."""
-_building = threading.Lock()
-
-
-def prewarm_in_background() -> None:
-    """For a process whose first act is a model request (`sema-rpc run`): build the
-    default client in a daemon thread from the start, so that loading the CA store
-    (OpenSSL, without the interpreter lock) overlaps the start-up's imports instead of
-    following them on the way to the first request. The session's own warm-up then
-    builds none (`early_prewarm`)."""
-    global early_prewarm
-    early_prewarm = True
-    prewarm_due()
-    threading.Thread(target=prewarm, name="http-prewarm", daemon=True).start()
-
-
 def prewarm() -> None:
     """Build one default client off the event loop: its TLS context loads the CA store
     (tens of ms of CPU, which OpenSSL does without the interpreter lock, so it runs beside
@@ -191,9 +174,8 @@ def prewarm() -> None:
     announced warm-up (`prewarm_due`) whether or not the client could be built."""
     global _prewarms_due
     try:
-        with _building:  # two warm-ups build one client
-            if not _prebuilt:
-                _prebuilt.append(new_client())
+        if not _prebuilt:
+            _prebuilt.append(new_client())
     finally:
         with _prewarming:
             _prewarms_due = max(0, _prewarms_due - 1)

@@ -184,8 +184,6 @@ def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
         if builds:
             from sema_rpc.providers import http
 
-            builds = not http.early_prewarm  # else `sema-rpc run` builds it from its start
-        if builds:
             http.prewarm_due()  # the first request waits for this thread's client
 
         def run() -> None:

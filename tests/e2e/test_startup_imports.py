@@ -163,31 +163,6 @@ def test_a_one_shot_offers_the_tools_without_building_their_input_models(
     assert sent["Read"]["required"] == ["file_path"]
 
 
-def test_a_one_shot_builds_its_http_client_from_the_start_and_only_one(
-    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
-) -> None:
-    """`run` starts building the first request's HTTP client (its CA store) with its
-    first imports; the session's warm-up builds none besides: at the end no spare
-    client is left and the answer came through."""
-    scripted_llm.script(Reply.text("hello there", chunks=2))
-    out = tmp_path / "clients.json"
-    code = _DUMP_AT_EXIT.replace(
-        "json.dump(sorted(sys.modules), f)",
-        "from sema_rpc.providers import http\n"
-        "        json.dump([http.early_prewarm, len(http._prebuilt)], f)",
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code, "run", "--yes", "--model", "anthropic/claude-test",
-         "--cwd", str(workspace), "hi"],
-        capture_output=True, text=True, timeout=120, cwd=REPO,
-        env={**os.environ, **server_env, "SEMA_TEST_MODULES_OUT": str(out)},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout.splitlines()[-1])["result"]["stopReason"] == "end_turn"
-    assert json.loads(out.read_text()) == [True, 0]
-    assert len(scripted_llm.requests) == 1
-
-
 def test_acp_initialize_is_answered_before_the_models_load() -> None:
     """A plainly valid ACP `initialize` is answered with none of INITIALIZE_NEVER loaded;
     the server loads at the loop's next turn, gets the client's capabilities, and serves
