@@ -58,12 +58,14 @@ fmt: $(STAMP)
 	$(BIN)/ruff format sema_rpc tests bench clients
 	$(BIN)/ruff check --fix sema_rpc tests bench clients
 
-# Everything generated from sema_rpc/protocol.py (each has a drift test naming this target).
+# Everything generated from sema_rpc/protocol.py, and the built-in tools' input schemas
+# (each has a drift test naming this target).
 generate: $(STAMP)
 	$(BIN)/python -m sema_rpc.schema_gen
 	$(BIN)/python -m sema_rpc.ts_gen
 	$(BIN)/python -m sema_rpc.client_gen
 	$(BIN)/python -m sema_rpc.spec_tables
+	$(BIN)/python -m sema_rpc.tools.schemas
 
 schema: generate
 

@@ -29,7 +29,8 @@ Run: `.venv/bin/python bench/bench_startup.py` (`--quick`: fewer runs; `--only f
 --servers N`: only the first / warm prompt row, N fresh servers per bytecode state).
 
 `--imports` (what `make bench` runs): the import-time budget of the one-shot path
-instead. `sema-rpc run --yes` answers `hi` from the scripted model server under
+instead, then `hi` side by side with Codex and Claude Code when installed (`--pairs N`
+runs each in turn, default 5: the median of the pairs' sema/peer wall ratios). `sema-rpc run --yes` answers `hi` from the scripted model server under
 `python -X importtime`, N times ("pyc" state); per module the median self and
 cumulative ms, the top modules by self time with the share of the whole, and the
 modules that joined or left the path against `bench/one_shot_modules.txt` (the list as
@@ -461,14 +462,52 @@ def _importtime(stderr: str) -> dict[str, tuple[int, int]]:
     return found
 
 
-def import_budget(tmp: Path, bytecode: Bytecode, runs: int, write: bool) -> int:
+def paired_hi(
+    ws: Path, port: int, peers: Path, homes: Path, sema: tuple[list[str], dict[str, str]],
+    pairs: int,
+) -> list[str]:  # fmt: skip
+    """`hi` run by sema and by each installed peer in turn (sema, peer, sema, peer...),
+    so that the machine's drift cancels out of each pair's ratio: per peer, the medians
+    of both and the median of the pairs' sema/peer wall ratios (below 1: we are faster)."""
+    lines = []
+    argv, env = sema
+    for name in ("codex", "claude"):
+        if not (peers / "node_modules" / ".bin" / PEER_BINS[name]).exists():
+            lines.append(f"  hi vs {name}: not installed under {peers}")
+            continue
+        peer_argv, peer_env = agent_command(name, port, peers, homes, {})
+        peer_argv = ["hi" if a == PROMPT else a for a in peer_argv]
+        ours: list[dict[str, Any]] = []
+        theirs: list[dict[str, Any]] = []
+        measure(argv, env, ws, 60)  # warm-up, not counted
+        measure(peer_argv, peer_env, ws, 60)
+        for _ in range(pairs):
+            ours.append(measure(argv, env, ws, 60))
+            theirs.append(measure(peer_argv, peer_env, ws, 60))
+        ratios = [a["wall"] / b["wall"] for a, b in zip(ours, theirs, strict=True)]
+        med = statistics.median
+        lines.append(
+            f"  hi vs {name} ({pairs} pairs): sema {med(r['wall'] for r in ours):.3f} s "
+            f"{med(r['cpu'] for r in ours):.3f} s CPU {med(r['peak'] for r in ours):.0f} MiB, "
+            f"{name} {med(r['wall'] for r in theirs):.3f} s "
+            f"{med(r['cpu'] for r in theirs):.3f} s CPU {med(r['peak'] for r in theirs):.0f} MiB; "
+            f"sema/{name} wall {med(ratios):.2f} (pairs {min(ratios):.2f}-{max(ratios):.2f})"
+        )
+    return lines
+
+
+def import_budget(
+    tmp: Path, bytecode: Bytecode, runs: int, write: bool, peers: Path, pairs: int
+) -> int:
     ws = tmp / "imports-ws"
     ws.mkdir()
     llm, port = start_llm(ws, "imports", ["--chunks", "1"])
     samples: list[dict[str, tuple[int, int]]] = []
+    ratio_lines: list[str] = []
     try:
         argv, env = agent_command("sema", port, Path("/nonexistent"), tmp / "homes", {})
         env = {**_without_bytecode_vars(env), **bytecode.env("pyc")}
+        plain = [*argv[:-1], "hi"]
         argv = [argv[0], "-X", "importtime", *argv[1:-1], "hi"]
         for i in range(runs + 1):
             proc = subprocess.run(argv, env=env, cwd=ws, capture_output=True, text=True)
@@ -477,6 +516,8 @@ def import_budget(tmp: Path, bytecode: Bytecode, runs: int, write: bool) -> int:
                 raise RuntimeError(f"sema-rpc run exited {proc.returncode}")
             if i:  # the first fills the pyc prefix
                 samples.append(_importtime(proc.stderr))
+        if pairs:
+            ratio_lines = paired_hi(ws, port, peers, tmp / "homes", (plain, env), pairs)
     finally:
         llm.kill()
         llm.wait()
@@ -521,10 +562,13 @@ def import_budget(tmp: Path, bytecode: Bytecode, runs: int, write: bool) -> int:
             + "".join(f"{n} {own[n]:.1f}\n" for n in names)
         )
         print(f"  wrote {MODULES_FILE.relative_to(REPO)}")
+    if ratio_lines:
+        print("side by side, whole process (`hi`, same scripted model server, pyc):")
+        print("\n".join(ratio_lines))
     print(
         json.dumps(
             {"bench": "startup-imports", "total_ms": round(total, 1), "modules": len(names),
-             "top": {n: round(own[n], 1) for n in top}}
+             "top": {n: round(own[n], 1) for n in top}, "side_by_side": ratio_lines}
         )
     )  # fmt: skip
     return 0
@@ -552,12 +596,25 @@ def main() -> int:
     )
     parser.add_argument("--runs", type=int, default=7, help="with --imports: runs")
     parser.add_argument(
+        "--pairs",
+        type=int,
+        default=5,
+        help="with --imports: `hi` pairs against each installed peer (0: none)",
+    )
+    parser.add_argument(
         "--write", action="store_true", help=f"with --imports: rewrite {MODULES_FILE.name}"
     )
     args = parser.parse_args()
     if args.imports:
         with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp_name:
-            return import_budget(Path(tmp_name), Bytecode(Path(tmp_name)), args.runs, args.write)
+            return import_budget(
+                Path(tmp_name),
+                Bytecode(Path(tmp_name)),
+                args.runs,
+                args.write,
+                args.peers,
+                args.pairs,
+            )
     host = host_header()
     runs = (
         {"hi": 3, "reads8": 2, "stream20k": 1}

@@ -11,6 +11,7 @@ import re
 import sys
 from pathlib import Path
 
+from sema_rpc import protocol
 from sema_rpc.protocol import METHODS, MethodSpec
 
 METHODS_FILE = (
@@ -130,8 +131,8 @@ def render() -> str:
     )
     for spec in METHODS.values():
         for model in (spec.params, spec.result):
-            if model is not None and model.__module__ != "sema_rpc.protocol":
-                raise ValueError(f"{model.__name__} is not defined in sema_rpc.protocol")
+            if model is not None and getattr(protocol, model.__name__, None) is not model:
+                raise ValueError(f"{model.__name__} is not exported by sema_rpc.protocol")
     imports = "\n".join(f"    {n}," for n in names)
     out = _HEADER.format(imports=imports)
     for spec in METHODS.values():

@@ -2,7 +2,8 @@
 packages import each other (directly or round a ring).
 
     0  protocol, sema_rpc/__init__    the wire's types and method table; the version
-       (protocol_core, protocol_names: its parts that need no pydantic, for `initialize`)
+       (protocol_core, protocol_names: its parts that need no pydantic, for `initialize`;
+       protocol_wire, protocol_events, protocol_sessions: its models, by job)
     1  core                           shared vocabulary: messages, stream events, errors,
                                       config, secrets, text, project files, policy
        sandbox                        the OS sandbox commands run in (stdlib only)
@@ -71,6 +72,9 @@ LAYERS: dict[str, int] = {
     "__init__": 0,
     "protocol_core": 0,
     "protocol_names": 0,
+    "protocol_wire": 0,
+    "protocol_events": 0,
+    "protocol_sessions": 0,
     "__main__": 5,
     "sema_client": 1,
     "login": 5,

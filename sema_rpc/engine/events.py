@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 from sema_rpc.protocol import EventParams, WireModel
 
+_ENVELOPE = ("session_id", "agent_id", "seq")
+
 
 class ClientBridge(Protocol):
     """How the engine reaches the client.
@@ -48,10 +50,15 @@ class EventBus:
         """The session is closed: nothing more of it reaches the client (lifecycle.py)."""
 
     def _stamp(self, event: EventParams, agent_id: str) -> None:
+        # What pydantic's `__setattr__` does for a plain field of a model that does not
+        # validate assignments (the value into `__dict__`, the name into the fields set),
+        # without its dispatch: every streamed delta is stamped, three fields each.
         self.seq += 1
-        event.session_id = self.session_id
-        event.agent_id = agent_id
-        event.seq = self.seq
+        values = event.__dict__
+        values["session_id"] = self.session_id
+        values["agent_id"] = agent_id
+        values["seq"] = self.seq
+        event.__pydantic_fields_set__.update(_ENVELOPE)
 
     def emit(self, event: EventParams, agent_id: str = "main") -> None:
         if self.closed:

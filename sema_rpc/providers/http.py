@@ -32,6 +32,7 @@ import math
 import random
 import socket
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -150,20 +151,43 @@ def new_client(timeout: float | None = None, idle_timeout: float | None = None) 
 
 _prebuilt: list[Any] = []
 """Default clients built ahead by `prewarm()` (in the warm-up thread) for the first use."""
+_prewarming = threading.Condition()
+_prewarms_due = 0
+"""Warm-ups announced (`prewarm_due`) whose `prewarm()` has not returned yet."""
+PREWARM_WAIT_S = 10.0
+"""The longest the first request waits for a warm-up under way before building its own."""
+
+
+def prewarm_due() -> None:
+    """A warm-up thread that will call `prewarm()` is starting: the first request waits
+    for its client rather than building a second one (the same imports and CA store load
+    twice, competing for the same interpreter lock: slower, not faster)."""
+    global _prewarms_due
+    with _prewarming:
+        _prewarms_due += 1
 
 
 def prewarm() -> None:
     """Build one default client off the event loop: its TLS context loads the CA store
-    (tens of ms of CPU) that the first request would otherwise pay on the loop."""
-    if not _prebuilt:
-        _prebuilt.append(new_client())
+    (tens of ms of CPU, which OpenSSL does without the interpreter lock, so it runs beside
+    the loop's own work) that the first request would otherwise pay on the loop. Ends an
+    announced warm-up (`prewarm_due`) whether or not the client could be built."""
+    global _prewarms_due
+    try:
+        if not _prebuilt:
+            _prebuilt.append(new_client())
+    finally:
+        with _prewarming:
+            _prewarms_due = max(0, _prewarms_due - 1)
+            _prewarming.notify_all()
 
 
 def _make() -> Any:
-    try:
-        return _prebuilt.pop()
-    except IndexError:
-        return new_client()
+    with _prewarming:
+        _prewarming.wait_for(lambda: _prebuilt or not _prewarms_due, PREWARM_WAIT_S)
+        if _prebuilt:
+            return _prebuilt.pop()
+    return new_client()
 
 
 class LoopBoundClient:

@@ -175,20 +175,31 @@ def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
         if thread is not None:
             return thread
 
-        def run() -> None:
-            kinds = _kinds_for(profile)
-            mods = [*_TRANSPORT_MODULES, "sema_rpc.providers.http"]
-            if profile.transport == "sdk":
-                mods += sorted({_SDK_FOR[k] for k in kinds})
-            mods += [_MODULE_FOR[k] for k in kinds]
-            _import_quietly(mods)
-            if kinds and profile.provider != "replay" and profile.transport != "sdk":
-                try:
-                    from sema_rpc.providers.http import prewarm
+        # Not for a replay (its kinds come from the cassette, read in the thread).
+        builds = (
+            profile.provider in _MODULE_FOR
+            and profile.provider != "replay"
+            and profile.transport != "sdk"
+        )
+        if builds:
+            from sema_rpc.providers import http
 
-                    prewarm()
-                except Exception:  # the real use reports the problem
-                    log.debug("warm-up of the HTTP client failed", exc_info=True)
+            http.prewarm_due()  # the first request waits for this thread's client
+
+        def run() -> None:
+            try:
+                kinds = _kinds_for(profile)
+                mods = [*_TRANSPORT_MODULES, "sema_rpc.providers.http"]
+                if profile.transport == "sdk":
+                    mods += sorted({_SDK_FOR[k] for k in kinds})
+                mods += [_MODULE_FOR[k] for k in kinds]
+                _import_quietly(mods)
+            finally:
+                if builds:
+                    try:
+                        http.prewarm()  # ends the announced warm-up, built or not
+                    except Exception:  # the real use reports the problem
+                        log.debug("warm-up of the HTTP client failed", exc_info=True)
 
         thread = threading.Thread(target=run, name=f"warm-{key}", daemon=True)
         _warming[key] = thread

@@ -10,6 +10,7 @@ broken tool can never end a turn.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,9 +214,36 @@ class Tool:
 
     @classmethod
     def input_schema(cls) -> dict[str, Any]:
+        """The JSON Schema of `Input` as the model sees it: generated ahead for the
+        built-in tools (tools/schemas.py), else built here, once per class."""
         if cls.__dict__.get("_schema_cache") is None:
-            schema = cls.Input.model_json_schema()
-            schema.pop("title", None)
-            cls._schema_cache = schema
+            schema = _generated_schemas().get(schema_key(cls))
+            cls._schema_cache = schema if schema is not None else build_input_schema(cls)
         assert cls._schema_cache is not None
         return cls._schema_cache
+
+
+TOOL_SCHEMAS_FILE = Path(__file__).resolve().parent.parent / "data" / "tool_schemas.json"
+"""The built-in tools' input schemas, written by `make generate` (tools/schemas.py)."""
+_generated: list[dict[str, Any]] = []
+
+
+def schema_key(cls: type[Tool]) -> str:
+    """A tool class's key in TOOL_SCHEMAS_FILE: the class itself (a subclass has its own)."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def build_input_schema(cls: type[Tool]) -> dict[str, Any]:
+    """What pydantic makes of the tool's `Input`, without the title."""
+    schema = cls.Input.model_json_schema()
+    schema.pop("title", None)
+    return schema
+
+
+def _generated_schemas() -> dict[str, Any]:
+    if not _generated:
+        try:
+            _generated.append(json.loads(TOOL_SCHEMAS_FILE.read_text("utf-8")))
+        except (OSError, ValueError):  # not generated (a source checkout mid-change): built
+            _generated.append({})
+    return _generated[0]

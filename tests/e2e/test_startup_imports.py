@@ -37,6 +37,7 @@ ONE_SHOT_NEVER = (
     "sema_rpc.record.replay",
     "sema_rpc.record.view",
     "sema_rpc.schema_gen",
+    "sema_rpc.tools.schemas",
     "sema_rpc.ts_gen",
     "sema_rpc.client_gen",
     "sema_rpc.spec_tables",
@@ -48,6 +49,9 @@ INITIALIZE_NEVER = (
     "pydantic",
     "pydantic_core",
     "sema_rpc.protocol",
+    "sema_rpc.protocol_wire",
+    "sema_rpc.protocol_events",
+    "sema_rpc.protocol_sessions",
     "sema_rpc.acp.server",
     "sema_rpc.acp.wire",
     "sema_rpc.engine",
@@ -129,6 +133,34 @@ def test_a_one_shot_builds_only_the_wire_models_it_uses(
     built = set(json.loads(out.read_text()))
     assert "turn:diff" not in built and "compact:exec" not in built
     assert "task:agent:start" not in built and "file:reference" not in built
+
+
+def test_a_one_shot_offers_the_tools_without_building_their_input_models(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+) -> None:
+    """The tools' input schemas the request carries come generated ahead: no tool's
+    `Input` model is built by an answer that calls no tool, and the model server still
+    received every built-in tool with its schema."""
+    scripted_llm.script(Reply.text("hello there", chunks=2))
+    out = tmp_path / "built.json"
+    code = _DUMP_AT_EXIT.replace(
+        "json.dump(sorted(sys.modules), f)",
+        "from sema_rpc.tools.registry import AGENT_TOOLS, BUILTIN_TOOLS\n"
+        "        json.dump(sorted(c.name for c in BUILTIN_TOOLS + AGENT_TOOLS "
+        "if c.Input.__pydantic_complete__), f)",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "run", "--yes", "--model", "anthropic/claude-test",
+         "--cwd", str(workspace), "hi"],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+        env={**os.environ, **server_env, "SEMA_TEST_MODULES_OUT": str(out)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text()) == []
+    sent = {t["name"]: t["input_schema"] for t in scripted_llm.requests[-1].body["tools"]}
+    assert {"Read", "Glob", "Grep", "Bash", "Write", "Edit", "TodoWrite"} <= set(sent)
+    assert sent["Read"]["properties"]["file_path"]["type"] == "string"
+    assert sent["Read"]["required"] == ["file_path"]
 
 
 def test_acp_initialize_is_answered_before_the_models_load() -> None:

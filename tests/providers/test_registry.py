@@ -71,3 +71,22 @@ def test_transport_is_part_of_the_cache_key() -> None:
     )
     assert light is not sdk
     assert (light.transport, sdk.transport) == ("http", "sdk")  # type: ignore[attr-defined]
+
+
+def test_the_first_client_is_the_warm_ups_even_when_asked_for_before_it_is_ready() -> None:
+    """Asked for while the warm-up still imports, the first client waits for the one the
+    warm-up builds instead of building a second (the same imports and CA store load
+    twice): once the warm-up is over, no spare client is left behind."""
+    code = (
+        "import sys\n"
+        "from sema_rpc.core.config import ModelProfile\n"
+        "from sema_rpc.providers import registry, http\n"
+        "t = registry.warm_up(ModelProfile('a', 'anthropic', 'claude-x'))\n"
+        "client = http._make()\n"
+        "t.join(30)\n"
+        "print(t.is_alive(), len(http._prebuilt), type(client).__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.split() == ["False", "0", "AsyncClient"]

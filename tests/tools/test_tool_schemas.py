@@ -1,0 +1,41 @@
+"""The built-in tools' input schemas are generated ahead (sema_rpc/data/tool_schemas.json):
+the file matches what pydantic builds from each tool's `Input` now, and a tool hands the
+model the file's schema, key order included (a reordered schema is another request)."""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import Field
+
+from sema_rpc.tools.base import TOOL_SCHEMAS_FILE, build_input_schema
+from sema_rpc.tools.read import ReadTool
+from sema_rpc.tools.registry import AGENT_TOOLS, BUILTIN_TOOLS
+from sema_rpc.tools.schemas import render
+
+
+def test_the_generated_schemas_are_up_to_date():
+    assert TOOL_SCHEMAS_FILE.read_text("utf-8") == render(), (
+        f"{TOOL_SCHEMAS_FILE.name} is out of date with the tools' Input models. Rewrite it "
+        "with:\n    make generate   (or: python -m sema_rpc.tools.schemas)"
+    )
+
+
+def test_every_built_in_tool_offers_the_generated_schema():
+    stored = json.loads(TOOL_SCHEMAS_FILE.read_text("utf-8"))
+    assert len(stored) == len(BUILTIN_TOOLS) + len(AGENT_TOOLS)
+    for cls in [*BUILTIN_TOOLS, *AGENT_TOOLS]:
+        offered = cls.input_schema()
+        assert json.dumps(offered) == json.dumps(build_input_schema(cls)), cls.name
+        assert offered == stored[f"{cls.__module__}:{cls.__qualname__}"]
+        assert "title" not in offered
+
+
+def test_a_tool_the_file_does_not_name_builds_its_own():
+    class Narrow(ReadTool):
+        class Input(ReadTool.Input):
+            pages: int = Field(1, description="not in the generated file")
+
+    schema = Narrow.input_schema()
+    assert "pages" in schema["properties"]
+    assert "pages" not in ReadTool.input_schema()["properties"]
