@@ -28,6 +28,7 @@ from sema_rpc.protocol_core import RpcError as RpcError
 from sema_rpc.protocol_events import *  # noqa: F403
 from sema_rpc.protocol_sessions import *  # noqa: F403
 from sema_rpc.protocol_wire import *  # noqa: F403
+from sema_rpc.protocol_wire import to_camel as to_camel  # the alias rule of every wire field
 
 # --------------------------------------------------------------------------- registry
 
