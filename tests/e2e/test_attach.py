@@ -360,3 +360,14 @@ async def test_any_attached_client_prompts_switches_modes_and_interrupts_each_an
     assert (await running)["stopReason"] == "interrupted"
     await other.close()
     await prompter.close()
+
+
+async def test_a_server_that_does_not_listen_refuses_attach(server_env, workspace):
+    async with WireClient(env=server_env) as client:
+        await client.initialize()
+        sid = (await client.create_session(workspace, model=MODEL))["sessionId"]
+        answer = await client.request("session/attach", {"sessionId": sid})
+        assert answer["error"]["code"] == -32600 and "--listen" in answer["error"]["message"]
+        listed = await client.call("session/list", {})
+        assert all("live" not in s for s in listed["sessions"])
+        assert not (Path(server_env["SEMA_ROOT"]) / "run").exists()
