@@ -426,3 +426,21 @@ async def test_with_nobody_able_to_answer_consent_waits_for_a_client_or_an_inter
     for client in (observer, approver):
         await client.close()
     await prompter.close()
+
+
+async def test_resuming_a_live_session_by_id_from_another_client_follows_it(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    prompter, endpoint = await listening_client(server_env)
+    sid = (await prompter.create_session(workspace, model=MODEL))["sessionId"]
+    joiner = await SocketClient(endpoint, name="joiner").connect()
+    await joiner.initialize()
+    ready = await joiner.call("session/create", {"sessionId": sid, "workingDir": str(workspace)})
+    assert ready["sessionId"] == sid
+    assert [e.params["sessionId"] for e in joiner.events("session:ready")] == [sid]
+    scripted_llm.script(Reply.text("hello both"))
+    await prompter.call("session/prompt", {"sessionId": sid, "input": "hi"})
+    await joiner.wait_for("state:update", lambda p: p["state"] == "idle")
+    assert "".join(e.params["delta"] for e in joiner.events("message:text:chunk")) == "hello both"
+    await joiner.close()
+    await prompter.close()
