@@ -131,6 +131,19 @@ METHODS: dict[str, MethodSpec] = {
             "before a prompt; or `redo` the last rewind. Refused while a turn runs.",
         ),
         MethodSpec(
+            "session/attach",
+            SessionAttachParams,
+            SessionAttachResult,
+            "Follow a live session from this connection (a listening server): its state, "
+            "a replay after `afterSeq`, then the live stream and its requests.",
+        ),
+        MethodSpec(
+            "session/detach",
+            SessionDetachParams,
+            EmptyResult,
+            "Stop following a session on this connection; the session and its turn go on.",
+        ),
+        MethodSpec(
             "session/messages",
             SessionMessagesParams,
             SessionMessagesResult,
@@ -201,6 +214,7 @@ _EVENT_MODELS: list[type[EventParams]] = [
     FileReferenceParams,
     TaskAgentStartParams,
     TaskAgentEndParams,
+    RequestResolvedParams,
 ]
 NOTIFICATIONS: dict[str, type[EventParams]] = {cls.event: cls for cls in _EVENT_MODELS}
 

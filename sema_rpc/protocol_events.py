@@ -45,6 +45,7 @@ __all__ = [
     "PlanExitDecision",
     "PlanExitRequestParams",
     "PlanExitResult",
+    "RequestResolvedParams",
     "SandboxUpdateParams",
     "ServerRequestParams",
     "SessionErrorParams",
@@ -296,6 +297,18 @@ class TaskAgentEndParams(EventParams):
     task_id: str
     status: Literal["completed", "failed", "interrupted"]
     content: str = Field("", description="The subagent's final text, or the error.")
+
+
+class RequestResolvedParams(EventParams):
+    event: ClassVar[str] = "request:resolved"
+    request_id: str = Field(description="The `requestId` of the server→client request.")
+    method: str = Field(description="The request's method (`tool:permission:request`...).")
+    answered_by: str = Field(
+        description="The client that answered: its `clientInfo.name`, or `connection N`."
+    )
+    outcome: str | None = Field(
+        None, description="A permission's `decision`; omitted for other requests."
+    )
 
 
 class AskQuestionOption(WireModel):

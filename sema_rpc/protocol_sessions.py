@@ -27,13 +27,17 @@ __all__ = [
     "CompactFigures",
     "CompactStrategy",
     "CompactTrigger",
+    "PendingRequest",
     "RewindConflict",
     "RewindRestore",
+    "SessionAttachParams",
+    "SessionAttachResult",
     "SessionClearedParams",
     "SessionCompactParams",
     "SessionCompactResult",
     "SessionDeleteParams",
     "SessionDeleteResult",
+    "SessionDetachParams",
     "SessionDisposeParams",
     "SessionDisposeResult",
     "SessionForkParams",
@@ -73,6 +77,14 @@ class SessionListItem(WireModel):
     title: str | None = Field(None, description="The first user input (first 100 characters).")
     updated_at: str = Field(description="ISO 8601 UTC time of the last write to its history.")
     message_count: int = Field(description="Messages in the full history on disk.")
+    live: bool | None = Field(
+        None,
+        description="Open in this process (a listening server): `session/attach` joins it. "
+        "Omitted otherwise.",
+    )
+    state: Literal["idle", "processing"] | None = Field(
+        None, description="With `live`: what the session is doing now."
+    )
 
 
 class SessionListResult(WireModel):
@@ -80,6 +92,44 @@ class SessionListResult(WireModel):
 
 
 SessionDisposeParams = SessionRef
+
+
+class SessionAttachParams(WireModel):
+    session_id: str
+    after_seq: int | None = Field(
+        None,
+        ge=0,
+        description="Replay every buffered notification with a larger `seq`, then the live "
+        "stream; omitted: no replay (the live stream starts after `lastSeq`).",
+    )
+
+
+class PendingRequest(WireModel):
+    method: str = Field(description="`tool:permission:request`, `ask:question:request`...")
+    params: dict[str, Any] = Field(description="The request's params, `requestId` included.")
+
+
+class SessionAttachResult(WireModel):
+    session_id: str
+    state: Literal["idle", "processing"]
+    queued_prompts: int = Field(description="Prompts read and not started yet.")
+    pending_requests: list[PendingRequest] = Field(
+        description="Open consent/question/plan requests; each is also sent to this "
+        "connection as a request right after the replay (when it declared the capability)."
+    )
+    last_seq: int = Field(description="The `seq` of the session's last event so far.")
+    replayed: int = Field(description="Notifications replayed after this answer.")
+    truncated: bool = Field(
+        description="`afterSeq` is older than the buffer: notifications were lost in "
+        "between; read `session/messages` for the conversation."
+    )
+    working_dir: str
+    mode: str
+    permission_mode: str
+    model: str | None = None
+
+
+SessionDetachParams = SessionRef
 
 
 class SessionDisposeResult(WireModel):

@@ -180,6 +180,11 @@ class InitializeParams(WireModel):
     protocol_version: int = PROTOCOL_VERSION
     client_info: ClientInfo | None = None
     capabilities: ClientCapabilities = Field(default_factory=ClientCapabilities)
+    token: str | None = Field(
+        None,
+        description="On a TCP listener: the token of the server's token file (required "
+        "there, in the first message); ignored elsewhere.",
+    )
 
 
 class InitializeResult(WireModel):

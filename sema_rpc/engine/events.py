@@ -22,9 +22,10 @@ _ENVELOPE = ("session_id", "agent_id", "seq")
 class ClientBridge(Protocol):
     """How the engine reaches the client.
 
-    Implemented by each wire dialect (`rpc/server.py`'s `SemaServer`, `acp/server.py`'s
-    `AcpServer`) and by the in-process API (`engine/api.py`), which `run` drives through
-    the native server."""
+    Implemented by the process's host (`rpc/host.py`), which hands each event to the
+    dialect fronts attached to it (`rpc/server.py`'s `SemaServer`, `acp/server.py`'s
+    `AcpServer`: bridges too), and by the in-process API (`engine/api.py`), which `run`
+    drives through the native server."""
 
     def notify(self, event: EventParams) -> None: ...
 

@@ -25,6 +25,19 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """A message larger than this is refused with -32600 and skipped."""
 
+
+def max_message_bytes() -> int:
+    """The largest message read: `$SEMA_MAX_MESSAGE_BYTES` (a positive integer; any other
+    value is ignored with a warning), else `MAX_MESSAGE_BYTES`."""
+    raw = os.environ.get("SEMA_MAX_MESSAGE_BYTES", "").strip()
+    if not raw:
+        return MAX_MESSAGE_BYTES
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    log.warning("ignoring SEMA_MAX_MESSAGE_BYTES=%r: not a positive integer", raw)
+    return MAX_MESSAGE_BYTES
+
+
 OnBody = Callable[[bytes], None]
 OnError = Callable[[str], None]
 
@@ -262,9 +275,11 @@ class FrameWriter:
     """…or once the oldest pending frame has waited this long (a long iteration that
     keeps producing deltas still streams them out)."""
 
-    def __init__(self, stream: BinaryIO, jsonl: bool):
+    def __init__(self, stream: BinaryIO | None, jsonl: bool):
         self._stream = stream
         self._jsonl = jsonl
+        self.jsonl = jsonl
+        """The framing: one JSON per line, else Content-Length headers."""
         self._transport: asyncio.WriteTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -276,7 +291,18 @@ class FrameWriter:
         self.tap: Callable[[bytes, str | None], None] | None = None
         """Sees every outgoing message body and its session tag (the recorder)."""
 
+    @classmethod
+    def over(cls, transport: asyncio.WriteTransport, *, jsonl: bool) -> FrameWriter:
+        """A writer to a transport the caller has (a connection a listener accepted),
+        batching as on a pipe; created on the loop's thread."""
+        writer = cls(None, jsonl)
+        writer._transport = transport
+        writer._loop = asyncio.get_running_loop()
+        writer._loop_thread = threading.get_ident()
+        return writer
+
     async def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        assert self._stream is not None, "a writer over a transport is started already"
         mode = os.fstat(self._stream.fileno()).st_mode
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
             transport, _ = await loop.connect_write_pipe(asyncio.Protocol, self._stream)
@@ -305,6 +331,27 @@ class FrameWriter:
             self._loop.call_soon_threadsafe(self._queue, frame, batch)
         except RuntimeError:  # the loop is closed
             self.closed = True
+
+    def write_frame(
+        self, body: bytes, frame: bytes, *, batch: bool = False, session: str | None = None
+    ) -> None:
+        """`write` for a body already framed for this writer's framing (`encode_frame`):
+        one notification sent to many connections is framed once per framing, not once
+        per connection."""
+        if self.tap is not None:
+            self.tap(body, session)
+        if self.closed:
+            return
+        if self._transport is None:
+            self._write_file(body)
+        elif threading.get_ident() == self._loop_thread:
+            self._queue(frame, batch)
+        else:
+            assert self._loop is not None
+            try:
+                self._loop.call_soon_threadsafe(self._queue, frame, batch)
+            except RuntimeError:  # the loop is closed
+                self.closed = True
 
     def _queue(self, frame: bytes, batch: bool) -> None:
         pending = self._pending
@@ -346,6 +393,8 @@ class FrameWriter:
             self.closed = True
 
     def _write_file(self, body: bytes) -> None:
+        if self._stream is None:
+            return
         try:
             self._stream.write(encode_frame(body, self._jsonl))
             self._stream.flush()
