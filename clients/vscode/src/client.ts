@@ -2,6 +2,8 @@
 // Nothing here imports `vscode`, so it runs (and is tested) in plain Node.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { lstatSync } from "node:fs";
+import { createConnection, type Socket } from "node:net";
 import {
   CancellationTokenSource,
   createMessageConnection,
@@ -83,6 +85,36 @@ export class SemaError extends Error {
   }
 }
 
+/** Where another sema-rpc process listens: `unix:/abs/path` or `tcp:127.0.0.1:PORT`. */
+export type Endpoint = { kind: "unix"; path: string } | { kind: "tcp"; host: string; port: number };
+
+export function parseEndpoint(endpoint: string): Endpoint {
+  const colon = endpoint.indexOf(":");
+  const kind = endpoint.slice(0, colon);
+  const rest = endpoint.slice(colon + 1);
+  if (colon > 0 && rest && kind === "unix") return { kind: "unix", path: rest };
+  const port = /^\[?([^\]]*)\]?:(\d+)$/.exec(rest);
+  if (colon > 0 && kind === "tcp" && port) return { kind: "tcp", host: port[1] || "127.0.0.1", port: Number(port[2]) };
+  throw new SemaError(`not an endpoint: ${endpoint} (unix:PATH or tcp:127.0.0.1:PORT)`);
+}
+
+/** A unix socket path is connected to only when it is a socket of this user (never followed). */
+export function checkSocketPath(path: string): void {
+  let info;
+  try {
+    info = lstatSync(path);
+  } catch {
+    throw new SemaError(`no server listens on ${path}`);
+  }
+  if (!info.isSocket()) throw new SemaError(`${path} is not a socket: not connecting`);
+  if (process.getuid && info.uid !== process.getuid()) {
+    throw new SemaError(`${path} belongs to another user: not connecting`);
+  }
+}
+
+/** Time allowed to connect to another process's listener. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
 /** Time allowed for `shutdown`+`exit` before the process is killed. */
 const SHUTDOWN_GRACE_MS = 3000;
 
@@ -93,18 +125,25 @@ export class SemaConnection {
   private exitPromise: Promise<void>;
   private closing = false;
   initializeResult: InitializeResult | undefined;
+  /** `initialize`'s token: what a TCP listener wrote to its token file. */
+  token: string | undefined;
 
+  /** `process`: the spawned server; `socket`: a connection to another process's listener. */
   private constructor(
     readonly process: ChildProcess,
     readonly rpc: MessageConnection,
+    readonly socket?: Socket,
   ) {
     this.exitPromise = new Promise((resolve) => {
-      process.once("exit", (code, signal) => {
+      const exited = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (this.exited) return;
         this.exited = true;
         this.rpc.dispose();
         for (const listener of this.exitListeners) listener(code, signal);
         resolve();
-      });
+      };
+      if (socket) socket.once("close", () => exited(0, null));
+      else process.once("exit", exited);
     });
     for (const name of NOTIFICATION_NAMES) {
       rpc.onNotification(name, (params: { sessionId?: string }) => {
@@ -153,8 +192,47 @@ export class SemaConnection {
     return conn;
   }
 
+  /**
+   * Connect to a server another process runs (`sema-rpc serve`, `--listen`, `run --listen`):
+   * Content-Length framing over a unix socket (only one of this user's) or loopback TCP
+   * (then `token` is presented with `initialize`). Its sessions belong to that process:
+   * `shutdown()` only closes this connection.
+   */
+  static async connect(endpoint: string, token?: string): Promise<SemaConnection> {
+    const where = parseEndpoint(endpoint);
+    if (where.kind === "unix") checkSocketPath(where.path);
+    if (where.kind === "tcp" && token === undefined) throw new SemaError(`${endpoint} needs its token`);
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = where.kind === "unix" ? createConnection({ path: where.path }) : createConnection(where);
+      const timer = setTimeout(() => {
+        s.destroy();
+        reject(new SemaError(`cannot connect to ${endpoint}: timed out`));
+      }, CONNECT_TIMEOUT_MS);
+      s.once("connect", () => {
+        clearTimeout(timer);
+        resolve(s);
+      });
+      s.once("error", (err) => {
+        clearTimeout(timer);
+        reject(new SemaError(`cannot connect to ${endpoint}: ${err.message}`));
+      });
+    });
+    socket.on("error", () => undefined);
+    const rpc = createMessageConnection(new StreamMessageReader(socket), new StreamMessageWriter(socket));
+    rpc.onError(() => undefined);
+    const conn = new SemaConnection(undefined as unknown as ChildProcess, rpc, socket);
+    conn.token = token;
+    rpc.listen();
+    return conn;
+  }
+
+  /** A connection to another process's listener (not a server this client spawned). */
+  get remote(): boolean {
+    return this.socket !== undefined;
+  }
+
   get pid(): number | undefined {
-    return this.process.pid;
+    return this.socket ? undefined : this.process.pid;
   }
 
   get alive(): boolean {
@@ -171,7 +249,8 @@ export class SemaConnection {
       protocolVersion: PROTOCOL_VERSION,
       clientInfo: { name: clientName, version: clientVersion ?? null },
       capabilities: { permissions: true, askQuestion: true, planExit: true },
-    });
+      ...(this.token !== undefined ? { token: this.token } : {}),
+    } as Methods["initialize"]["params"]);
     return this.initializeResult;
   }
 
@@ -220,6 +299,39 @@ export class SemaConnection {
     }
   }
 
+  /**
+   * A request the generated method table may not name yet (a newer server's method):
+   * params and result as the wire has them.
+   */
+  async requestLoose(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return (await this.request(method as MethodName, params as never)) as unknown as Record<string, unknown>;
+  }
+
+  /**
+   * Follow a session this connection's server hosts (`session/attach`): the answer says
+   * what it is doing now; its stream follows; an open consent request is sent again.
+   * `prepare(session)` runs first (draw the earlier conversation, subscribe), so nothing
+   * of the stream arrives before it.
+   */
+  async attachSession(
+    sessionId: string,
+    workingDir: string,
+    prepare?: (session: ChatSession) => Promise<void>,
+  ): Promise<{ session: ChatSession; attach: AttachResult }> {
+    const session = new ChatSession(this, sessionId, workingDir);
+    this.sessions.set(sessionId, session);
+    try {
+      // `prepare` runs before the stream starts (the earlier conversation drawn, listeners on).
+      if (prepare) await prepare(session);
+      const attach = (await this.requestLoose("session/attach", { sessionId })) as unknown as AttachResult;
+      session.applyAttach(attach);
+      return { session, attach };
+    } catch (err) {
+      this.sessions.delete(sessionId);
+      throw err;
+    }
+  }
+
   /** The models the server offers (its profiles); with a session, `current` is its model. */
   listModels(sessionId?: string): Promise<ModelListResult> {
     return this.request("model/list", sessionId ? { sessionId } : {});
@@ -241,8 +353,16 @@ export class SemaConnection {
     this.sessions.delete(sessionId);
   }
 
-  /** `shutdown` then `exit`; kills the process if it does not exit in time. */
+  /** `shutdown` then `exit`; kills the process if it does not exit in time. A connection to
+   * another process's listener is only closed: that server and its sessions go on. */
   async shutdown(): Promise<void> {
+    if (this.socket) {
+      if (!this.exited) this.socket.end();
+      const timer = setTimeout(() => this.socket?.destroy(), SHUTDOWN_GRACE_MS);
+      await this.exitPromise;
+      clearTimeout(timer);
+      return;
+    }
     if (this.exited || this.closing) return this.exitPromise;
     this.closing = true;
     const timer = setTimeout(() => this.process.kill("SIGKILL"), SHUTDOWN_GRACE_MS);
@@ -255,6 +375,21 @@ export class SemaConnection {
     await this.exitPromise;
     clearTimeout(timer);
   }
+}
+
+/** `session/attach`'s answer (the fields a chat uses). */
+export interface AttachResult {
+  sessionId: string;
+  state?: "idle" | "processing";
+  queuedPrompts?: number;
+  pendingRequests?: Array<{ method: string; params: unknown }>;
+  lastSeq?: number;
+  replayed?: number;
+  truncated?: boolean;
+  workingDir?: string;
+  mode?: Mode;
+  permissionMode?: PermissionMode;
+  model?: string;
 }
 
 /** One chat: a session on the server, its events, its requests, its turn state. */
@@ -293,6 +428,17 @@ export class ChatSession {
     this.sandbox = ready.sandbox ?? this.sandbox;
   }
 
+  /** @internal What `session/attach` said of a session another client started. */
+  applyAttach(attach: AttachResult): void {
+    this.mode = attach.mode ?? this.mode;
+    this.permissionMode = attach.permissionMode ?? this.permissionMode;
+    if (attach.model) this.modelName = attach.model;
+    this.busy = attach.state === "processing";
+  }
+
+  /** The session's turn runs (`state:update`), whoever started it. */
+  busy = false;
+
   /** @internal Called by the connection for every event of this session, in wire order. */
   deliver(event: SessionEvent): void {
     switch (event.method) {
@@ -301,6 +447,9 @@ export class ChatSession {
         break;
       case "mode:update":
         this.mode = event.params.mode;
+        break;
+      case "state:update":
+        this.busy = event.params.state === "processing";
         break;
       case "conversation:usage":
         this.usage = event.params.usage;
@@ -449,10 +598,21 @@ export class ChatSession {
     return (await this.connection.request("command/list", { workingDir: this.workingDir })).commands;
   }
 
-  /** Drop the session from the server (its history stays on disk and can be resumed). */
+  /** Drop the session from the server (its history stays on disk and can be resumed). A
+   * session another process hosts is left running: this client detaches and disconnects. */
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
+    if (this.connection.remote) {
+      try {
+        if (this.connection.alive) await this.connection.requestLoose("session/detach", { sessionId: this.id });
+      } catch {
+        // Gone already: nothing to detach from.
+      }
+      this.connection.forget(this.id);
+      await this.connection.shutdown();
+      return;
+    }
     try {
       if (this.connection.alive) await this.connection.request("session/dispose", { sessionId: this.id });
     } catch {
