@@ -20,6 +20,7 @@ import gc
 import io
 import os
 import sys
+from typing import Any
 
 
 def _no_pydantic_plugins() -> None:
@@ -67,6 +68,7 @@ def serve_main(argv: list[str]) -> int:
         epilog="Subcommands: `sema-rpc run PROMPT` runs one prompt and prints the event stream; "
         "`sema-rpc login` stores a model key (`logout` removes it, `status` shows where "
         "keys come from); "
+        "`sema-rpc serve` hosts sessions for socket clients (see --listen); "
         "`sema-rpc replay DIR` replays a recorded transcript and prints the difference; "
         "`sema-rpc view RECORDING_OR_HISTORY -o session.html` renders a session as one HTML page; "
         "`sema-rpc attach [SESSION]` follows a session another sema-rpc process hosts; "
@@ -99,8 +101,18 @@ def serve_main(argv: list[str]) -> int:
         help="start the MCP servers a project's .sema/mcp.json defines without asking, for "
         "this process's sessions (nothing is stored; `sema-rpc trust add DIR` trusts for good)",
     )
+    parser.add_argument(
+        "--listen",
+        metavar="ENDPOINT",
+        default=None,
+        help="also accept clients on a socket, sharing this server's sessions: `unix` "
+        "($SEMA_ROOT/run/<pid>.sock), `unix:PATH`, or `tcp:127.0.0.1:PORT` (a token file "
+        "beside it); they attach to sessions with session/attach",
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     args = parser.parse_args(argv)
+    if args.listen is not None and args.acp:
+        parser.error("--listen speaks sema-rpc's own protocol: not with --acp")
     if args.trust_project:
         from sema_rpc.core.trust import trust_project_once
 
@@ -123,6 +135,11 @@ def serve_main(argv: list[str]) -> int:
         # A server that never creates a session still gets its collector back.
         asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
         stop = _stop_on_signals()
+        host = None
+        if args.listen is not None:
+            host = await _open_host(args.listen, one_shot=False)
+            if host is None:
+                return USAGE_ERROR
         code = await serve(
             sys.stdin.buffer,
             protocol_out,  # type: ignore[arg-type]
@@ -130,6 +147,7 @@ def serve_main(argv: list[str]) -> int:
             record_dir=args.record,
             after_first_session=startup_done,
             stop=stop,
+            host=host,
         )
         return _stopped_code(stop, code)
 
@@ -138,6 +156,76 @@ def serve_main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         return 130
     _fast_exit(code, protocol_out)
+    return code  # not reached
+
+
+async def _open_host(spec: str, *, one_shot: bool) -> Any:
+    """A listening server's host with its listener open (`--listen`), its endpoint on
+    stderr; None (the reason on stderr) when it cannot listen."""
+    from sema_rpc.rpc.host import SessionHost
+    from sema_rpc.rpc.listen import ListenError
+
+    host = SessionHost(one_shot=one_shot)
+    try:
+        listener = await host.listen(spec)
+    except (ListenError, OSError) as exc:
+        print(f"sema-rpc: cannot listen: {exc}", file=sys.stderr, flush=True)
+        return None
+    print(f"sema-rpc: listening on {listener.endpoint}", file=sys.stderr, flush=True)
+    return host
+
+
+def sockets_main(argv: list[str]) -> int:
+    """`sema-rpc serve`: sessions hosted for socket clients only, until a stop signal."""
+    parser = argparse.ArgumentParser(
+        prog="sema-rpc serve",
+        description="Host sessions for clients that connect to a socket (no stdio client): "
+        "they create or attach to sessions; the sessions live as long as this process. "
+        "Stops on SIGTERM, SIGINT or SIGHUP (running turns interrupted, history written).",
+    )
+    parser.add_argument(
+        "--listen",
+        metavar="ENDPOINT",
+        default="unix",
+        help="`unix` ($SEMA_ROOT/run/<pid>.sock, the default), `unix:PATH`, or "
+        "`tcp:127.0.0.1:PORT` (PORT 0: any; clients present the token of "
+        "$SEMA_ROOT/run/<pid>.token)",
+    )
+    parser.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="start the MCP servers a project's .sema/mcp.json defines without asking",
+    )
+    parser.add_argument("--log-level", default=None)
+    args = parser.parse_args(argv)
+    if args.trust_project:
+        from sema_rpc.core.trust import trust_project_once
+
+        trust_project_once()
+    from sema_rpc.log import setup_logging
+
+    setup_logging(args.log_level)
+    out = _protect_stdout()
+
+    async def serving() -> int:
+        stop = _stop_on_signals()
+        host = await _open_host(args.listen, one_shot=False)
+        if host is None:
+            return USAGE_ERROR
+        startup_done()
+        await stop.wait()
+        await host.stop()
+        host.close_listeners()
+        registry = sys.modules.get("sema_rpc.providers.registry")
+        if registry is not None:
+            await registry.aclose_all()
+        return _stopped_code(stop, 0)
+
+    try:
+        code = asyncio.run(serving())
+    except KeyboardInterrupt:
+        return 130
+    _fast_exit(code, out)
     return code  # not reached
 
 
@@ -278,6 +366,15 @@ def run_main(argv: list[str]) -> int:
         help="run the server as a child process (`sema-rpc --jsonl`) instead of in this "
         "process; for debugging the subprocess path (env SEMA_RUN_SPAWN=1)",
     )
+    parser.add_argument(
+        "--listen",
+        metavar="ENDPOINT",
+        default=None,
+        help="let other clients watch and approve this run: `unix` "
+        "($SEMA_ROOT/run/<pid>.sock), `unix:PATH` or `tcp:127.0.0.1:PORT` (`sema-rpc "
+        "attach`, an editor's attach command). Without --yes, a call that needs consent "
+        "waits for an attached client to answer",
+    )
     parser.add_argument("--log-level", default=None)
     args = parser.parse_args(argv)
 
@@ -311,6 +408,7 @@ def run_main(argv: list[str]) -> int:
                 record_dir=os.path.abspath(args.record) if args.record else None,
                 spawn=args.spawn,
                 trust_project=args.trust_project,
+                listen=args.listen,
                 stdout=out,
                 after_first_answer=startup_done,
             )
@@ -421,6 +519,8 @@ def main(argv: list[str] | None = None) -> int:
 
         code = attach_main(argv[1:])
         _fast_exit(code)  # the thread reading the terminal may sit in a read: leave now
+    elif argv and argv[0] == "serve":
+        code = sockets_main(argv[1:])
     elif argv and argv[0] == "view":
         from sema_rpc.record.view import view_main
 

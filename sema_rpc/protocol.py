@@ -136,6 +136,11 @@ class InitializeParams(WireModel):
     protocol_version: int = PROTOCOL_VERSION
     client_info: ClientInfo | None = None
     capabilities: ClientCapabilities = Field(default_factory=ClientCapabilities)
+    token: str | None = Field(
+        None,
+        description="On a TCP listener: the token of the server's token file (required "
+        "there, in the first message); ignored elsewhere.",
+    )
 
 
 class InitializeResult(WireModel):
@@ -593,6 +598,14 @@ class SessionListItem(WireModel):
     title: str | None = Field(None, description="The first user input (first 100 characters).")
     updated_at: str = Field(description="ISO 8601 UTC time of the last write to its history.")
     message_count: int = Field(description="Messages in the full history on disk.")
+    live: bool | None = Field(
+        None,
+        description="Open in this process (a listening server): `session/attach` joins it. "
+        "Omitted otherwise.",
+    )
+    state: Literal["idle", "processing"] | None = Field(
+        None, description="With `live`: what the session is doing now."
+    )
 
 
 class SessionListResult(WireModel):
@@ -600,6 +613,44 @@ class SessionListResult(WireModel):
 
 
 SessionDisposeParams = SessionRef
+
+
+class SessionAttachParams(WireModel):
+    session_id: str
+    after_seq: int | None = Field(
+        None,
+        ge=0,
+        description="Replay every buffered notification with a larger `seq`, then the live "
+        "stream; omitted: no replay (the live stream starts after `lastSeq`).",
+    )
+
+
+class PendingRequest(WireModel):
+    method: str = Field(description="`tool:permission:request`, `ask:question:request`...")
+    params: dict[str, Any] = Field(description="The request's params, `requestId` included.")
+
+
+class SessionAttachResult(WireModel):
+    session_id: str
+    state: Literal["idle", "processing"]
+    queued_prompts: int = Field(description="Prompts read and not started yet.")
+    pending_requests: list[PendingRequest] = Field(
+        description="Open consent/question/plan requests; each is also sent to this "
+        "connection as a request right after the replay (when it declared the capability)."
+    )
+    last_seq: int = Field(description="The `seq` of the session's last event so far.")
+    replayed: int = Field(description="Notifications replayed after this answer.")
+    truncated: bool = Field(
+        description="`afterSeq` is older than the buffer: notifications were lost in "
+        "between; read `session/messages` for the conversation."
+    )
+    working_dir: str
+    mode: str
+    permission_mode: str
+    model: str | None = None
+
+
+SessionDetachParams = SessionRef
 
 
 class SessionDisposeResult(WireModel):
@@ -1059,6 +1110,19 @@ METHODS: dict[str, MethodSpec] = {
             "before a prompt; or `redo` the last rewind. Refused while a turn runs.",
         ),
         MethodSpec(
+            "session/attach",
+            SessionAttachParams,
+            SessionAttachResult,
+            "Follow a live session from this connection (a listening server): its state, "
+            "a replay after `afterSeq`, then the live stream and its requests.",
+        ),
+        MethodSpec(
+            "session/detach",
+            SessionDetachParams,
+            EmptyResult,
+            "Stop following a session on this connection; the session and its turn go on.",
+        ),
+        MethodSpec(
             "session/messages",
             SessionMessagesParams,
             SessionMessagesResult,
@@ -1103,6 +1167,18 @@ class SessionReadyEventParams(EventParams, SessionReadyParams):
     event: ClassVar[str] = "session:ready"
 
 
+class RequestResolvedParams(EventParams):
+    event: ClassVar[str] = "request:resolved"
+    request_id: str = Field(description="The `requestId` of the server→client request.")
+    method: str = Field(description="The request's method (`tool:permission:request`...).")
+    answered_by: str = Field(
+        description="The client that answered: its `clientInfo.name`, or `connection N`."
+    )
+    outcome: str | None = Field(
+        None, description="A permission's `decision`; omitted for other requests."
+    )
+
+
 _EVENT_MODELS: list[type[EventParams]] = [
     SessionReadyEventParams,
     StateUpdateParams,
@@ -1129,6 +1205,7 @@ _EVENT_MODELS: list[type[EventParams]] = [
     FileReferenceParams,
     TaskAgentStartParams,
     TaskAgentEndParams,
+    RequestResolvedParams,
 ]
 NOTIFICATIONS: dict[str, type[EventParams]] = {cls.event: cls for cls in _EVENT_MODELS}
 

@@ -24,6 +24,7 @@ class ErrorCode:
     INTERNAL_ERROR = -32603
     REQUEST_CANCELLED = -32800
     # Application codes (documented in protocol/README.md).
+    UNAUTHORIZED = -32001
     SESSION_NOT_FOUND = -32010
     NO_MODEL_CONFIGURED = -32012
     CONFIG_ERROR = -32014

@@ -19,6 +19,8 @@ METHODS: tuple[str, ...] = (
     "session/rename",
     "session/compact",
     "session/rewind",
+    "session/attach",
+    "session/detach",
     "session/messages",
     "session/fork",
     "command/list",
@@ -52,6 +54,7 @@ NOTIFICATIONS: tuple[str, ...] = (
     "file:reference",
     "task:agent:start",
     "task:agent:end",
+    "request:resolved",
 )
 
 SERVER_REQUESTS: tuple[str, ...] = (

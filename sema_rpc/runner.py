@@ -195,6 +195,7 @@ async def run_once(
     record_dir: str | None = None,
     spawn: bool = False,
     trust_project: bool = False,
+    listen: str | None = None,
     stdout: Any = None,
     after_first_answer: Callable[[], None] | None = None,
 ) -> int:
@@ -203,7 +204,8 @@ async def run_once(
 
     `record_dir`: the wire transcript + cassette go there (the server's `--record`).
     `stdout`: the text stream the output goes to (default `sys.stdout`).
-    `after_first_answer`: called once the prompt's answer is out (cli: start-up ends)."""
+    `after_first_answer`: called once the prompt's answer is out (cli: start-up ends).
+    `listen`: other clients may attach to the session there (the server's `--listen`)."""
     from sema_client import SemaClient, SemaConnectionError, SemaRpcError
 
     out = _Output(output_format, stdout)
@@ -214,6 +216,8 @@ async def run_once(
         argv += ["--record", record_dir]
     if trust_project:
         argv += ["--trust-project"]
+    if listen:
+        argv += ["--listen", listen]
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     client: SemaClient | None = None
@@ -256,7 +260,10 @@ async def run_once(
         if spawn:
             client = await SemaClient.spawn(argv, jsonl=True, stderr_callback=_forward_stderr)
         else:
-            client, server_task = await _in_process_server(record_dir)
+            started = await _in_process_server(record_dir, listen)
+            if started is None:
+                return USAGE_ERROR
+            client, server_task = started
         client.on_message(tap)
         if output_format != "jsonl":
             client.on_notification(out.on_event)
@@ -266,6 +273,8 @@ async def run_once(
             working_dir, model=model, permission_mode="bypass" if yes else permission_mode, **extra
         )
         session_id = ready.session_id
+        if listen:
+            out.note(f"sema-rpc: session {session_id} (sema-rpc attach {session_id})")
         prompt_id = client.new_id()
         try:
             result = await client.prompt(ready.session_id, prompt, msg_id=prompt_id)
@@ -307,12 +316,28 @@ async def run_once(
     return code
 
 
-async def _in_process_server(record_dir: str | None) -> tuple[SemaClient, asyncio.Task[int]]:
-    """A server task on this loop, connected to a client by two OS pipes (JSONL)."""
+async def _in_process_server(
+    record_dir: str | None, listen: str | None = None
+) -> tuple[SemaClient, asyncio.Task[int]] | None:
+    """A server task on this loop, connected to a client by two OS pipes (JSONL); with
+    `listen`, its listener open too (None when it cannot listen: the reason is on stderr)."""
     from sema_client import SemaClient
     from sema_client.framing import STREAM_LIMIT
 
     from sema_rpc.rpc.server import serve
+
+    host = None
+    if listen:
+        from sema_rpc.rpc.host import SessionHost
+        from sema_rpc.rpc.listen import ListenError
+
+        host = SessionHost(one_shot=True)
+        try:
+            listener = await host.listen(listen)
+        except (ListenError, OSError) as exc:
+            print(f"sema-rpc: cannot listen: {exc}", file=sys.stderr, flush=True)
+            return None
+        print(f"sema-rpc: listening on {listener.endpoint}", file=sys.stderr, flush=True)
 
     loop = asyncio.get_running_loop()
     c2s_r, c2s_w = os.pipe()
@@ -323,7 +348,12 @@ async def _in_process_server(record_dir: str | None) -> tuple[SemaClient, asynci
     async def run_server() -> int:
         try:
             return await serve(
-                server_in, server_out, jsonl=True, record_dir=record_dir, one_shot=True
+                server_in,
+                server_out,
+                jsonl=True,
+                record_dir=record_dir,
+                one_shot=True,
+                host=host,
             )
         finally:
             server_out.close()  # the client sees the end of the stream

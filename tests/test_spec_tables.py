@@ -55,7 +55,7 @@ def test_shapes_are_written_as_the_spec_writes_json():
     )
     assert shape(protocol.InitializeParams) == (
         "`{protocolVersion?, clientInfo?: {name, version?}, "
-        "capabilities?: {permissions?, askQuestion?, planExit?}}`"
+        "capabilities?: {permissions?, askQuestion?, planExit?}, token?}`"
     )
     # What the server sends: only a null field may be absent.
     assert shape(protocol.SessionInterruptResult, "serialization") == "`{interrupted}`"

@@ -306,6 +306,31 @@ class FrameWriter:
         except RuntimeError:  # the loop is closed
             self.closed = True
 
+    @property
+    def jsonl(self) -> bool:
+        return self._jsonl
+
+    def write_frame(
+        self, body: bytes, frame: bytes, *, batch: bool = False, session: str | None = None
+    ) -> None:
+        """`write` for a body already framed for this writer's framing (`encode_frame`):
+        one notification sent to many connections is framed once per framing, not once
+        per connection."""
+        if self.tap is not None:
+            self.tap(body, session)
+        if self.closed:
+            return
+        if self._transport is None:
+            self._write_file(body)
+        elif threading.get_ident() == self._loop_thread:
+            self._queue(frame, batch)
+        else:
+            assert self._loop is not None
+            try:
+                self._loop.call_soon_threadsafe(self._queue, frame, batch)
+            except RuntimeError:  # the loop is closed
+                self.closed = True
+
     def _queue(self, frame: bytes, batch: bool) -> None:
         pending = self._pending
         now = time.monotonic()

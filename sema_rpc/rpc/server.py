@@ -34,7 +34,7 @@ import sys
 from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _escape  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 import sema_rpc
 from sema_rpc import protocol_names
@@ -304,11 +304,56 @@ _current_request: contextvars.ContextVar[Any] = contextvars.ContextVar(
 )
 """The id of the request whose handler is running (each handler runs in its own context)."""
 
+connection: contextvars.ContextVar[SemaServer | None] = contextvars.ContextVar(
+    "sema_rpc_connection", default=None
+)
+"""The connection whose request handler is running (a listening server's host reads it:
+the connection creating a session follows it from its first event)."""
+
+
+class Host(Protocol):
+    """What a connection of a listening server reaches the process's sessions through
+    (`rpc/host.py`'s `SessionHost`)."""
+
+    record_dir: Path | None
+
+    @property
+    def engine(self) -> SemaEngine: ...
+    @property
+    def started_engine(self) -> SemaEngine | None: ...
+    def connect(self, conn: SemaServer) -> None: ...
+    def disconnect(self, conn: SemaServer) -> None: ...
+    def attach(self, conn: SemaServer, params: Any) -> dict[str, Any]: ...
+    def detach(self, conn: SemaServer, session_id: str) -> dict[str, Any]: ...
+    def created(self, conn: SemaServer, session_id: str) -> None: ...
+    def forget_session(self, session_id: str) -> None: ...
+    async def list_sessions(self, params: Any) -> Any: ...
+    async def stop(self, grace_s: float = 5.0) -> None: ...
+    def close_listeners(self) -> None: ...
+
 
 class SemaServer:
     """One process, one client, many sessions."""
 
-    def __init__(self, writer: FrameWriter, recorder: TranscriptRecorder | None = None):
+    def __init__(
+        self,
+        writer: FrameWriter,
+        recorder: TranscriptRecorder | None = None,
+        *,
+        host: Host | None = None,
+    ):
+        self.host = host
+        """A listening server's sessions, shared with its other connections (None: this
+        server is its engine's only client)."""
+        self.number = 0
+        """The host's number for this connection (`connection N`)."""
+        self.client_name: str | None = None
+        """`initialize`'s `clientInfo.name`."""
+        self.after_answer: list[Callable[[], None]] = []
+        """Run right after the answer of the synchronous request being handled is
+        written (`session/attach`'s replay), in the same step of the loop."""
+        self.close_connection: Callable[[], None] | None = None
+        """A socket connection: `exit` closes it (the process goes on)."""
         self.recorder = recorder
         if recorder is not None:
             writer.tap = recorder.record_out
@@ -364,8 +409,10 @@ class SemaServer:
             "session/setModel": self._on_engine("session_set_model", is_async=False),
             "session/setSandbox": self._on_engine("set_sandbox", is_async=False),
             # sessions that last
-            "session/list": self._on_engine("list_sessions", is_async=True),
-            "session/dispose": self._on_engine("dispose", is_async=True),
+            "session/list": self._list_sessions,
+            "session/attach": self._attach,
+            "session/detach": self._detach,
+            "session/dispose": self._dispose,
             "session/delete": self._on_engine("delete_session", is_async=True),
             "session/rename": self._on_engine("rename_session", is_async=True),
             "session/compact": self._on_engine("compact", is_async=True),
@@ -398,6 +445,8 @@ class SemaServer:
         if caps is None:
             return False
         self._capabilities = caps
+        info = params.get("clientInfo") if isinstance(params, dict) else None
+        self.client_name = info.get("name") if isinstance(info, dict) else None
         self._send_result(msg_id, initialize_result())
         # The answer is written; the models load at the loop's next turn (or at once for a
         # message already read behind this one).
@@ -408,7 +457,10 @@ class SemaServer:
 
     @property
     def engine(self) -> SemaEngine:
-        """The engine, imported and created on first use (not before `initialize`)."""
+        """The engine, imported and created on first use (not before `initialize`); a
+        listening server's, shared by its connections."""
+        if self.host is not None:
+            return self.host.engine
         engine = self._engine
         if engine is None:
             from sema_rpc.engine.engine import SemaEngine
@@ -445,6 +497,8 @@ class SemaServer:
     def _after_create(self, create: Callable[[Any], Any]) -> Callable[[Any], Any]:
         async def create_session(params: Any) -> Any:
             result = await create(params)
+            if self.host is not None:
+                self.host.created(self, result.session_id)
             hook, self.after_first_session = self.after_first_session, None
             if hook is not None:
                 hook()
@@ -660,6 +714,7 @@ class SemaServer:
             return None
         context = contextvars.copy_context()
         context.run(_current_request.set, msg_id)
+        context.run(connection.set, self)
         if inspect.iscoroutinefunction(handler):
             task = asyncio.get_running_loop().create_task(handler(params), context=context)
             self._incoming[msg_id] = task
@@ -668,9 +723,13 @@ class SemaServer:
         try:
             result = context.run(handler, params)
         except RpcError as exc:
+            self.after_answer.clear()
             self.send_raw(_error_message(msg_id, exc.code, exc.message, exc.data))
         else:
             self._send_result(msg_id, result)
+            then, self.after_answer = self.after_answer, []
+            for fn in then:
+                fn()
         return None
 
     def _answer_task(self, msg_id: Any, task: asyncio.Task[Any]) -> None:
@@ -849,6 +908,7 @@ class SemaServer:
                 ],
             )
         self._capabilities = params.capabilities
+        self.client_name = params.client_info.name if params.client_info is not None else None
         if self._engine is not None:
             self._engine.client_answers_permissions = params.capabilities.permissions
         return initialize_result()
@@ -857,7 +917,8 @@ class SemaServer:
         from sema_rpc.protocol import EmptyResult
 
         self.shutting_down = True
-        await self.stop_turns()
+        if self.close_connection is None:  # a socket's client leaves; the process goes on
+            await self.stop_turns()
         return EmptyResult()
 
     async def stop_turns(self, grace_s: float = 5.0) -> None:
@@ -867,10 +928,11 @@ class SemaServer:
         within `grace_s`)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace_s
-        if self._engine is not None:
+        if self.host is not None:
+            await self.host.stop(grace_s)
+        elif self._engine is not None:
             await self._engine.shutdown(grace_s)
-        for cancel, _task in list(self._prompts.values()):
-            cancel.cancel()  # not started yet (or no engine): answers at once
+        self.cancel_prompts()
         current = asyncio.current_task()
         in_flight = [  # the client's requests being handled
             task for task in self._incoming.values() if task is not current and not task.done()
@@ -878,9 +940,67 @@ class SemaServer:
         if in_flight:
             await asyncio.wait(in_flight, timeout=max(0.1, deadline - loop.time()))
 
+    def cancel_prompts(self) -> list[asyncio.Future[Any]]:
+        """Cancel every open prompt of this connection (each answers `interrupted`); their
+        tasks."""
+        for cancel, _task in list(self._prompts.values()):
+            cancel.cancel()  # not started yet (or no engine): answers at once
+        return [task for _cancel, task in self._prompts.values()]
+
     def _exit(self, _params: Any) -> None:
+        if self.close_connection is not None:
+            self.close_connection()
+            return
         self.exit_code = 0 if self.shutting_down else 1
         self.exit_requested.set()
+
+    # ------------------------------------------------------------------ a listening server
+
+    @property
+    def client_label(self) -> str:
+        """Who this client is, for the others (`request:resolved`'s `answeredBy`)."""
+        return self.client_name or f"connection {self.number}"
+
+    def expect_answer(self, msg_id: str) -> asyncio.Future[Any]:
+        """A request `msg_id` is sent to this client: the future its answer resolves."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._outgoing[msg_id] = future
+        return future
+
+    def forget_request(self, msg_id: str) -> None:
+        self._outgoing.pop(msg_id, None)
+
+    def cancel_on_wire(self, msg_id: str, session_id: str) -> None:
+        self.send_raw(
+            {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}},
+            session=session_id,
+        )
+
+    def _need_host(self, method: str) -> Host:
+        if self.host is None:
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST,
+                f"{method}: this server shares no sessions (start it with --listen, or run "
+                "`sema-rpc serve`)",
+            )
+        return self.host
+
+    def _attach(self, params: Any) -> Any:
+        return self._need_host("session/attach").attach(self, params)
+
+    def _detach(self, params: Any) -> Any:
+        return self._need_host("session/detach").detach(self, params.session_id)
+
+    async def _list_sessions(self, params: Any) -> Any:
+        if self.host is not None:
+            return await self.host.list_sessions(params)
+        return await self.engine.list_sessions(params)
+
+    async def _dispose(self, params: Any) -> Any:
+        result = await self.engine.dispose(params)
+        if self.host is not None:
+            self.host.forget_session(params.session_id)
+        return result
 
     async def _prompt(self, params: Any) -> Any:
         prompt = self._prompts.get(_current_request.get())
@@ -910,6 +1030,7 @@ async def serve(
     after_first_session: Callable[[], None] | None = None,
     stop: asyncio.Event | None = None,
     one_shot: bool = False,
+    host: Host | None = None,
 ) -> int:
     """Serve one client until `exit`, end of input or `stop` (a stop signal). Returns the
     process exit code.
@@ -917,6 +1038,8 @@ async def serve(
     `after_first_session`: called once, after the first `session/create` succeeded.
     `one_shot`: the client sends one prompt right behind `session/create` and leaves
     (`sema-rpc run`): no first-turn warm-up (`SemaServer.one_shot`).
+    `host`: a listening server's sessions, this client one of its connections (its
+    listeners are open); at the end every connection's turns stop with this one's.
 
     Returns after an orderly end: running turns interrupted and answered, history
     synced, providers' HTTP clients closed, every answer written, the recording closed."""
@@ -927,8 +1050,11 @@ async def serve(
 
     # Always there: a session may ask to be recorded (session/create `recordDir`).
     recorder = TranscriptRecorder(Path(record_dir) if record_dir is not None else None)
-    server = SemaServer(writer, recorder)
+    server = SemaServer(writer, recorder, host=host)
     server.record_dir = recorder.run_dir
+    if host is not None:
+        host.record_dir = recorder.run_dir
+        host.connect(server)
     server.after_first_session = after_first_session
     server.one_shot = one_shot
     decoder_cls = JsonlDecoder if jsonl else ContentLengthDecoder
@@ -947,6 +1073,8 @@ async def serve(
     stopping.cancel()
     server.shutting_down = True
     await server.stop_turns()
+    if host is not None:
+        host.close_listeners()
     registry = sys.modules.get("sema_rpc.providers.registry")
     if registry is not None:  # not imported: no provider was ever made
         await registry.aclose_all()

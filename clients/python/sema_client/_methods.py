@@ -31,6 +31,8 @@ from sema_rpc.protocol import (
     PermissionModeUpdateParams,
     PermissionModeUpdateResult,
     SandboxState,
+    SessionAttachParams,
+    SessionAttachResult,
     SessionCompactParams,
     SessionCompactResult,
     SessionCreateParams,
@@ -321,6 +323,38 @@ class Methods:
             msg_id=msg_id,
         )
         return SessionRewindResult.model_validate(result)
+
+    async def session_attach(
+        self,
+        params: SessionAttachParams | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> SessionAttachResult:
+        """`session/attach`: Follow a live session from this connection (a listening server): its state, a replay after `afterSeq`, then the live stream and its requests."""
+        result = await self._client.request(
+            "session/attach",
+            _wire(SessionAttachParams, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return SessionAttachResult.model_validate(result)
+
+    async def session_detach(
+        self,
+        params: SessionRef | Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        msg_id: int | str | None = None,
+    ) -> EmptyResult:
+        """`session/detach`: Stop following a session on this connection; the session and its turn go on."""
+        result = await self._client.request(
+            "session/detach",
+            _wire(SessionRef, params),
+            timeout=timeout,
+            msg_id=msg_id,
+        )
+        return EmptyResult.model_validate(result)
 
     async def session_messages(
         self,

@@ -149,6 +149,8 @@ export interface InitializeParams {
   protocolVersion?: number;
   clientInfo?: ClientInfo | null;
   capabilities?: ClientCapabilities;
+  /** On a TCP listener: the token of the server's token file (required there, in the first message); ignored elsewhere. */
+  token?: string | null;
 }
 
 export interface InitializeResult {
@@ -266,6 +268,13 @@ export interface ModelUpdateParams {
   thinking: boolean;
 }
 
+export interface PendingRequest {
+  /** `tool:permission:request`, `ask:question:request`... */
+  method: string;
+  /** The request's params, `requestId` included. */
+  params: Record<string, unknown>;
+}
+
 export interface PermissionModeUpdateParams {
   sessionId: string;
   permissionMode: "default" | "acceptEdits" | "bypass";
@@ -320,6 +329,22 @@ export interface PlanExitResult {
   decision: "startEditing" | "clearContextAndStart" | "keepPlanning";
   /** Returned to the model (with keepPlanning: what to change). */
   feedback?: string | null;
+}
+
+export interface RequestResolvedParams {
+  sessionId?: string;
+  /** `main`, or the id of the subagent that emitted it */
+  agentId?: string;
+  /** Per-session sequence number, increasing by one per event. */
+  seq?: number;
+  /** The `requestId` of the server→client request. */
+  requestId: string;
+  /** The request's method (`tool:permission:request`...). */
+  method: string;
+  /** The client that answered: its `clientInfo.name`, or `connection N`. */
+  answeredBy: string;
+  /** A permission's `decision`; omitted for other requests. */
+  outcome?: string | null;
 }
 
 /**
@@ -378,6 +403,31 @@ export interface ServerCapabilities {
 export interface ServerInfo {
   name?: string;
   version: string;
+}
+
+export interface SessionAttachParams {
+  sessionId: string;
+  /** Replay every buffered notification with a larger `seq`, then the live stream; omitted: no replay (the live stream starts after `lastSeq`). */
+  afterSeq?: number | null;
+}
+
+export interface SessionAttachResult {
+  sessionId: string;
+  state: "idle" | "processing";
+  /** Prompts read and not started yet. */
+  queuedPrompts: number;
+  /** Open consent/question/plan requests; each is also sent to this connection as a request right after the replay (when it declared the capability). */
+  pendingRequests: PendingRequest[];
+  /** The `seq` of the session's last event so far. */
+  lastSeq: number;
+  /** Notifications replayed after this answer. */
+  replayed: number;
+  /** `afterSeq` is older than the buffer: notifications were lost in between; read `session/messages` for the conversation. */
+  truncated: boolean;
+  workingDir: string;
+  mode: string;
+  permissionMode: string;
+  model?: string | null;
 }
 
 export interface SessionClearedParams {
@@ -504,6 +554,10 @@ export interface SessionListItem {
   updatedAt: string;
   /** Messages in the full history on disk. */
   messageCount: number;
+  /** Open in this process (a listening server): `session/attach` joins it. Omitted otherwise. */
+  live?: boolean | null;
+  /** With `live`: what the session is doing now. */
+  state?: "idle" | "processing" | null;
 }
 
 export interface SessionListParams {
@@ -930,6 +984,10 @@ export interface Methods {
   "session/compact": { params: SessionCompactParams; result: SessionCompactResult };
   /** Undo turns: files (`code`), messages (`conversation`) or both, back to just before a prompt; or `redo` the last rewind. Refused while a turn runs. */
   "session/rewind": { params: SessionRewindParams; result: SessionRewindResult };
+  /** Follow a live session from this connection (a listening server): its state, a replay after `afterSeq`, then the live stream and its requests. */
+  "session/attach": { params: SessionAttachParams; result: SessionAttachResult };
+  /** Stop following a session on this connection; the session and its turn go on. */
+  "session/detach": { params: SessionRef; result: EmptyResult };
   /** The conversation for display, paged; a live session or one on disk (read-only). */
   "session/messages": { params: SessionMessagesParams; result: SessionMessagesResult };
   /** A new session holding the conversation before a prompt. Emits `session:ready`. */
@@ -970,6 +1028,7 @@ export interface Notifications {
   "file:reference": FileReferenceParams;
   "task:agent:start": TaskAgentStartParams;
   "task:agent:end": TaskAgentEndParams;
+  "request:resolved": RequestResolvedParams;
 }
 
 /** Server → client requests: params and the answer expected. */
@@ -1011,6 +1070,7 @@ export const NOTIFICATION_NAMES: readonly NotificationName[] = [
   "file:reference",
   "task:agent:start",
   "task:agent:end",
+  "request:resolved",
 ];
 
 export const ErrorCode = {
@@ -1020,6 +1080,7 @@ export const ErrorCode = {
   INVALID_PARAMS: -32602,
   INTERNAL_ERROR: -32603,
   REQUEST_CANCELLED: -32800,
+  UNAUTHORIZED: -32001,
   SESSION_NOT_FOUND: -32010,
   NO_MODEL_CONFIGURED: -32012,
   CONFIG_ERROR: -32014,
