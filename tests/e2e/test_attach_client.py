@@ -18,6 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.scripted_llm import Reply, ScriptedLLM
+from tests.support.socket_client import endpoint_of
+from tests.support.wire_client import REPO
+
 from sema_rpc.attach import (
     AttachError,
     check_socket_path,
@@ -30,6 +34,8 @@ from sema_rpc.attach import (
     plan_answer,
     question_answer,
 )
+
+MODEL = "anthropic/claude-test"
 
 
 def _dead_pid() -> int:
@@ -170,3 +176,86 @@ def test_the_earlier_conversation_is_drawn_briefly():
         "  … (2 more lines)",
         "  ✓ Write a.txt",
     ]
+
+
+# --------------------------------------------------------------------------- against a real server
+
+
+async def _read_until(
+    stream: asyncio.StreamReader, needle: str, seen: list[str], timeout: float = 60
+) -> None:
+    """Read lines from `stream` into `seen` until one contains `needle`."""
+
+    async def go() -> None:
+        while not any(needle in line for line in seen):
+            line = await stream.readline()
+            if not line:
+                raise AssertionError(f"the stream ended before {needle!r}: {''.join(seen)}")
+            seen.append(line.decode())
+
+    await asyncio.wait_for(go(), timeout)
+
+
+async def _start(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sema_rpc",
+        *args,
+        env={**os.environ, **env},
+        cwd=str(REPO),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def test_a_run_waiting_for_consent_is_approved_from_sema_rpc_attach(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    """`sema-rpc run --listen unix` needs consent for a Write; `sema-rpc attach` (no
+    session named: the only live one) prints the ask, `y` typed on its stdin approves it,
+    the file is written, the rest of the turn streams to the attach client's stdout."""
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": "notes.txt", "content": "hello\n"})]),
+        Reply.text("Written the notes."),
+    )
+    run = await _start(
+        server_env,
+        "run",
+        "write notes",
+        "--model",
+        MODEL,
+        "--cwd",
+        str(workspace),
+        "--listen",
+        "unix",
+    )
+    try:
+        await endpoint_of(Path(server_env["SEMA_ROOT"]), run.pid)
+        attach = await _start(server_env, "attach")
+        assert attach.stdin is not None and attach.stderr is not None and attach.stdout is not None
+        said: list[str] = []
+        await _read_until(attach.stderr, "allow?", said)
+        assert any("? Create notes.txt" in line for line in said), said
+        assert any("+hello" in line for line in said), said  # the diff, shown before the answer
+        assert not (workspace / "notes.txt").exists()  # nothing runs before the answer
+        attach.stdin.write(b"y\n")
+        await attach.stdin.drain()
+
+        out, err = await asyncio.wait_for(run.communicate(), 60)
+        assert run.returncode == 0, err.decode()
+        assert (workspace / "notes.txt").read_text() == "hello\n"
+        seen_out, rest = await asyncio.wait_for(attach.communicate(), 30)
+        said.append(rest.decode())
+        text = "".join(said)
+        assert "Written the notes." in seen_out.decode()
+        assert "✓ answered by sema-rpc attach: allow_once" in text
+        assert "you: write notes" in text  # the earlier conversation, drawn on attach
+        assert "attached to" in text and "the server went away" in text
+        assert attach.returncode == 1
+    finally:
+        for proc in (run,):
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
