@@ -11,16 +11,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
+import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
-
-from tests.support.scripted_llm import Reply, ScriptedLLM
-from tests.support.socket_client import endpoint_of
-from tests.support.wire_client import REPO
 
 from sema_rpc.attach import (
     AttachError,
@@ -34,6 +33,9 @@ from sema_rpc.attach import (
     plan_answer,
     question_answer,
 )
+from tests.support.scripted_llm import Reply, ScriptedLLM
+from tests.support.socket_client import SocketClient, endpoint_of
+from tests.support.wire_client import REPO
 
 MODEL = "anthropic/claude-test"
 
@@ -243,7 +245,7 @@ async def test_a_run_waiting_for_consent_is_approved_from_sema_rpc_attach(
         attach.stdin.write(b"y\n")
         await attach.stdin.drain()
 
-        out, err = await asyncio.wait_for(run.communicate(), 60)
+        _, err = await asyncio.wait_for(run.communicate(), 60)
         assert run.returncode == 0, err.decode()
         assert (workspace / "notes.txt").read_text() == "hello\n"
         seen_out, rest = await asyncio.wait_for(attach.communicate(), 30)
@@ -259,3 +261,70 @@ async def test_a_run_waiting_for_consent_is_approved_from_sema_rpc_attach(
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+
+
+async def test_in_a_terminal_typed_lines_prompt_and_steer_ctrl_c_interrupts_ctrl_d_detaches(
+    server_env, scripted_llm: ScriptedLLM, workspace, tmp_path: Path
+):
+    """`sema-rpc serve` hosts a session a socket client created; `sema-rpc attach` in a real
+    terminal (tmux) sends a typed line as a prompt (idle), another as a steer (the turn
+    runs), interrupts with Ctrl-C and detaches with Ctrl-D — and the session stays live."""
+    from tests.e2e.test_login import Tmux
+
+    stuck = threading.Event()  # never set: the third turn waits until interrupted
+    serve = await _start(server_env, "serve")
+    tmux = Tmux(tmp_path)
+    try:
+        info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+        owner = await SocketClient(info["endpoint"], name="owner").connect()
+        await owner.initialize()
+        created = await owner.call("session/create", {"workingDir": str(workspace), "model": MODEL})
+        sid = created["sessionId"]
+
+        steer_gate = threading.Event()
+        second = Reply.text("Second answer.", gate=steer_gate)
+        third = Reply.text("never finished", gate=stuck)
+        scripted_llm.script(
+            Reply.text("First answer."), second, Reply.text("Steered answer."), third
+        )
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in server_env.items())
+        tmux.start(f"env {env} {shlex.quote(sys.executable)} -m sema_rpc attach {sid[:8]}")
+        screen = partial(asyncio.to_thread, tmux.wait_for)
+
+        await screen(f"attached to {sid} (idle")
+        tmux.type("hello there")
+        await screen("First answer.")
+
+        tmux.type("second question")
+        await asyncio.to_thread(second.at_gate.wait, 60)
+        tmux.type("go left instead")
+        await screen("↪ steering the running turn")
+        steer_gate.set()
+        await screen("Steered answer.")
+        steered = json.dumps(scripted_llm.requests[-1].body)
+        assert "go left instead" in steered  # the steer reached the running turn's next call
+
+        tmux.type("third question")
+        await asyncio.to_thread(third.at_gate.wait, 60)
+        tmux._tmux("send-keys", "-t", tmux.name, "C-c")
+        await screen("^C interrupting…")
+        await screen("interrupted")
+
+        tmux._tmux("send-keys", "-t", tmux.name, "C-d")
+        await screen("detached;")
+        # The session goes on in its server, still live, for the next client.
+        listed = await owner.call("session/list", {})
+        [entry] = [s for s in listed["sessions"] if s["sessionId"] == sid]
+        assert entry["live"] is True and entry["state"] == "idle"
+        messages = await owner.call("session/messages", {"sessionId": sid})
+        prompts = [
+            m["content"][0]["text"] for m in messages["messages"] if m.get("kind") == "prompt"
+        ]
+        assert prompts[0] == "hello there" and "third question" in prompts
+        await owner.close()
+    finally:
+        stuck.set()
+        tmux.kill()
+        if serve.returncode is None:
+            serve.terminate()
+            await serve.wait()
