@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import threading
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -289,7 +288,9 @@ async def test_in_a_terminal_typed_lines_prompt_and_steer_ctrl_c_interrupts_ctrl
         )
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in server_env.items())
         tmux.start(f"env {env} {shlex.quote(sys.executable)} -m sema_rpc attach {sid[:8]}")
-        screen = partial(asyncio.to_thread, tmux.wait_for)
+
+        async def screen(text: str) -> str:
+            return await asyncio.to_thread(tmux.wait_for, text)
 
         await screen(f"attached to {sid} (idle")
         tmux.type("hello there")
