@@ -162,10 +162,10 @@ def serve_main(argv: list[str]) -> int:
 async def _open_host(spec: str, *, one_shot: bool) -> Any:
     """A listening server's host with its listener open (`--listen`), its endpoint on
     stderr; None (the reason on stderr) when it cannot listen."""
-    from sema_rpc.rpc.host import SessionHost
     from sema_rpc.rpc.listen import ListenError
+    from sema_rpc.rpc.shared import SharedHost
 
-    host = SessionHost(one_shot=one_shot)
+    host = SharedHost(one_shot=one_shot)
     try:
         listener = await host.listen(spec)
     except (ListenError, OSError) as exc:
@@ -214,11 +214,9 @@ def sockets_main(argv: list[str]) -> int:
             return USAGE_ERROR
         startup_done()
         await stop.wait()
-        await host.stop()
+        await host.shutdown()
         host.close_listeners()
-        registry = sys.modules.get("sema_rpc.providers.registry")
-        if registry is not None:
-            await registry.aclose_all()
+        await host.aclose()
         return _stopped_code(stop, 0)
 
     try:

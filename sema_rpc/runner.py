@@ -328,10 +328,10 @@ async def _in_process_server(
 
     host = None
     if listen:
-        from sema_rpc.rpc.host import SessionHost
         from sema_rpc.rpc.listen import ListenError
+        from sema_rpc.rpc.shared import SharedHost
 
-        host = SessionHost(one_shot=True)
+        host = SharedHost(one_shot=True)
         try:
             listener = await host.listen(listen)
         except (ListenError, OSError) as exc:

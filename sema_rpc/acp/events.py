@@ -1,7 +1,16 @@
-"""Engine events → ACP `session/update` payloads (the table in protocol/acp.md)."""
+"""Engine events → ACP notifications: the one place the ACP dialect maps what the engine
+says to what its client reads (`session/update`, the table in protocol/acp.md).
+
+`AcpEvents` delivers them for one connection (its front's `notify`, `tool_running`,
+`terminal_started`); `updates_for` is the mapping itself, event by event. The content
+helpers (a tool call's kind, locations, diff, text) are translate.py's, shared with the
+consent requests (asks.py).
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.acp import translate
@@ -21,10 +30,104 @@ from sema_rpc.protocol import (
 )
 
 if TYPE_CHECKING:
-    from sema_rpc.acp.state import AcpPeer, AcpSession
+    from sema_rpc.acp.state import AcpSession
+    from sema_rpc.engine.engine import SemaEngine
+    from sema_rpc.rpc.connection import Connection
+
+_BATCHED = frozenset({"agent_message_chunk", "agent_thought_chunk"})
+"""High-rate updates: written many per `write(2)` at the end of the loop iteration."""
 
 
-def updates_for(server: AcpPeer, state: AcpSession, event: EventParams) -> list[dict[str, Any]]:
+class AcpEvents:
+    """Engine events → `session/update`, for the sessions one client opened (`sessions`,
+    the front's own table: a session the client does not know yet gets nothing)."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        sessions: dict[str, AcpSession],
+        engine: Callable[[], SemaEngine],
+    ):
+        self._conn = conn
+        self.sessions = sessions
+        self._engine = engine
+        self._output_pending: set[tuple[str, str]] = set()
+        self._output_scheduled = False
+
+    @property
+    def engine(self) -> SemaEngine:
+        return self._engine()
+
+    def update(self, session_id: str, update: dict[str, Any]) -> None:
+        self._conn.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {"sessionId": session_id, "update": update},
+            },
+            batch=update["sessionUpdate"] in _BATCHED,
+        )
+
+    def notify(self, event: EventParams) -> None:
+        state = self.sessions.get(event.session_id)
+        if state is None:
+            return  # a session the client does not know yet (session/new not answered)
+        for update in updates_for(self, state, event):
+            self.update(state.session_id, update)
+
+    def terminal_started(self, session_id: str, tool_call_id: str, terminal_id: str) -> None:
+        """A Bash call runs in the editor's terminal: the call embeds it."""
+        state = self.sessions.get(session_id)
+        call = state.tool_calls.get(tool_call_id) if state is not None else None
+        if call is None:
+            return
+        call.terminal_id = terminal_id
+        self.update(
+            session_id,
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id,
+                "content": [{"type": "terminal", "terminalId": terminal_id}],
+            },
+        )
+
+    def tool_running(self, session_id: str, tool_call_id: str) -> None:
+        """The engine's hook (EventBus.tool_running): a call announced `pending` runs now."""
+        state = self.sessions.get(session_id)
+        if state is None or tool_call_id not in state.tool_calls:
+            return
+        self.update(
+            session_id,
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id,
+                "status": "in_progress",
+            },
+        )
+
+    def output_changed(self, state: AcpSession, tool_call_id: str) -> None:
+        """A call's streamed output grew: sent at the end of this loop iteration, once,
+        whatever the number of deltas (each update carries the whole tail)."""
+        call = state.tool_calls.get(tool_call_id)
+        if call is None:
+            return
+        call.unsent = True
+        self._output_pending.add((state.session_id, tool_call_id))
+        if not self._output_scheduled:
+            self._output_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_outputs)
+
+    def _flush_outputs(self) -> None:
+        self._output_scheduled = False
+        pending, self._output_pending = self._output_pending, set()
+        for session_id, tool_call_id in pending:
+            state = self.sessions.get(session_id)
+            if state is not None:
+                for update in output_update(state, tool_call_id):
+                    self.update(session_id, update)
+
+
+def updates_for(server: AcpEvents, state: AcpSession, event: EventParams) -> list[dict[str, Any]]:
     """What the client sees of one engine event (often nothing: `state:update`,
     `session:ready`, `message:complete` have no ACP counterpart)."""
     if isinstance(event, TextChunkParams):

@@ -3,7 +3,9 @@
 An editor opening a chat waits for `initialize`. A plainly valid one (the common shapes
 only, see `initialize_capabilities_plain`) is answered here, from plain dicts, before
 pydantic, the protocol's models and the ACP server (server.py) are loaded; they load at
-the loop's next turn, and every message read meanwhile is handed to the server in order.
+the loop's next turn, and every message read meanwhile is handed to the server in order
+(the connection, rpc/connection.py, reads for both: this front steps aside once the
+server is loaded).
 Anything else (`initialize` with a shape this does not vouch for, any other first
 message) loads the server first, which validates and answers it as usual. What the
 client sees is the same either way (tests/e2e/test_acp.py).
@@ -16,12 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from sema_rpc.acp.advert import initialize_result
-from sema_rpc.rpc.framing import FrameWriter, JsonlDecoder, read_stream
-from sema_rpc.rpc.server import _dumps, _loads, _valid_id
+from sema_rpc.rpc import errors
+from sema_rpc.rpc.connection import Connection
+from sema_rpc.rpc.framing import FrameWriter, read_stream
 
 if TYPE_CHECKING:
     from sema_rpc.acp.server import AcpServer
@@ -74,63 +76,44 @@ def initialize_capabilities_plain(params: Any) -> dict[str, Any] | None:
 
 
 class _Front:
-    """Reads for the server until it is loaded (see the module docstring)."""
+    """The connection's front until the server is loaded (see the module docstring)."""
 
     def __init__(self, writer: FrameWriter):
         self.writer = writer
+        self.conn = Connection(
+            writer, jsonl=True, codes=errors.ACP, cancel=("$/cancel_request", "requestId")
+        )
+        self.conn.front = self
+        self.on_body = self.conn.on_body
         self.server: AcpServer | None = None
-        self.pending: list[bytes] = []
         self.capabilities: dict[str, Any] | None = None
 
-    def on_body(self, body: bytes) -> None:
-        if self.server is not None:
-            self.server.on_body(body)
-            return
-        if not self.pending and self.capabilities is None and self._answer_initialize(body):
-            asyncio.get_running_loop().call_soon(self.load)
-            return
-        self.pending.append(body)
-        self.load()
+    def on_request(self, msg_id: Any, method: str, params: Any) -> Any:
+        if self.server is None and self.capabilities is None and method == "initialize":
+            caps = initialize_capabilities_plain(params)
+            if caps is not None:
+                self.capabilities = caps
+                asyncio.get_running_loop().call_soon(self.load)
+                return initialize_result(caps)
+        return self.load().on_request(msg_id, method, params)
 
-    def on_frame_error(self, message: str) -> None:
-        self.load().on_frame_error(message)
+    def on_notification(self, method: str, params: Any) -> None:
+        self.load().on_notification(method, params)
 
-    def _answer_initialize(self, body: bytes) -> bool:
-        try:
-            obj = _loads(body)
-        except (ValueError, RecursionError):
-            return False
-        if (
-            type(obj) is not dict
-            or obj.get("jsonrpc") != "2.0"
-            or obj.get("method") != "initialize"
-            or "id" not in obj
-            or not _valid_id(obj["id"])
-        ):
-            return False
-        caps = initialize_capabilities_plain(obj.get("params"))
-        if caps is None:
-            return False
-        self.capabilities = caps
-        self.writer.write(
-            _dumps({"jsonrpc": "2.0", "id": obj["id"], "result": initialize_result(caps)})
-        )
-        return True
+    def on_cancel(self, target: Any) -> bool:
+        return self.load().on_cancel(target)
 
     def load(self) -> AcpServer:
-        """The server, loaded and created on first call; what was read meanwhile is
-        handed to it in order."""
+        """The server, loaded and created on first call; from then on the connection's
+        front."""
         if self.server is None:
             from sema_rpc.acp.server import AcpServer
             from sema_rpc.acp.wire import AcpClientCapabilities
 
-            server = AcpServer(self.writer)
+            server = AcpServer(self.writer, conn=self.conn)
             if self.capabilities is not None:
                 server.capabilities = AcpClientCapabilities.model_validate(self.capabilities)
             self.server = server
-            pending, self.pending = self.pending, []
-            for body in pending:
-                server.on_body(body)
         return self.server
 
 
@@ -141,18 +124,16 @@ async def serve_acp(stdin: BinaryIO, stdout: BinaryIO, stop: asyncio.Event | Non
     writer = FrameWriter(stdout, jsonl=True)
     await writer.start(loop)
     front = _Front(writer)
-    decoder = JsonlDecoder(front.on_body, front.on_frame_error)
-    reading = asyncio.ensure_future(read_stream(stdin, decoder.feed, loop))
+    reading = asyncio.ensure_future(read_stream(stdin, front.conn.feed, loop))
     stopping = asyncio.ensure_future((stop or asyncio.Event()).wait())
     await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
     if reading.done():
-        decoder.eof()
+        front.conn.eof()
     reading.cancel()
     stopping.cancel()
     log.info("end of input or a stop signal: shutting down")
-    await front.load().stop()
-    registry = sys.modules.get("sema_rpc.providers.registry")
-    if registry is not None:
-        await registry.aclose_all()
+    server = front.load()
+    await server.stop()
+    await server.host.aclose()
     await writer.drain()
     return 0

@@ -1,49 +1,56 @@
 """`sema-rpc --acp`: the Agent Client Protocol (v1) over stdio, one JSON-RPC message per
 line, driving the same engine as the native dialect.
 
-The engine does not learn ACP: this server is its client bridge (`notify`, `ask`), as
-rpc/server.py is for the native dialect. Engine events become `session/update`
-notifications (translate.py); the engine's consent, plan-exit and question requests
-become `session/request_permission`; Read, Write and Edit use the editor's buffers
-through `fs/read_text_file` / `fs/write_text_file` when the client offers them
-(confinement and consent stay the engine's). Both dialects keep sessions in one store.
+The engine does not learn ACP: this module is the dialect's front for one client (its
+method table and what it keeps of the client), on the JSON-RPC connection both dialects
+share (rpc/connection.py: reading, cancellation, error answers, writing). Engine events
+become `session/update` notifications in events.py (the ACP mapping); the engine's
+consent, plan-exit and question requests become `session/request_permission` (asks.py);
+Read, Write and Edit use the editor's buffers through `fs/read_text_file` /
+`fs/write_text_file` when the client offers them (confinement and consent stay the
+engine's). The engine is the process's (rpc/host.py); both dialects keep sessions in one
+store.
 
-Like the native server: the engine is imported on the first method that needs it, and
-a plainly valid `initialize` is answered before this module is loaded (front.py); malformed input gets a JSON-RPC error and the
-process keeps serving; every prompt is answered exactly once (`cancelled` after
-`session/cancel`, never an error); methods with nothing to return answer `{}`.
+Like the native server: the engine is imported on the first method that needs it, and a
+plainly valid `initialize` is answered before this module is loaded (front.py);
+malformed input gets a JSON-RPC error and the process keeps serving; every prompt is
+answered exactly once (`cancelled` after `session/cancel`, never an error); methods with
+nothing to return answer `{}`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import datetime
 import itertools
-import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from sema_rpc.acp import translate
 from sema_rpc.acp.advert import REWIND_METHOD, STEERING_METHOD, initialize_result
 from sema_rpc.acp.auth import METHOD_IDS, usable_model
-from sema_rpc.acp.events import updates_for
+from sema_rpc.acp.events import AcpEvents
+from sema_rpc.acp.requests import (
+    client_system_prompt,
+    log_failure,
+    mcp,
+    prompt_request,
+    ref,
+    title_of,
+    with_message_id,
+)
 from sema_rpc.acp.state import AcpSession
 from sema_rpc.acp.wire import (
     AcpClientCapabilities,
     AuthenticateRequest,
-    CancelRequest,
     ForkRequest,
     InitializeRequest,
     ListSessionsRequest,
     LoadSessionRequest,
-    McpServer,
     NewSessionRequest,
     PromptRequest,
     RewindRequest,
@@ -52,7 +59,6 @@ from sema_rpc.acp.wire import (
     SetModeRequest,
     SteeringRequest,
 )
-from sema_rpc.core.errors import DomainError
 from sema_rpc.protocol import (
     AskQuestionRequestParams,
     EventParams,
@@ -61,8 +67,17 @@ from sema_rpc.protocol import (
     RpcError,
     WireModel,
 )
+from sema_rpc.rpc import errors
+from sema_rpc.rpc.connection import Connection, current_request
+from sema_rpc.rpc.errors import (
+    ACP_AUTH_REQUIRED,
+    ACP_RESOURCE_NOT_FOUND,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+)
 from sema_rpc.rpc.framing import FrameWriter
-from sema_rpc.rpc.server import _dumps, _error_message, _loads, _valid_id
+from sema_rpc.rpc.host import Host
 
 if TYPE_CHECKING:
     from sema_rpc.engine.control import PromptCancel
@@ -71,73 +86,47 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-REQUEST_CANCELLED = -32800
-AUTH_REQUIRED = -32000
-RESOURCE_NOT_FOUND = -32002
-
 LIST_PAGE = 100
 """Sessions per `session/list` page."""
 
-_BATCHED = frozenset({"agent_message_chunk", "agent_thought_chunk"})
-"""High-rate updates: written many per `write(2)` at the end of the loop iteration."""
 
-
-_current_request: contextvars.ContextVar[Any] = contextvars.ContextVar(
-    "sema_acp_request_id", default=None
-)
-
-
-@dataclass
-class _Answer:
-    """A handler's result plus what to send right after the answer (e.g. the commands
-    of a session the client has just learnt the id of)."""
-
-    result: dict[str, Any]
-    then: Callable[[], None] | None = None
-
-
-def _rpc_error_of(exc: DomainError) -> RpcError:
-    from sema_rpc.core.errors import (
-        ConfigError,
-        InvalidArgument,
-        NoModelConfigured,
-        SessionBusy,
-        SessionNotFound,
+def acp_connection(writer: FrameWriter) -> Connection:
+    """The JSON-RPC connection of an ACP client: one JSON per line, ACP's error codes
+    and its `$/cancel_request {requestId}`."""
+    return Connection(
+        writer, jsonl=True, codes=errors.ACP, cancel=("$/cancel_request", "requestId")
     )
-    from sema_rpc.protocol import ErrorCode
 
-    codes: list[tuple[type[DomainError], int]] = [
-        (SessionNotFound, RESOURCE_NOT_FOUND),
-        (InvalidArgument, INVALID_PARAMS),
-        (NoModelConfigured, AUTH_REQUIRED),
-        (ConfigError, ErrorCode.CONFIG_ERROR),
-        (SessionBusy, ErrorCode.SESSION_BUSY),
-    ]
-    for cls, code in codes:
-        if isinstance(exc, cls):
-            return RpcError(code, exc.message, exc.data)
-    return RpcError(INTERNAL_ERROR, exc.message, exc.data)
+
+def acp_host() -> Host:
+    """The process's engine for ACP clients: they answer permission requests."""
+
+    def setup(engine: SemaEngine) -> None:
+        engine.client_answers_permissions = True
+
+    return Host(setup)
 
 
 class AcpServer:
-    """One process, one ACP client, many sessions."""
+    """The ACP dialect's front for one client: its method table, what it declared, the
+    sessions it opened and their translation state. The engine is the host's."""
 
-    def __init__(self, writer: FrameWriter):
+    def __init__(
+        self, writer: FrameWriter, *, conn: Connection | None = None, host: Host | None = None
+    ):
         self.writer = writer
         self.capabilities = AcpClientCapabilities()
-        self._engine: SemaEngine | None = None
         self.sessions: dict[str, AcpSession] = {}
-        self._incoming: dict[Any, asyncio.Task[Any]] = {}
-        self._outgoing: dict[Any, asyncio.Future[Any]] = {}
+        self.conn = conn if conn is not None else acp_connection(writer)
+        self.conn.front = self
+        self.host = host if host is not None else acp_host()
+        self.host.attach(self)
+        self.events = AcpEvents(self.conn, self.sessions, lambda: self.engine)
+        self.update = self.events.update
+        self.notify = self.events.notify
+        self.tool_running = self.events.tool_running
+        self.terminal_started = self.events.terminal_started
         self._ids = itertools.count(1)
-        self.shutting_down = False
-        self._output_pending: set[tuple[str, str]] = set()
-        self._output_scheduled = False
         self._detached: set[asyncio.Task[Any]] = set()
         """Turns started by `_session/steering` on an idle session (no request owns them)."""
         self._handlers: dict[str, tuple[type[BaseModel], Callable[[Any], Awaitable[Any]]]] = {
@@ -157,128 +146,55 @@ class AcpServer:
             REWIND_METHOD: (RewindRequest, self._rewind),
         }
 
-    # ------------------------------------------------------------------ the engine, lazily
-
     @property
     def engine(self) -> SemaEngine:
-        if self._engine is None:
-            from sema_rpc.engine.engine import SemaEngine
+        """The host's engine, created on first use."""
+        return self.host.engine
 
-            self._engine = SemaEngine(self, client_answers_permissions=True)
-        return self._engine
+    @property
+    def shutting_down(self) -> bool:
+        return self.conn.shutting_down
 
     def _session(self, session_id: str) -> tuple[Session, AcpSession]:
         state = self.sessions.get(session_id)
         if state is None:
             raise RpcError(
-                RESOURCE_NOT_FOUND, f"unknown session: {session_id}", {"sessionId": session_id}
+                ACP_RESOURCE_NOT_FOUND, f"unknown session: {session_id}", {"sessionId": session_id}
             )
-        try:
-            return self.engine.session(session_id), state
-        except DomainError as exc:
-            raise _rpc_error_of(exc) from exc
+        return self.engine.session(session_id), state
 
-    # ------------------------------------------------------------------ reading
-
-    def send(self, message: dict[str, Any], *, batch: bool = False) -> None:
-        self.writer.write(_dumps(message), batch=batch)
-
-    def on_frame_error(self, message: str) -> None:
-        log.warning("framing: %s", message)
-        self.send(_error_message(None, INVALID_REQUEST, message))
+    # ------------------------------------------------------------------ the connection's Front
 
     def on_body(self, body: bytes) -> None:
-        """One message in. Never raises: the reader goes on whatever this one was."""
-        try:
-            self._on_body(body)
-        except Exception:
-            log.exception("unexpected failure handling a message")
+        self.conn.on_body(body)
 
-    def _on_body(self, body: bytes) -> None:
-        try:
-            obj = _loads(body)
-        except UnicodeDecodeError as exc:
-            self.send(
-                _error_message(None, PARSE_ERROR, f"parse error: not valid UTF-8 ({exc.reason})")
-            )
-            return
-        except (ValueError, RecursionError) as exc:
-            self.send(_error_message(None, PARSE_ERROR, f"parse error: {exc}"))
-            return
-        if not isinstance(obj, dict):
-            self.send(
-                _error_message(None, INVALID_REQUEST, "invalid request: expected a JSON object")
-            )
-            return
-        msg_id = obj.get("id")
-        if obj.get("jsonrpc") != "2.0" or not _valid_id(msg_id):
-            self.send(
-                _error_message(
-                    msg_id if _valid_id(msg_id) else None,
-                    INVALID_REQUEST,
-                    'invalid request: "jsonrpc" must be "2.0" and "id" a string or an integer',
-                )
-            )
-            return
-        method = obj.get("method")
-        if method is None:
-            if "id" in obj and ("result" in obj or "error" in obj):
-                self._on_response(obj)
-            else:
-                self.send(
-                    _error_message(msg_id, INVALID_REQUEST, 'invalid request: missing "method"')
-                )
-            return
-        if not isinstance(method, str):
-            self.send(_error_message(msg_id, INVALID_REQUEST, '"method" must be a string'))
-            return
-        params = obj.get("params")
-        if "id" not in obj:
-            self._on_notification(method, params)
-            return
+    def on_request(self, msg_id: Any, method: str, params: Any) -> Any:
         entry = self._handlers.get(method)
         if entry is None:
-            self.send(_error_message(msg_id, METHOD_NOT_FOUND, f"Method not found: {method}"))
-            return
-        if self.shutting_down:
-            self.send(_error_message(msg_id, INVALID_REQUEST, "the agent is shutting down"))
-            return
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
         model, handler = entry
-        try:
-            parsed = model.model_validate({} if params is None else params)
-        except ValidationError as exc:
-            self.send(
-                _error_message(
-                    msg_id,
-                    INVALID_PARAMS,
-                    f"invalid params for {method}: {exc.error_count()} error(s)",
-                    json.loads(exc.json(include_url=False, include_context=False)),
-                )
-            )
-            return
-        context = contextvars.copy_context()
-        context.run(_current_request.set, msg_id)
-        cancel = self._accept_prompt(msg_id, parsed) if method == "session/prompt" else None
-        task = asyncio.get_running_loop().create_task(
-            self._run(method, handler, parsed), context=context
-        )
-        self._incoming[msg_id] = task
-        task.add_done_callback(lambda done: self._answer(msg_id, done))
-        if cancel is not None:
-            task.add_done_callback(lambda _done: self._forget_prompt(parsed, msg_id, cancel))
+        parsed = errors.validate(model, params, method)
+        if method == "session/prompt":
+            self._accept_prompt(msg_id, parsed)
+        return self._run(handler, parsed)
 
-    def _accept_prompt(self, msg_id: Any, params: Any) -> PromptCancel | None:
+    async def _run(self, handler: Callable[[Any], Awaitable[Any]], params: Any) -> Any:
+        result = await handler(params)
+        return {} if result is None else result
+
+    def _accept_prompt(self, msg_id: Any, params: Any) -> None:
         """Open from the moment it is read: a `session/cancel` or `session/close` read
         right behind it reaches it (engine/lifecycle.py)."""
         state = self.sessions.get(params.session_id)
-        if state is None or self._engine is None:
-            return None  # refused when handled: an unknown session
-        cancel = self._engine.accept_prompt(params.session_id)
+        engine = self.host.engine_created
+        if state is None or engine is None:
+            return  # refused when handled: an unknown session
+        cancel = engine.accept_prompt(params.session_id)
         state.prompts[msg_id] = cancel
-        return cancel
+        self.conn.after_answer(lambda: self._forget_prompt(params, msg_id, cancel), msg_id)
 
     def _forget_prompt(self, params: Any, msg_id: Any, cancel: PromptCancel) -> None:
-        """The prompt is answered (this runs after `_answer` wrote it)."""
+        """The prompt is answered (this runs after its answer is written)."""
         from sema_rpc.engine.lifecycle import answered
 
         answered(cancel)
@@ -286,178 +202,32 @@ class AcpServer:
         if state is not None and state.prompts.get(msg_id) is cancel:
             del state.prompts[msg_id]
 
-    async def _run(self, method: str, handler: Callable[[Any], Awaitable[Any]], params: Any) -> Any:
-        """The one place where a handler's exception becomes a JSON-RPC error."""
+    def on_notification(self, method: str, params: Any) -> None:
+        if method != "session/cancel":
+            log.info("ignoring notification %s", method)
+            return
         try:
-            return await handler(params)
-        except RpcError:
-            raise
-        except DomainError as exc:
-            raise _rpc_error_of(exc) from exc
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.error("%s failed", method, exc_info=exc)
-            raise RpcError(
-                INTERNAL_ERROR, f"internal error in {method}: {type(exc).__name__}: {exc}"
-            ) from exc
+            request = SessionRequest.model_validate(params or {})
+        except ValidationError:
+            log.warning("session/cancel without a sessionId: %r", params)
+            return
+        engine = self.host.engine_created
+        if request.session_id in self.sessions and engine is not None:
+            engine.cancel_prompts(request.session_id)
 
-    def _answer(self, msg_id: Any, task: asyncio.Task[Any]) -> None:
-        if self._incoming.get(msg_id) is task:
-            del self._incoming[msg_id]
-        if task.cancelled():
-            self.send(_error_message(msg_id, REQUEST_CANCELLED, "request cancelled"))
-            return
-        exc = task.exception()
-        if isinstance(exc, RpcError):
-            self.send(_error_message(msg_id, exc.code, exc.message, exc.data))
-            return
-        if exc is not None:
-            self.send(
-                _error_message(msg_id, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")
-            )
-            return
-        answer: Any = task.result()
-        then: Callable[[], None] | None = None
-        if isinstance(answer, _Answer):
-            then = answer.then
-            answer = answer.result
-        self.send({"jsonrpc": "2.0", "id": msg_id, "result": {} if answer is None else answer})
-        if then is not None:
-            then()
-
-    def _on_notification(self, method: str, params: Any) -> None:
-        if method == "session/cancel":
-            try:
-                request = SessionRequest.model_validate(params or {})
-            except ValidationError:
-                log.warning("session/cancel without a sessionId: %r", params)
-                return
-            if request.session_id in self.sessions and self._engine is not None:
-                self._engine.cancel_prompts(request.session_id)
-            return
-        if method == "$/cancel_request":
-            try:
-                target = CancelRequest.model_validate(params or {}).request_id
-            except ValidationError:
-                log.warning("$/cancel_request without a requestId: %r", params)
-                return
-            for state in self.sessions.values():
-                prompt = state.prompts.get(target)
-                if prompt is not None:  # a prompt answers `cancelled`, never -32800
-                    prompt.cancel()
-                    return
-            task = self._incoming.get(target)
-            if task is not None:
-                task.cancel()
-            return
-        log.info("ignoring notification %s", method)
-
-    def _on_response(self, obj: dict[str, Any]) -> None:
-        future = self._outgoing.pop(obj["id"], None)
-        if future is None or future.done():
-            log.info("answer to an unknown (or cancelled) request id %r", obj["id"])
-            return
-        error = obj.get("error")
-        if error is not None:
-            error = error if isinstance(error, dict) else {"message": str(error)}
-            code = error.get("code")
-            future.set_exception(
-                RpcError(
-                    code if isinstance(code, int) else INTERNAL_ERROR, str(error.get("message", ""))
-                )
-            )
-        else:
-            future.set_result(obj.get("result"))
+    def on_cancel(self, target: Any) -> bool:
+        for state in self.sessions.values():
+            prompt = state.prompts.get(target)
+            if prompt is not None:  # a prompt answers `cancelled`, never -32800
+                prompt.cancel()
+                return True
+        return False
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         """A request to the client; cancelling the caller cancels it on the wire."""
-        if self.writer.closed:
-            raise RpcError(INTERNAL_ERROR, "the client is gone")
-        msg_id = next(self._ids)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._outgoing[msg_id] = future
-        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-        try:
-            return await future
-        except asyncio.CancelledError:
-            self._outgoing.pop(msg_id, None)
-            self.send(
-                {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": msg_id}}
-            )
-            raise
-
-    def update(self, session_id: str, update: dict[str, Any]) -> None:
-        self.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "session/update",
-                "params": {"sessionId": session_id, "update": update},
-            },
-            batch=update["sessionUpdate"] in _BATCHED,
-        )
+        return await self.conn.request(method, params)
 
     # ------------------------------------------------------------------ ClientBridge
-
-    def notify(self, event: EventParams) -> None:
-        state = self.sessions.get(event.session_id)
-        if state is None:
-            return  # a session the client does not know yet (session/new not answered)
-        for update in updates_for(self, state, event):
-            self.update(state.session_id, update)
-
-    def terminal_started(self, session_id: str, tool_call_id: str, terminal_id: str) -> None:
-        """A Bash call runs in the editor's terminal: the call embeds it."""
-        state = self.sessions.get(session_id)
-        call = state.tool_calls.get(tool_call_id) if state is not None else None
-        if call is None:
-            return
-        call.terminal_id = terminal_id
-        self.update(
-            session_id,
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": tool_call_id,
-                "content": [{"type": "terminal", "terminalId": terminal_id}],
-            },
-        )
-
-    def tool_running(self, session_id: str, tool_call_id: str) -> None:
-        """The engine's hook (EventBus.tool_running): a call announced `pending` runs now."""
-        state = self.sessions.get(session_id)
-        if state is None or tool_call_id not in state.tool_calls:
-            return
-        self.update(
-            session_id,
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": tool_call_id,
-                "status": "in_progress",
-            },
-        )
-
-    def output_changed(self, state: AcpSession, tool_call_id: str) -> None:
-        """A call's streamed output grew: sent at the end of this loop iteration, once,
-        whatever the number of deltas (each update carries the whole tail)."""
-        call = state.tool_calls.get(tool_call_id)
-        if call is None:
-            return
-        call.unsent = True
-        self._output_pending.add((state.session_id, tool_call_id))
-        if not self._output_scheduled:
-            self._output_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush_outputs)
-
-    def _flush_outputs(self) -> None:
-        from sema_rpc.acp.events import output_update
-
-        self._output_scheduled = False
-        pending, self._output_pending = self._output_pending, set()
-        for session_id, tool_call_id in pending:
-            state = self.sessions.get(session_id)
-            if state is not None:
-                for update in output_update(state, tool_call_id):
-                    self.update(session_id, update)
 
     async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
         state = self.sessions.get(event.session_id)
@@ -494,7 +264,7 @@ class AcpServer:
         if not await usable_model():
             from sema_rpc.engine.sessions import NO_MODEL_SUGGESTION
 
-            raise RpcError(AUTH_REQUIRED, "no model is configured: " + NO_MODEL_SUGGESTION)
+            raise RpcError(ACP_AUTH_REQUIRED, "no model is configured: " + NO_MODEL_SUGGESTION)
         return {}
 
     async def _open(
@@ -502,7 +272,7 @@ class AcpServer:
     ) -> tuple[Session, AcpSession]:
         from sema_rpc.protocol import McpServerParams, SessionCreateParams
 
-        system_prompt = _client_system_prompt(params.meta)  # refused before anything opens
+        system_prompt = client_system_prompt(params.meta)  # refused before anything opens
         cwd = Path(params.cwd)
         if not cwd.is_absolute():
             raise RpcError(INVALID_PARAMS, f"cwd must be an absolute path: {params.cwd}")
@@ -517,7 +287,7 @@ class AcpServer:
                     session_id=session_id,
                     working_dir=params.cwd,
                     mcp_servers=[
-                        McpServerParams.model_validate(_mcp(m)) for m in params.mcp_servers
+                        McpServerParams.model_validate(mcp(m)) for m in params.mcp_servers
                     ],
                 )
             )
@@ -541,8 +311,8 @@ class AcpServer:
             from sema_rpc.engine.sessions import NO_MODEL_SUGGESTION
 
             self.sessions.pop(ready.session_id, None)
-            await self.engine.dispose(_ref(ready.session_id))
-            raise RpcError(AUTH_REQUIRED, "no model is configured: " + NO_MODEL_SUGGESTION)
+            await self.engine.dispose(ref(ready.session_id))
+            raise RpcError(ACP_AUTH_REQUIRED, "no model is configured: " + NO_MODEL_SUGGESTION)
         return session, state
 
     def _session_result(self, session: Session) -> dict[str, Any]:
@@ -564,7 +334,7 @@ class AcpServer:
 
         return then
 
-    async def _new(self, params: NewSessionRequest) -> _Answer:
+    async def _new(self, params: NewSessionRequest) -> dict[str, Any]:
         session, state = await self._open(params, None)
         if session.store is not None:
             # The id is the client's now: it stays resumable (session/resume, session/load)
@@ -572,7 +342,8 @@ class AcpServer:
             # (a session with no input is still left out of session/list).
             session.store.append_event("created", by="acp")
         result = {"sessionId": session.id, **self._session_result(session)}
-        return _Answer(result, self._after_open(session, state))
+        self.conn.after_answer(self._after_open(session, state))
+        return result
 
     async def _load_known(self, params: LoadSessionRequest) -> None:
         from sema_rpc.engine.history import has_history, valid_session_id
@@ -580,23 +351,29 @@ class AcpServer:
         sid = params.session_id
         if not valid_session_id(sid):
             raise RpcError(INVALID_PARAMS, f"invalid sessionId: {sid!r}")
-        live = sid in self.sessions and self._engine is not None and sid in self.engine.sessions
+        live = (
+            sid in self.sessions
+            and self.host.engine_created is not None
+            and sid in self.engine.sessions
+        )
         if not live and not await asyncio.to_thread(has_history, sid):
-            raise RpcError(RESOURCE_NOT_FOUND, f"unknown session: {sid}", {"sessionId": sid})
+            raise RpcError(ACP_RESOURCE_NOT_FOUND, f"unknown session: {sid}", {"sessionId": sid})
 
-    async def _load(self, params: LoadSessionRequest) -> _Answer:
+    async def _load(self, params: LoadSessionRequest) -> dict[str, Any]:
         await self._load_known(params)
         session, state = await self._open(params, params.session_id)
         from sema_rpc.acp.replay import replay_updates
 
         for update in await asyncio.to_thread(replay_updates, session.id, state.cwd):
             self.update(session.id, update)
-        return _Answer(self._session_result(session), self._after_open(session, state))
+        self.conn.after_answer(self._after_open(session, state))
+        return self._session_result(session)
 
-    async def _resume(self, params: LoadSessionRequest) -> _Answer:
+    async def _resume(self, params: LoadSessionRequest) -> dict[str, Any]:
         await self._load_known(params)
         session, state = await self._open(params, params.session_id)
-        return _Answer(self._session_result(session), self._after_open(session, state))
+        self.conn.after_answer(self._after_open(session, state))
+        return self._session_result(session)
 
     async def _list(self, params: ListSessionsRequest) -> dict[str, Any]:
         from sema_rpc.protocol import SessionListParams
@@ -627,7 +404,7 @@ class AcpServer:
         """Closing cancels the session's work: its open prompts answer `cancelled`, and
         nothing of it follows the answer (engine/lifecycle.py)."""
         self._session(params.session_id)
-        await self.engine.dispose(_ref(params.session_id))
+        await self.engine.dispose(ref(params.session_id))
         self.sessions.pop(params.session_id, None)
         return {}
 
@@ -642,10 +419,10 @@ class AcpServer:
         from sema_rpc.engine.control import PromptCancel
 
         session, state = self._session(params.session_id)
-        request, prompt = _prompt_request(session, state, params.prompt)
+        request, prompt = prompt_request(session, state, params.prompt)
         # Registered when the request was read (`_accept_prompt`): a cancel or close read
         # right behind it reaches this turn.
-        cancel = state.prompts.get(_current_request.get()) or PromptCancel()
+        cancel = state.prompts.get(current_request()) or PromptCancel()
         first = not session.history and not session.history_loaded
         result = await self.engine.prompt(request, cancel)
         while state.steered:  # inputs steered into this turn: it ends with them
@@ -653,7 +430,7 @@ class AcpServer:
             with contextlib.suppress(Exception):
                 result = await asyncio.shield(steered)
         if first and session.history and not session.bus.closed:
-            title = _title_of(prompt)
+            title = title_of(prompt)
             now = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
             self.update(
                 session.id,
@@ -664,7 +441,7 @@ class AcpServer:
                 },
             )
         if cancel.cancelled:
-            return _with_message_id({"stopReason": "cancelled"}, result)
+            return with_message_id({"stopReason": "cancelled"}, result)
         if result.stop_reason == "error":
             error = result.error
             raise RpcError(
@@ -673,7 +450,7 @@ class AcpServer:
                 error.model_dump(mode="json", exclude_none=True) if error else None,
             )
         stop = "max_turn_requests" if result.stop_reason == "max_turns" else "end_turn"
-        return _with_message_id({"stopReason": stop}, result)
+        return with_message_id({"stopReason": stop}, result)
 
     async def _steer(self, params: SteeringRequest) -> dict[str, Any]:
         """`_session/steering`: text for the running turn (it joins it after the running
@@ -689,7 +466,7 @@ class AcpServer:
         idle = steering.get("idleBehavior") if isinstance(steering, dict) else None
         if not running and idle == "promptRequired":
             return {"outcome": "promptRequired", "reason": "noRunningTurn"}
-        request, prompt = _prompt_request(session, state, params.prompt)
+        request, prompt = prompt_request(session, state, params.prompt)
         if running and isinstance(prompt, str) and system_command(prompt) is not None:
             return {"outcome": "failed"}  # /clear, /compact: never part of another turn
         if self.shutting_down:
@@ -712,12 +489,12 @@ class AcpServer:
         if running:
             state.steered.append(task)
             return {"outcome": "injected"}
-        task.add_done_callback(_log_failure)
+        task.add_done_callback(log_failure)
         self._detached.add(task)
         task.add_done_callback(self._detached.discard)
         return {"outcome": "startedNewTurn"}
 
-    async def _fork(self, params: ForkRequest) -> _Answer:
+    async def _fork(self, params: ForkRequest) -> dict[str, Any]:
         """`session/fork`: a new live session holding the conversation up to a message
         (or all of it), with the client's MCP servers; the original is untouched."""
         from sema_rpc.protocol import SessionForkParams
@@ -740,7 +517,7 @@ class AcpServer:
             SessionForkParams(session_id=params.session_id, message_id=message_id)
         )
         # Reopened as a session/load opens one: with the client's cwd and MCP servers.
-        await self.engine.dispose(_ref(forked.session_id))
+        await self.engine.dispose(ref(forked.session_id))
         reopened = LoadSessionRequest.model_validate(
             {
                 "sessionId": forked.session_id,
@@ -752,7 +529,8 @@ class AcpServer:
         result: dict[str, Any] = {"sessionId": session.id, **self._session_result(session)}
         if forked.input is not None:  # the forked-before message, to prefill the input
             result["_meta"] = {"sema": {"input": forked.input}}
-        return _Answer(result, self._after_open(session, state))
+        self.conn.after_answer(self._after_open(session, state))
+        return result
 
     async def _rewind(self, params: RewindRequest) -> dict[str, Any]:
         """`_session/rewind`: the native `session/rewind` (files, conversation or both,
@@ -794,111 +572,14 @@ class AcpServer:
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """End of input: running turns interrupted, every open request answered."""
-        self.shutting_down = True
+        self.conn.shutting_down = True
         for state in self.sessions.values():
             for cancel in list(state.prompts.values()):
                 cancel.cancel()
-        if self._engine is not None:
-            await self._engine.shutdown(grace_s)
-        pending = [t for t in [*self._incoming.values(), *self._detached] if not t.done()]
+        await self.host.shutdown(grace_s)
+        pending = [*self.conn.in_flight(), *(t for t in self._detached if not t.done())]
         if pending:
             await asyncio.wait(pending, timeout=grace_s)
-
-
-def _prompt_request(
-    session: Session, state: AcpSession, blocks: list[dict[str, Any]]
-) -> tuple[Any, str | list[dict[str, Any]]]:
-    """An ACP prompt as the engine's `session/prompt` params (-32602 when unusable)."""
-    from sema_rpc.acp.options import skill_prompt
-    from sema_rpc.protocol import SessionPromptParams
-
-    prompt = translate.prompt_input(blocks, state.cwd)
-    if isinstance(prompt, str):
-        prompt = skill_prompt(prompt, session)
-    try:
-        request = SessionPromptParams.model_validate({"sessionId": session.id, "input": prompt})
-    except ValidationError as exc:
-        raise RpcError(
-            INVALID_PARAMS,
-            f"invalid prompt: {exc.error_count()} error(s)",
-            json.loads(exc.json(include_url=False, include_context=False)),
-        ) from exc
-    return request, prompt
-
-
-def _client_system_prompt(meta: dict[str, Any] | None) -> tuple[str, str] | None:
-    """`_meta.systemPrompt` as claude-agent-acp reads it (and acpx sends it): a string
-    replaces our system prompt, `{append: text}` adds to it. Anything else: -32602."""
-    value = (meta or {}).get("systemPrompt")
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return ("override", value)
-    if isinstance(value, dict) and isinstance(value.get("append"), str):
-        return ("append", value["append"])
-    raise RpcError(INVALID_PARAMS, "_meta.systemPrompt: a string (replaces), or {append: string}")
-
-
-def _with_message_id(result: dict[str, Any], answer: Any) -> dict[str, Any]:
-    """`userMessageId`: the prompt's message id (what `session/fork` and
-    `_session/rewind` take), as the message-id draft returns it; `usage` (unstable in
-    ACP): this turn's tokens."""
-    if answer.message_id is not None:
-        result["userMessageId"] = answer.message_id
-    turn = answer.turn
-    if turn is not None:
-        counts = (
-            turn.input_tokens,
-            turn.output_tokens,
-            turn.cache_read_tokens,
-            turn.cache_write_tokens,
-        )
-        result["usage"] = {
-            "totalTokens": sum(counts),
-            "inputTokens": turn.input_tokens,
-            "outputTokens": turn.output_tokens,
-            "cachedReadTokens": turn.cache_read_tokens,
-            "cachedWriteTokens": turn.cache_write_tokens,
-        }
-    return result
-
-
-def _log_failure(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("a steered turn failed: %s", task.exception())
-
-
-def _title_of(prompt: str | list[dict[str, Any]]) -> str:
-    text = (
-        prompt
-        if isinstance(prompt, str)
-        else " ".join(b["text"] for b in prompt if b["type"] == "text")
-    )
-    return " ".join(text.split())[:100] or "[attachment]"
-
-
-def _ref(session_id: str) -> Any:
-    from sema_rpc.protocol import SessionRef
-
-    return SessionRef(session_id=session_id)
-
-
-def _mcp(server: McpServer) -> dict[str, Any]:
-    """An ACP MCP server as `session/create` takes it (stdio runs; http/sse are reported
-    failed by the engine, never silently dropped)."""
-    if server.command is not None and server.type in (None, "stdio"):
-        return {
-            "name": server.name,
-            "command": server.command,
-            "args": server.args,
-            "env": server.env,
-        }
-    return {
-        "name": server.name,
-        "type": server.type or "http",
-        "url": server.url,
-        "headers": server.headers,
-    }
 
 
 __all__ = ["AcpServer"]

@@ -1,6 +1,6 @@
 """What the ACP dialect keeps per session, and what its helpers need of the server.
 
-`asks.py`, `events.py`, `fs.py` and `terminal.py` reach the server through `AcpPeer`
+`asks.py`, `fs.py` and `terminal.py` reach the server through `AcpPeer`
 (`server.py`'s `AcpServer` is the one implementation), so that none of them imports the
 server that imports them.
 """
@@ -56,7 +56,5 @@ class AcpPeer(Protocol):
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         """A request to the client; cancelling the caller cancels it on the wire."""
         ...
-
-    def output_changed(self, state: AcpSession, tool_call_id: str) -> None: ...
 
     def terminal_started(self, session_id: str, tool_call_id: str, terminal_id: str) -> None: ...

@@ -25,6 +25,19 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """A message larger than this is refused with -32600 and skipped."""
 
+
+def max_message_bytes() -> int:
+    """The largest message read: `$SEMA_MAX_MESSAGE_BYTES` (a positive integer; any other
+    value is ignored with a warning), else `MAX_MESSAGE_BYTES`."""
+    raw = os.environ.get("SEMA_MAX_MESSAGE_BYTES", "").strip()
+    if not raw:
+        return MAX_MESSAGE_BYTES
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    log.warning("ignoring SEMA_MAX_MESSAGE_BYTES=%r: not a positive integer", raw)
+    return MAX_MESSAGE_BYTES
+
+
 OnBody = Callable[[bytes], None]
 OnError = Callable[[str], None]
 
@@ -265,6 +278,8 @@ class FrameWriter:
     def __init__(self, stream: BinaryIO, jsonl: bool):
         self._stream = stream
         self._jsonl = jsonl
+        self.jsonl = jsonl
+        """The framing: one JSON per line, else Content-Length headers."""
         self._transport: asyncio.WriteTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -305,10 +320,6 @@ class FrameWriter:
             self._loop.call_soon_threadsafe(self._queue, frame, batch)
         except RuntimeError:  # the loop is closed
             self.closed = True
-
-    @property
-    def jsonl(self) -> bool:
-        return self._jsonl
 
     def write_frame(
         self, body: bytes, frame: bytes, *, batch: bool = False, session: str | None = None

@@ -42,8 +42,10 @@ from typing import Any
 
 from sema_rpc.core.root import sema_root
 from sema_rpc.protocol_core import ErrorCode
-from sema_rpc.rpc.framing import ContentLengthDecoder, FrameWriter, JsonlDecoder
-from sema_rpc.rpc.server import SemaServer, _dumps, _error_message
+from sema_rpc.rpc.connection import dumps as _dumps
+from sema_rpc.rpc.connection import error_message as _error_message
+from sema_rpc.rpc.framing import ContentLengthDecoder, FrameWriter, JsonlDecoder, max_message_bytes
+from sema_rpc.rpc.server import SemaServer
 
 log = logging.getLogger(__name__)
 
@@ -132,10 +134,9 @@ class _Connection(asyncio.Protocol):
         assert self.transport is not None
         server = SemaServer(SocketWriter(self.transport, jsonl), host=self.host)  # type: ignore[arg-type]
         server.close_connection = self._close
-        self.server = server
-        self.host.connect(server)
+        self.server = server  # attached to the host (SemaServer does it)
         decoder_cls = JsonlDecoder if jsonl else ContentLengthDecoder
-        self.decoder = decoder_cls(self._on_body, server.on_frame_error)
+        self.decoder = decoder_cls(self._on_body, server.on_frame_error, max_message_bytes())
 
     def _on_body(self, body: bytes) -> None:
         if self._refused:
@@ -165,7 +166,7 @@ class _Connection(asyncio.Protocol):
         msg_id = message.get("id") if isinstance(message, dict) else None
         if not isinstance(msg_id, str | int) or isinstance(msg_id, bool):
             msg_id = None
-        self.server.send_raw(
+        self.server.conn.send(
             _error_message(
                 msg_id,
                 ErrorCode.UNAUTHORIZED,
@@ -193,7 +194,7 @@ class _Connection(asyncio.Protocol):
         if self.decoder is not None:
             self.decoder.eof()
         server.writer.closed = True
-        self.host.disconnect(server)
+        self.host.detach(server)
 
 
 def _same_user(transport: asyncio.BaseTransport) -> bool:

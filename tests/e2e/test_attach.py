@@ -5,7 +5,9 @@ clients, over real processes and sockets."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -95,3 +97,225 @@ async def test_run_listen_is_watched_and_approved_from_a_second_client(
     assert not (Path(server_env["SEMA_ROOT"]) / "run" / f"{run.pid}.json").exists()
     assert not Path(info["endpoint"][5:]).exists()
     await watcher.close()
+
+
+async def test_two_clients_race_on_one_consent_request_exactly_one_wins(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    prompter, endpoint = await listening_client(server_env)  # declares no permissions
+    sid = (await prompter.create_session(workspace, model=MODEL))["sessionId"]
+    clients = {
+        name: SocketClient(
+            endpoint,
+            name=name,
+            jsonl=name == "alice",  # one client in each framing
+            on_server_request=lambda _m, _p, d=decision: {"decision": d},
+        )
+        for name, decision in (("alice", "allow_once"), ("bob", "reject"))
+    }
+    for client in clients.values():
+        await client.connect()
+        await client.initialize(permissions=True)
+        attached = await client.call("session/attach", {"sessionId": sid})
+        assert attached["state"] == "idle" and attached["pendingRequests"] == []
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": "race.txt", "content": "won\n"})]),
+        Reply.text("Done."),
+    )
+    result = await prompter.call("session/prompt", {"sessionId": sid, "input": "write"})
+    assert result["stopReason"] == "end_turn"
+
+    # Both were asked the same request; both answered.
+    [asked_alice] = clients["alice"].server_requests
+    [asked_bob] = clients["bob"].server_requests
+    request_id = asked_alice.message["id"]
+    assert asked_bob.message["id"] == request_id == asked_alice.params["requestId"]
+    # Exactly one won, and every follower was told who.
+    for client in (*clients.values(), prompter):
+        await client.wait_for("request:resolved")
+    resolved = [e.params for e in prompter.events("request:resolved")]
+    assert len(resolved) == 1 and resolved[0]["requestId"] == request_id
+    winner = resolved[0]["answeredBy"]
+    loser = "bob" if winner == "alice" else "alice"
+    assert winner in clients
+    for client in clients.values():
+        assert [e.params["answeredBy"] for e in client.events("request:resolved")] == [winner]
+    # The loser's request was withdrawn; the winner's was not.
+    cancels = {
+        name: [m["params"]["id"] for m in client.messages if m.get("method") == "$/cancelRequest"]
+        for name, client in clients.items()
+    }
+    assert cancels[loser] == [request_id] and cancels[winner] == []
+    # The winner's answer is the one that took effect.
+    assert (workspace / "race.txt").exists() == (winner == "alice")
+    assert resolved[0]["outcome"] == ("allow_once" if winner == "alice" else "reject")
+    for client in clients.values():
+        await client.close()
+    await prompter.close()
+
+
+def _seqs(lines: list[dict[str, Any]], sid: str) -> list[int]:
+    return [
+        m["params"]["seq"]
+        for m in lines
+        if "method" in m and "id" not in m and m.get("params", {}).get("sessionId") == sid
+    ]
+
+
+async def test_a_client_killed_mid_stream_reattaches_after_its_last_seq_with_no_gap_and_no_duplicate(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    prompter, endpoint = await listening_client(server_env)
+    sid = (await prompter.create_session(workspace, model=MODEL))["sessionId"]
+    scripted_llm.script(Reply.text(deltas=4000, delay_s=0.001))
+    prompt = asyncio.create_task(
+        prompter.call("session/prompt", {"sessionId": sid, "input": "go"}, timeout=120)
+    )
+    await prompter.wait_for("message:text:chunk")
+    tail = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.support.socket_tail",
+        endpoint.removeprefix("unix:"),
+        sid,
+        "0",
+        cwd=str(REPO),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert tail.stdout is not None
+    seen: list[dict[str, Any]] = []
+    while sum(1 for m in seen if m.get("method") == "message:text:chunk") < 300:
+        seen.append(json.loads(await asyncio.wait_for(tail.stdout.readline(), 30)))
+    tail.send_signal(signal.SIGKILL)  # mid-stream: the turn is still streaming
+    await tail.wait()
+    assert not prompt.done()
+    before = _seqs(seen, sid)
+    assert before == list(range(1, len(before) + 1))  # the replay from seq 1, then live
+
+    again = await SocketClient(endpoint, name="again").connect()
+    await again.initialize()
+    attached = await again.call("session/attach", {"sessionId": sid, "afterSeq": before[-1]})
+    assert attached["state"] == "processing" and attached["truncated"] is False
+    assert attached["lastSeq"] >= before[-1]
+    result = await prompt
+    assert result["stopReason"] == "end_turn"
+    await again.wait_for("state:update", lambda p: p["state"] == "idle")
+    after = _seqs(again.messages, sid)
+    # No gap, no duplicate: what the killed client saw and what the new one got are,
+    # together, exactly the session's stream as its creator received it.
+    assert after[0] == before[-1] + 1
+    assert before + after == _seqs([r.message for r in prompter.received], sid)
+    text = "".join(
+        m["params"]["delta"]
+        for m in seen + again.messages
+        if m.get("method") == "message:text:chunk"
+    )
+    assert text == "".join(f"w{i} " for i in range(4000))
+    await again.close()
+    await prompter.close()
+
+
+async def start_serve(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sema_rpc",
+        "serve",
+        *args,
+        env={**os.environ, **env},
+        cwd=str(REPO),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def stop_serve(proc: asyncio.subprocess.Process) -> bytes:
+    proc.send_signal(signal.SIGTERM)
+    _out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 128 + signal.SIGTERM, err.decode()
+    return err
+
+
+async def test_tcp_listener_refuses_a_wrong_or_missing_token(server_env, workspace):
+    serve = await start_serve(server_env, "--listen", "tcp:127.0.0.1:0")
+    root = Path(server_env["SEMA_ROOT"])
+    info = await endpoint_of(root, serve.pid)
+    assert info["endpoint"].startswith("tcp:127.0.0.1:")
+    token_file = Path(info["tokenFile"])
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    assert (root / "run" / f"{serve.pid}.json").stat().st_mode & 0o777 == 0o600
+    token = token_file.read_text().strip()
+
+    wrong = await SocketClient(info["endpoint"], name="wrong").connect()
+    answer = await wrong.request(
+        "initialize",
+        {"protocolVersion": 1, "token": token[:-1] + ("x" if token[-1] != "x" else "y")},
+    )
+    assert answer["error"]["code"] == -32001
+    await asyncio.wait_for(wrong.closed.wait(), 10)  # and the connection is closed
+
+    # Not initialize first (no token at all): refused the same way, in either framing.
+    skipping = await SocketClient(info["endpoint"], name="skipping", jsonl=False).connect()
+    answer = await skipping.request("session/list", {})
+    assert answer["error"]["code"] == -32001
+    await asyncio.wait_for(skipping.closed.wait(), 10)
+
+    right = await SocketClient(info["endpoint"], name="right").connect()
+    result = await right.initialize(token=token)
+    assert result["serverInfo"]["name"] == "sema-rpc"
+    sid = (await right.call("session/create", {"workingDir": str(workspace), "model": MODEL}))[
+        "sessionId"
+    ]
+    listed = await right.call("session/list", {})
+    assert [s["sessionId"] for s in listed["sessions"] if s.get("live")] == [sid]
+    await right.close()
+    err = await stop_serve(serve)
+    assert token.encode() not in err  # the secret never reaches the log
+    # The endpoint files go with the server.
+    assert not token_file.exists() and not (root / "run" / f"{serve.pid}.json").exists()
+
+
+async def test_a_dead_servers_socket_is_replaced_and_a_link_is_never_followed(server_env, tmp_path):
+    import socket as sockets
+
+    run = Path(server_env["SEMA_ROOT"]) / "run"
+    run.mkdir(mode=0o700)
+    # A socket left by a server that died (bound, never unlinked, nobody listening).
+    stale = run / "stale.sock"
+    dead = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    dead.bind(str(stale))
+    dead.close()
+    serve = await start_serve(server_env, "--listen", f"unix:{stale}")
+    info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+    assert info["endpoint"] == f"unix:{stale}"
+    client = await SocketClient(info["endpoint"]).connect()
+    assert (await client.initialize())["protocolVersion"] == 1
+    await client.close()
+    await stop_serve(serve)
+    assert not stale.exists()
+
+    # A link at the path, to somebody else's live socket: removed, never connected through.
+    elsewhere = tmp_path / "other.sock"
+    trap = await asyncio.start_unix_server(lambda _r, _w: touched.append(1), str(elsewhere))
+    touched: list[int] = []
+    linked = run / "linked.sock"
+    linked.symlink_to(elsewhere)
+    serve = await start_serve(server_env, "--listen", f"unix:{linked}")
+    await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+    assert not linked.is_symlink() and linked.is_socket()
+    assert elsewhere.is_socket()  # the link's target is untouched
+    client = await SocketClient(f"unix:{linked}").connect()
+    assert (await client.initialize())["serverInfo"]["name"] == "sema-rpc"
+    await client.close()
+    await stop_serve(serve)
+    await asyncio.sleep(0.1)
+    assert touched == []
+    trap.close()
+
+    # Anything else at the path is not ours to replace: the server refuses to start.
+    taken = run / "notes.txt"
+    taken.write_text("keep me\n")
+    serve = await start_serve(server_env, "--listen", f"unix:{taken}")
+    _out, err = await asyncio.wait_for(serve.communicate(), 30)
+    assert serve.returncode == 2 and b"not a socket" in err
+    assert taken.read_text() == "keep me\n"
