@@ -447,6 +447,7 @@ def test_checkhealth_reports_server_model_and_key_without_printing_it(
     assert "OK model (from setup): anthropic/claude-test" in report
     assert "OK API key: ANTHROPIC_API_KEY is set (22 characters)" in report
     assert "sk-ant-test-key-000000" not in report
+    assert f"no running server to attach to in {tmp_path / 'sema-root' / 'run'}" in report
     if sandbox_status()[0]:
         assert "OK commands run in the `workspace-write` OS sandbox by default" in report
     else:
@@ -628,6 +629,7 @@ def test_attach_to_a_session_another_process_hosts_and_approve_its_write(
             assert (await asyncio.wait_for(writing, 60))["stopReason"] == "end_turn"
             assert (workspace / "notes.txt").read_text() == "hello\n"
             assert result["session_id"] == sid and result["remote"] is True
+            assert result["servers"] == [{"pid": serve.pid, "endpoint": info["endpoint"]}]
             assert result["attach_state"] == "processing" and result["pending"] == 1
             attached = result["snapshots"]["attached"]
             assert "# Sema — attached: What is the answer?" in attached

@@ -24,6 +24,9 @@ vim.api.nvim_create_autocmd("User", {
 })
 
 H.run(function()
+  H.result.servers = vim.tbl_map(function(s)
+    return { pid = s.pid, endpoint = s.endpoint }
+  end, require("sema.attach").servers())
   vim.cmd("Sema attach")
   H.wait("the attach", function()
     return attached ~= nil
