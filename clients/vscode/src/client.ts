@@ -250,7 +250,7 @@ export class SemaConnection {
       clientInfo: { name: clientName, version: clientVersion ?? null },
       capabilities: { permissions: true, askQuestion: true, planExit: true },
       ...(this.token !== undefined ? { token: this.token } : {}),
-    } as Methods["initialize"]["params"]);
+    });
     return this.initializeResult;
   }
 
@@ -300,14 +300,6 @@ export class SemaConnection {
   }
 
   /**
-   * A request the generated method table may not name yet (a newer server's method):
-   * params and result as the wire has them.
-   */
-  async requestLoose(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
-    return (await this.request(method as MethodName, params as never)) as unknown as Record<string, unknown>;
-  }
-
-  /**
    * Follow a session this connection's server hosts (`session/attach`): the answer says
    * what it is doing now; its stream follows; an open consent request is sent again.
    * `prepare(session)` runs first (draw the earlier conversation, subscribe), so nothing
@@ -323,7 +315,7 @@ export class SemaConnection {
     try {
       // `prepare` runs before the stream starts (the earlier conversation drawn, listeners on).
       if (prepare) await prepare(session);
-      const attach = (await this.requestLoose("session/attach", { sessionId })) as unknown as AttachResult;
+      const attach = await this.request("session/attach", { sessionId });
       session.applyAttach(attach);
       return { session, attach };
     } catch (err) {
@@ -377,20 +369,8 @@ export class SemaConnection {
   }
 }
 
-/** `session/attach`'s answer (the fields a chat uses). */
-export interface AttachResult {
-  sessionId: string;
-  state?: "idle" | "processing";
-  queuedPrompts?: number;
-  pendingRequests?: Array<{ method: string; params: unknown }>;
-  lastSeq?: number;
-  replayed?: number;
-  truncated?: boolean;
-  workingDir?: string;
-  mode?: Mode;
-  permissionMode?: PermissionMode;
-  model?: string;
-}
+/** `session/attach`'s answer: what the session is doing, its open requests, its last seq. */
+export type AttachResult = Methods["session/attach"]["result"];
 
 /** One chat: a session on the server, its events, its requests, its turn state. */
 export class ChatSession {
@@ -430,8 +410,8 @@ export class ChatSession {
 
   /** @internal What `session/attach` said of a session another client started. */
   applyAttach(attach: AttachResult): void {
-    this.mode = attach.mode ?? this.mode;
-    this.permissionMode = attach.permissionMode ?? this.permissionMode;
+    this.mode = (attach.mode as Mode | undefined) ?? this.mode;
+    this.permissionMode = (attach.permissionMode as PermissionMode | undefined) ?? this.permissionMode;
     if (attach.model) this.modelName = attach.model;
     this.busy = attach.state === "processing";
   }
@@ -605,7 +585,7 @@ export class ChatSession {
     this.disposed = true;
     if (this.connection.remote) {
       try {
-        if (this.connection.alive) await this.connection.requestLoose("session/detach", { sessionId: this.id });
+        if (this.connection.alive) await this.connection.request("session/detach", { sessionId: this.id });
       } catch {
         // Gone already: nothing to detach from.
       }

@@ -99,17 +99,16 @@ export async function connectTo(server: LiveServer, clientName: string, version?
 export async function liveSessionsOf(server: LiveServer, clientName: string): Promise<LiveSession[]> {
   const conn = await connectTo(server, clientName);
   try {
-    const listed = await conn.requestLoose("session/list", {});
-    const items = Array.isArray(listed.sessions) ? (listed.sessions as Array<Record<string, unknown>>) : [];
-    return items
-      .filter((s) => s.live === true && typeof s.sessionId === "string")
+    const { sessions } = await conn.request("session/list", {});
+    return sessions
+      .filter((s) => s.live === true)
       .map((s) => ({
         server,
-        sessionId: s.sessionId as string,
-        title: typeof s.title === "string" ? s.title : null,
-        workingDir: typeof s.workingDir === "string" ? s.workingDir : null,
-        ...(typeof s.state === "string" ? { state: s.state } : {}),
-        ...(typeof s.updatedAt === "string" ? { updatedAt: s.updatedAt } : {}),
+        sessionId: s.sessionId,
+        title: s.title ?? null,
+        workingDir: s.workingDir ?? null,
+        ...(s.state ? { state: s.state } : {}),
+        updatedAt: s.updatedAt,
       }));
   } finally {
     await conn.shutdown();
