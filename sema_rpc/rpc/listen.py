@@ -1,5 +1,6 @@
 """A listening server's sockets: each accepted connection is one more client of the
-process's sessions (`rpc/host.py`), on the native dialect.
+process's sessions (shared.py), on the native dialect: a `Connection` with its
+`SemaServer` front, attached to the process's host.
 
 - `unix[:PATH]`: a Unix socket, by default `$SEMA_ROOT/run/<pid>.sock`, in a folder only
   its owner can enter (0700, checked: a directory of ours, not a link). The socket is

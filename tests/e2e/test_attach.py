@@ -319,3 +319,55 @@ async def test_a_dead_servers_socket_is_replaced_and_a_link_is_never_followed(se
     _out, err = await asyncio.wait_for(serve.communicate(), 30)
     assert serve.returncode == 2 and b"not a socket" in err
     assert taken.read_text() == "keep me\n"
+
+
+async def test_any_attached_client_prompts_switches_modes_and_interrupts_each_answered_to_its_sender(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    import threading
+
+    prompter, endpoint = await listening_client(server_env)
+    sid = (await prompter.create_session(workspace, model=MODEL))["sessionId"]
+    other = await SocketClient(endpoint, name="other", jsonl=False).connect()
+    await other.initialize()
+    await other.call("session/attach", {"sessionId": sid})
+
+    gate = threading.Event()
+    first = Reply.text("first answer", gate=gate)
+    scripted_llm.script(first, Reply.text("second answer"))
+    mine = asyncio.create_task(prompter.call("session/prompt", {"sessionId": sid, "input": "one"}))
+    await asyncio.to_thread(first.at_gate.wait, 30)
+    theirs = asyncio.create_task(other.call("session/prompt", {"sessionId": sid, "input": "two"}))
+    await other.wait_until(lambda: len(prompter.events("state:update")) >= 1)
+    assert (await other.call("mode/update", {"sessionId": sid, "mode": "Plan"}))["mode"] == "Plan"
+    gate.set()
+    assert (await mine)["stopReason"] == "end_turn"
+    assert (await theirs)["stopReason"] == "end_turn"
+    # Each follower saw both turns and the mode switch; no answer went astray.
+    for client in (prompter, other):
+        texts = "".join(e.params["delta"] for e in client.events("message:text:chunk"))
+        assert texts == "first answersecond answer"
+        assert [e.params["mode"] for e in client.events("mode:update")] == ["Plan"]
+    assert prompter.unsolicited == []
+
+    scripted_llm.script(Reply.text(deltas=3000, delay_s=0.002))
+    running = asyncio.create_task(
+        prompter.call("session/prompt", {"sessionId": sid, "input": "long"}, timeout=60)
+    )
+    seen = len(other.events("message:text:chunk"))
+    await other.wait_until(lambda: len(other.events("message:text:chunk")) >= seen + 10)
+    assert (await other.call("session/interrupt", {"sessionId": sid}))["interrupted"] is True
+    assert (await running)["stopReason"] == "interrupted"
+    await other.close()
+    await prompter.close()
+
+
+async def test_a_server_that_does_not_listen_refuses_attach(server_env, workspace):
+    async with WireClient(env=server_env) as client:
+        await client.initialize()
+        sid = (await client.create_session(workspace, model=MODEL))["sessionId"]
+        answer = await client.request("session/attach", {"sessionId": sid})
+        assert answer["error"]["code"] == -32600 and "--listen" in answer["error"]["message"]
+        listed = await client.call("session/list", {})
+        assert all("live" not in s for s in listed["sessions"])
+        assert not (Path(server_env["SEMA_ROOT"]) / "run").exists()
