@@ -329,3 +329,42 @@ async def test_in_a_terminal_typed_lines_prompt_and_steer_ctrl_c_interrupts_ctrl
         if serve.returncode is None:
             serve.terminate()
             await serve.wait()
+
+
+async def test_over_tcp_the_token_file_is_presented_and_a_wrong_token_is_refused(
+    server_env, scripted_llm: ScriptedLLM, workspace, tmp_path: Path
+):
+    """A `serve --listen tcp:127.0.0.1:0` server: `attach` finds it and its token file
+    through the endpoint file and attaches (end of input at once: it detaches, rc 0); with
+    `--token-file` naming a wrong token it is refused, says so, and attaches to nothing."""
+    serve = await _start(server_env, "serve", "--listen", "tcp:127.0.0.1:0")
+    try:
+        info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+        assert info["endpoint"].startswith("tcp:127.0.0.1:")
+        token = Path(info["tokenFile"]).read_text().strip()
+        owner = await SocketClient(info["endpoint"], name="owner").connect()
+        await owner.initialize(token=token)
+        sid = (await owner.call("session/create", {"workingDir": str(workspace), "model": MODEL}))[
+            "sessionId"
+        ]
+
+        attach = await _start(server_env, "attach")
+        _, err = await asyncio.wait_for(attach.communicate(b""), 60)
+        said = err.decode()
+        assert attach.returncode == 0, said
+        assert f"attached to {sid} (idle" in said and f"detached; {sid} goes on" in said
+
+        wrong = tmp_path / "wrong.token"
+        wrong.write_text("not-the-token\n")
+        attach = await _start(
+            server_env, "attach", sid, "--endpoint", info["endpoint"], "--token-file", str(wrong)
+        )
+        _, err = await asyncio.wait_for(attach.communicate(b""), 60)
+        assert attach.returncode == 1
+        assert "sema-rpc attach: the server refused the connection" in err.decode()
+        assert "attached to" not in err.decode()
+        await owner.close()
+    finally:
+        if serve.returncode is None:
+            serve.terminate()
+            await serve.wait()
