@@ -368,3 +368,49 @@ async def test_over_tcp_the_token_file_is_presented_and_a_wrong_token_is_refused
         if serve.returncode is None:
             serve.terminate()
             await serve.wait()
+
+
+async def test_with_several_live_sessions_it_lists_them_or_asks_which(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    """Two live sessions: without SESSION and without a terminal, `attach` lists both and
+    exits 2; `--choose` reads the number from stdin and attaches to that one; a name that
+    matches no live session is said (rc 1), with the live ones listed."""
+    serve = await _start(server_env, "serve")
+    try:
+        info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+        owner = await SocketClient(info["endpoint"], name="owner").connect()
+        await owner.initialize()
+        first, second = [
+            (await owner.call("session/create", {"workingDir": str(workspace), "model": MODEL}))[
+                "sessionId"
+            ]
+            for _ in range(2)
+        ]
+
+        attach = await _start(server_env, "attach")
+        _, err = await asyncio.wait_for(attach.communicate(b""), 60)
+        said = err.decode()
+        assert attach.returncode == 2, said
+        assert "name one: sema-rpc attach SESSION" in said
+        assert first in said and second in said
+
+        attach = await _start(server_env, "attach", "--choose")
+        listing = await _start(server_env, "attach")  # the order `--choose` shows
+        _, shown = await asyncio.wait_for(listing.communicate(b""), 60)
+        rows = [line for line in shown.decode().splitlines() if line.startswith("  ")]
+        chosen = first if first in rows[1] else second
+        _, err = await asyncio.wait_for(attach.communicate(b"2\n"), 60)
+        said = err.decode()
+        assert attach.returncode == 0, said
+        assert "which one?" in said and f"attached to {chosen} (idle" in said
+
+        attach = await _start(server_env, "attach", "nosuch")
+        _, err = await asyncio.wait_for(attach.communicate(b""), 60)
+        assert attach.returncode == 1
+        assert "no live session 'nosuch'" in err.decode() and first in err.decode()
+        await owner.close()
+    finally:
+        if serve.returncode is None:
+            serve.terminate()
+            await serve.wait()
