@@ -640,6 +640,10 @@ def test_attach_to_a_session_another_process_hosts_and_approve_its_write(
             assert "— attached (processing, 1 waiting for an answer) —" in attached
             assert "✓ answered by sema.nvim: allow_once" in result["snapshots"]["approved"]
             assert "Nothing more to do." in result["snapshots"]["end"]
+            again = result["snapshots"]["reattached"]
+            assert again.count("# Sema — attached:") == 1 and "detached" not in again
+            assert "## You\n\nand now?\n\n## Sema\n\nNothing more to do." in again
+            assert "— attached (idle) —" in again
             [resolved] = owner.events("request:resolved")
             assert resolved.params["answeredBy"] == "sema.nvim"
             # the chat's prompt ran on that session; it goes on in its server after Neovim left

@@ -16,10 +16,12 @@ H.picker(function(prompt, labels)
 end)
 
 local attached
+local attaches = 0
 vim.api.nvim_create_autocmd("User", {
   pattern = "SemaAttached",
   callback = function(ev)
     attached = ev.data
+    attaches = attaches + 1
   end,
 })
 
@@ -45,4 +47,13 @@ H.run(function()
   H.wait_event("SemaPromptDone", 1)
   H.snapshot("end")
   H.result.remote = H.chat().remote ~= nil
+
+  -- detach, then attach again by id: the chat is drawn afresh from the server
+  vim.cmd("Sema detach")
+  H.wait_text("— detached; the session goes on —")
+  vim.cmd("Sema attach " .. attached.sessionId:sub(1, 8))
+  H.wait("the second attach", function()
+    return attaches == 2
+  end)
+  H.snapshot("reattached")
 end)

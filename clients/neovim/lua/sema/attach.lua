@@ -213,7 +213,7 @@ function M.open(item)
   local sema = require("sema")
   local state = sema._state
   local existing = state.chats[item.sessionId]
-  if existing and existing.remote and existing.remote:is_running() then
+  if existing and existing.remote and existing.remote:is_running() and existing.attached then
     state.current = existing
     existing:show()
     return existing
@@ -229,8 +229,12 @@ function M.open(item)
     local previous = state.current
     state.current = chat
     chat:show(previous)
-    local title = item.title or item.sessionId
-    chat:append({ ("# Sema — attached: %s (pid %s)"):format(title, tostring(item.server.pid)) })
+    local title = ("# Sema — attached: %s (pid %s)"):format(item.title or item.sessionId, tostring(item.server.pid))
+    if existing then
+      chat:clear(title) -- attached again: drawn afresh from the server
+    else
+      chat:append({ title })
+    end
     local function attach_now()
       client:request("session/attach", { sessionId = item.sessionId }, function(aerr, result)
         if aerr then
