@@ -414,3 +414,63 @@ async def test_with_several_live_sessions_it_lists_them_or_asks_which(
         if serve.returncode is None:
             serve.terminate()
             await serve.wait()
+
+
+async def test_a_question_and_a_plan_approval_are_answered_at_the_terminal(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    """A Plan-mode session whose only other client cannot answer: the AskUserQuestion and
+    the ExitPlanMode it asks wait for `attach`, which prints the options and sends what is
+    typed (`2`: the second option; `s`: start editing); the model gets both answers."""
+    question = {
+        "question": "Which database?",
+        "header": "Database",
+        "options": [
+            {"label": "SQLite", "description": "a file"},
+            {"label": "Postgres", "description": "a server"},
+        ],
+        "multiSelect": False,
+    }
+    scripted_llm.script(
+        Reply.tools([("AskUserQuestion", {"questions": [question]}, "q1")]),
+        Reply.tools([("ExitPlanMode", {"plan": "# Plan\n1. use Postgres"}, "exit1")]),
+        Reply.text("Implementing with Postgres."),
+    )
+    serve = await _start(server_env, "serve")
+    try:
+        info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+        owner = await SocketClient(info["endpoint"], name="owner").connect()
+        await owner.initialize()  # answers nothing
+        sid = (
+            await owner.call(
+                "session/create", {"workingDir": str(workspace), "model": MODEL, "mode": "Plan"}
+            )
+        )["sessionId"]
+        planning = asyncio.ensure_future(
+            owner.call("session/prompt", {"sessionId": sid, "input": "plan it"}, timeout=120)
+        )
+        attach = await _start(server_env, "attach", sid)
+        assert attach.stdin is not None and attach.stderr is not None
+        said: list[str] = []
+        await _read_until(attach.stderr, "a number, or your own answer", said)
+        assert "? Which database?" in "".join(said) and "  2. Postgres — a server" in "".join(said)
+        attach.stdin.write(b"2\n")
+        await attach.stdin.drain()
+        await _read_until(attach.stderr, "[s]tart editing", said)
+        assert "1. use Postgres" in "".join(said)
+        attach.stdin.write(b"s\n")
+        await attach.stdin.drain()
+
+        assert (await asyncio.wait_for(planning, 60))["stopReason"] == "end_turn"
+        assert "Postgres" in json.dumps(scripted_llm.requests[1].body["messages"][-1])
+        modes = [r.params["mode"] for r in owner.events("mode:update")]
+        assert modes[-1] == "Agent"  # the plan approved: out of Plan mode
+        attach.stdin.close()
+        out, _ = await asyncio.wait_for(attach.communicate(), 30)
+        assert "Implementing with Postgres." in out.decode()
+        assert attach.returncode == 0
+        await owner.close()
+    finally:
+        if serve.returncode is None:
+            serve.terminate()
+            await serve.wait()
