@@ -474,3 +474,50 @@ async def test_a_question_and_a_plan_approval_are_answered_at_the_terminal(
         if serve.returncode is None:
             serve.terminate()
             await serve.wait()
+
+
+async def test_a_consent_answered_by_another_client_is_withdrawn_at_the_terminal(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    """Both `attach` and an editor-like socket client are asked; the other one answers
+    first: the terminal's question is withdrawn and it says who answered, with what."""
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": "notes.txt", "content": "hello\n"})]),
+        Reply.text("Written the notes."),
+    )
+    release = asyncio.Event()
+
+    async def answer_later(method: str, params: dict) -> dict:
+        await release.wait()
+        return {"decision": "allow_once"}
+
+    serve = await _start(server_env, "serve")
+    try:
+        info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+        editor = await SocketClient(
+            info["endpoint"], name="editor", on_server_request=answer_later
+        ).connect()
+        await editor.initialize(permissions=True)
+        sid = (await editor.call("session/create", {"workingDir": str(workspace), "model": MODEL}))[
+            "sessionId"
+        ]
+        writing = asyncio.ensure_future(
+            editor.call("session/prompt", {"sessionId": sid, "input": "write notes"}, timeout=120)
+        )
+        attach = await _start(server_env, "attach", sid)
+        assert attach.stdin is not None and attach.stderr is not None
+        said: list[str] = []
+        await _read_until(attach.stderr, "allow?", said)
+        release.set()
+        await _read_until(attach.stderr, "✓ answered by editor: allow_once", said)
+        await _read_until(attach.stderr, "(withdrawn: answered elsewhere", said)
+        assert (await asyncio.wait_for(writing, 60))["stopReason"] == "end_turn"
+        assert (workspace / "notes.txt").read_text() == "hello\n"
+        attach.stdin.close()
+        await asyncio.wait_for(attach.communicate(), 30)
+        assert attach.returncode == 0
+        await editor.close()
+    finally:
+        if serve.returncode is None:
+            serve.terminate()
+            await serve.wait()
