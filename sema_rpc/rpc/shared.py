@@ -174,10 +174,12 @@ class SharedHost(Host):
             backlog = self._backlogs[session_id] = Backlog()
         backlog.append(event.seq, body, batch)
         followers = self._followers.get(session_id)
-        if followers is None:  # a new session: the connection creating it follows it
-            followers = self._followers[session_id] = []
+        if followers is None or (not batch and event.event == "session:ready"):
+            # A session created, resumed or forked: the connection asking follows it
+            # from this first event of its answer.
+            followers = self._followers.setdefault(session_id, [])
             creator = connection.get()
-            if creator is not None and creator in self.connections:
+            if creator is not None and creator in self.connections and creator not in followers:
                 followers.append(creator)
         if not followers:
             return

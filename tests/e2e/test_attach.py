@@ -371,3 +371,76 @@ async def test_a_server_that_does_not_listen_refuses_attach(server_env, workspac
         listed = await client.call("session/list", {})
         assert all("live" not in s for s in listed["sessions"])
         assert not (Path(server_env["SEMA_ROOT"]) / "run").exists()
+
+
+async def test_with_nobody_able_to_answer_consent_waits_for_a_client_or_an_interrupt(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    prompter, endpoint = await listening_client(server_env)  # declares no permissions
+    sid = (await prompter.create_session(workspace, model=MODEL))["sessionId"]
+    observer = await SocketClient(endpoint, name="observer").connect()
+    await observer.initialize()  # no capability either
+
+    async def open_requests() -> dict[str, Any]:
+        while True:
+            attached = await observer.call("session/attach", {"sessionId": sid})
+            if attached["pendingRequests"]:
+                return dict(attached)
+            await asyncio.sleep(0.05)
+
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": "late.txt", "content": "approved later\n"})]),
+        Reply.text("Written."),
+        Reply.tools([("Write", {"file_path": "never.txt", "content": "no\n"})]),
+    )
+    first = asyncio.create_task(prompter.call("session/prompt", {"sessionId": sid, "input": "a"}))
+    attached = await asyncio.wait_for(open_requests(), 30)
+    [pending] = attached["pendingRequests"]
+    assert attached["state"] == "processing"
+    assert pending["method"] == "tool:permission:request"
+    assert pending["params"]["toolName"] == "Write"
+    await asyncio.sleep(0.5)  # it waits: nothing is written, nobody is asked
+    assert not (workspace / "late.txt").exists() and not first.done()
+    assert observer.server_requests == [] and prompter.server_requests == []
+
+    approver = await SocketClient(
+        endpoint, name="approver", on_server_request=lambda _m, _p: {"decision": "allow_once"}
+    ).connect()
+    await approver.initialize(permissions=True)
+    await approver.call("session/attach", {"sessionId": sid})
+    assert (await first)["stopReason"] == "end_turn"
+    assert (workspace / "late.txt").read_text() == "approved later\n"
+    [asked] = approver.server_requests
+    assert asked.message["id"] == pending["params"]["requestId"]
+    resolved = await observer.wait_for("request:resolved")
+    assert resolved.params["answeredBy"] == "approver"
+
+    # Nobody able to answer again; an interrupt from any follower ends the wait.
+    await approver.call("session/detach", {"sessionId": sid})
+    second = asyncio.create_task(prompter.call("session/prompt", {"sessionId": sid, "input": "b"}))
+    await asyncio.wait_for(open_requests(), 30)
+    assert (await observer.call("session/interrupt", {"sessionId": sid}))["interrupted"] is True
+    assert (await second)["stopReason"] == "interrupted"
+    assert not (workspace / "never.txt").exists()
+    assert len(approver.server_requests) == 1  # a detached client is not asked
+    for client in (observer, approver):
+        await client.close()
+    await prompter.close()
+
+
+async def test_resuming_a_live_session_by_id_from_another_client_follows_it(
+    server_env, scripted_llm: ScriptedLLM, workspace
+):
+    prompter, endpoint = await listening_client(server_env)
+    sid = (await prompter.create_session(workspace, model=MODEL))["sessionId"]
+    joiner = await SocketClient(endpoint, name="joiner").connect()
+    await joiner.initialize()
+    ready = await joiner.call("session/create", {"sessionId": sid, "workingDir": str(workspace)})
+    assert ready["sessionId"] == sid
+    assert [e.params["sessionId"] for e in joiner.events("session:ready")] == [sid]
+    scripted_llm.script(Reply.text("hello both"))
+    await prompter.call("session/prompt", {"sessionId": sid, "input": "hi"})
+    await joiner.wait_for("state:update", lambda p: p["state"] == "idle")
+    assert "".join(e.params["delta"] for e in joiner.events("message:text:chunk")) == "hello both"
+    await joiner.close()
+    await prompter.close()
