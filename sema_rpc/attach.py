@@ -617,7 +617,7 @@ class Attached:
             self.note(f"error: {exc}")
             return
         stop = (result or {}).get("stopReason")
-        if stop not in (None, "end_turn", "command"):
+        if stop not in (None, "end_turn", "command", "interrupted"):  # interrupted: said already
             self.note(f"({stop})")
 
     def interrupt(self) -> None:

@@ -313,6 +313,7 @@ async def test_in_a_terminal_typed_lines_prompt_and_steer_ctrl_c_interrupts_ctrl
 
         tmux._tmux("send-keys", "-t", tmux.name, "C-d")
         await screen("detached;")
+        assert tmux.screen().count("interrupted") == 1  # said once
         # The session goes on in its server, still live, for the next client.
         listed = await owner.call("session/list", {})
         [entry] = [s for s in listed["sessions"] if s["sessionId"] == sid]
