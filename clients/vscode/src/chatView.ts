@@ -724,7 +724,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     await this.showConversation(session);
     this.attach(session);
     session.connection.onExit(() => {
-      if (this.session === session) this.post({ type: "notice", message: "The server of this session went away." });
+      session.busy = false;
+      if (this.session !== session) return;
+      this.post({ type: "notice", message: "The server of this session went away." });
+      this.postState();
     });
   }
 

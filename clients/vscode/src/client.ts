@@ -112,6 +112,9 @@ export function checkSocketPath(path: string): void {
   }
 }
 
+/** Event-loop turns without a message handled after which the read queue counts as drained. */
+const QUIET_ROUNDS = 3;
+
 /** Time allowed to connect to another process's listener. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -125,6 +128,8 @@ export class SemaConnection {
   private exitPromise: Promise<void>;
   private closing = false;
   initializeResult: InitializeResult | undefined;
+  /** Messages handled so far (to tell when the read queue has drained). */
+  private handled = 0;
   /** `initialize`'s token: what a TCP listener wrote to its token file. */
   token: string | undefined;
 
@@ -142,11 +147,12 @@ export class SemaConnection {
         for (const listener of this.exitListeners) listener(code, signal);
         resolve();
       };
-      if (socket) socket.once("close", () => exited(0, null));
+      if (socket) socket.once("close", () => this.afterQueue(() => exited(0, null)));
       else process.once("exit", exited);
     });
     for (const name of NOTIFICATION_NAMES) {
       rpc.onNotification(name, (params: { sessionId?: string }) => {
+        this.handled++;
         const session = params.sessionId ? this.sessions.get(params.sessionId) : undefined;
         session?.deliver({ method: name, params } as SessionEvent);
       });
@@ -158,6 +164,7 @@ export class SemaConnection {
     ];
     for (const name of serverRequests) {
       rpc.onRequest(name, async (params: { sessionId?: string }, token: CancellationToken) => {
+        this.handled++;
         const session = params.sessionId ? this.sessions.get(params.sessionId) : undefined;
         if (!session?.handler) {
           throw new ResponseError(-32603, `no chat answers ${name} for session ${params.sessionId}`);
@@ -224,6 +231,24 @@ export class SemaConnection {
     conn.token = token;
     rpc.listen();
     return conn;
+  }
+
+  /**
+   * Run `then` once the messages already read are dispatched: the connection hands them
+   * over one per event-loop turn, and a server that ends right after its last notification
+   * (a `run --listen` one-shot) closes the socket before they are all handed over.
+   */
+  private afterQueue(then: () => void): void {
+    let seen = -1;
+    let quiet = 0;
+    let rounds = 0;
+    const check = () => {
+      if (this.handled === seen) quiet++;
+      else [seen, quiet] = [this.handled, 0];
+      if (quiet >= QUIET_ROUNDS || ++rounds > 100_000) then();
+      else setImmediate(check);
+    };
+    setImmediate(check);
   }
 
   /** A connection to another process's listener (not a server this client spawned). */

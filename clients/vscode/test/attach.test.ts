@@ -3,7 +3,8 @@
 // found through $SEMA_ROOT/run, a socket connection that draws the earlier conversation,
 // approves the Write the session waits for, and follows the rest of the turn.
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { SemaConnection, type SessionEvent, type TranscriptMessage } from "../src/client";
@@ -123,6 +124,45 @@ describe("Attach to a running session", { timeout: 180000 }, () => {
       assert.ok(existsSync(path.join(home.semaRoot, "run", `${owner.pid}.json`)));
     } finally {
       await owner.shutdown();
+    }
+  });
+
+  it("follows a run --listen one-shot to the end of a 3,000-delta burst its server exits right after", async () => {
+    await model.reset();
+    await model.script(
+      { tools: [["Write", { file_path: "later.txt", content: "later\n" }]] },
+      { deltas: 3000 },
+    );
+    const run = spawn(
+      SEMA_RPC,
+      ["run", "--format", "text", "--model", MODEL, "--cwd", home.workspace, "--listen", "unix", "write later"],
+      { env: home.env(model), stdio: ["ignore", "ignore", "pipe"] },
+    );
+    const runExit = new Promise<number | null>((resolve) => run.once("exit", resolve));
+    try {
+      await waitFor(
+        () => readdirSync(path.join(home.semaRoot, "run")).includes(`${run.pid}.json`),
+        30000,
+        "the one-shot's endpoint file",
+      );
+      const [server] = discoverServers(runDir({ SEMA_ROOT: home.semaRoot })).filter((s) => s.pid === run.pid);
+      const { sessions } = await allLiveSessions([server], "lister");
+      const conn = await SemaConnection.connect(server.endpoint);
+      await conn.initialize("attach-test", "0");
+      const events: SessionEvent[] = [];
+      const closed = new Promise<void>((resolve) => conn.onExit(() => resolve()));
+      await conn.attachSession(sessions[0].sessionId, home.workspace, async (s) => {
+        s.onEvent((e) => events.push(e));
+        s.handler = { request: async () => ({ decision: "allow_once" }) as never };
+      });
+      assert.equal(await runExit, 0);
+      await closed;
+      const text = events.map((e) => (e.method === "message:text:chunk" ? e.params.delta : "")).join("");
+      // every delta of the burst the one-shot streamed just before it exited
+      assert.equal(text, Array.from({ length: 3000 }, (_, i) => `w${i} `).join(""));
+      assert.ok(events.some((e) => e.method === "state:update" && e.params.state === "idle"));
+    } finally {
+      if (run.exitCode === null) run.kill("SIGTERM");
     }
   });
 });
