@@ -110,6 +110,7 @@ class _Connection(asyncio.Protocol):
         self.decoder: JsonlDecoder | ContentLengthDecoder | None = None
         self._head = b""
         self._refused = False
+        self._closing: asyncio.Future[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -186,7 +187,22 @@ class _Connection(asyncio.Protocol):
             self.transport.close()  # after what is buffered is written
 
     def eof_received(self) -> bool:
-        return False
+        """The client is done sending (a half-close, as `nc -N` does): it follows nothing
+        any more, and the connection closes once its requests are answered."""
+        server = self.server
+        if server is None or self._refused:
+            return False
+        assert self.decoder is not None
+        self.decoder.eof()
+        self.host.detach(server)
+        self._closing = asyncio.ensure_future(self._close_when_answered(server))
+        return True
+
+    async def _close_when_answered(self, server: SemaServer) -> None:
+        waiting = server.conn.in_flight()
+        if waiting:
+            await asyncio.wait(waiting)
+        self._close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         server = self.server

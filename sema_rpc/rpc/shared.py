@@ -284,7 +284,7 @@ class SharedHost(Host):
 
     def attach_session(self, conn: SemaServer, params: SessionAttachParams) -> dict[str, Any]:
         """`session/attach`: the answer; the replay and the open requests follow it, from
-        the same step of the loop (`SemaServer.after_answer`)."""
+        the same step of the loop (`Connection.after_answer`)."""
         from sema_rpc.engine import lifecycle
         from sema_rpc.protocol import PendingRequest, SessionAttachResult
 

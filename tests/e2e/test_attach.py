@@ -444,3 +444,23 @@ async def test_resuming_a_live_session_by_id_from_another_client_follows_it(
     assert "".join(e.params["delta"] for e in joiner.events("message:text:chunk")) == "hello both"
     await joiner.close()
     await prompter.close()
+
+
+async def test_a_client_that_half_closes_still_gets_its_answers(server_env, workspace):
+    serve = await start_serve(server_env)
+    try:
+        info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+        reader, writer = await asyncio.open_unix_connection(info["endpoint"].removeprefix("unix:"))
+        requests = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+            {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}},
+        ]
+        writer.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
+        writer.write_eof()  # what `nc -N` does: done sending, still reading
+        lines = (await asyncio.wait_for(reader.read(), 30)).splitlines()
+        answers = [json.loads(line) for line in lines]
+        assert [a["id"] for a in answers] == [1, 2]
+        assert answers[1]["result"] == {"sessions": []}
+        writer.close()
+    finally:
+        await stop_serve(serve)
