@@ -66,25 +66,26 @@ class Follower(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
+        # Counted on whole lines only: a read may end inside a message.
         now = time.monotonic()
-        found = data.count(CHUNK)
+        self.buffer += data
+        cut = self.buffer.rfind(b"\n")
+        if cut < 0:
+            return
+        complete = bytes(self.buffer[:cut])
+        del self.buffer[: cut + 1]
+        found = complete.count(CHUNK)
         if found:
             if self.first is None:
                 self.first = now
             self.chunks += found
             self.last = now
-        self.lines += data.count(b"\n")
-        self.buffer += data
-        cut = self.buffer.rfind(b"\n")
-        if cut >= 0:
-            complete = bytes(self.buffer[:cut])
-            del self.buffer[: cut + 1]
-            last_line = complete.rsplit(b"\n", 1)[-1]
-            self.tail = last_line
-            if b'"id":' in complete and b'"result"' in complete:  # an answer (rare)
-                for line in complete.split(b"\n"):
-                    if line.startswith(b'{"jsonrpc":"2.0","id":'):
-                        self.answers.append(json.loads(line))
+        self.lines += complete.count(b"\n") + 1
+        self.tail = complete.rsplit(b"\n", 1)[-1]
+        if b'"result"' in complete:  # an answer (rare)
+            for line in complete.split(b"\n"):
+                if line.startswith(b'{"jsonrpc":"2.0","id":'):
+                    self.answers.append(json.loads(line))
         self.changed.set()
 
     def send(self, msg_id: int, method: str, params: dict[str, Any]) -> None:

@@ -127,7 +127,7 @@ class AcpEvents:
                     self.update(session_id, update)
 
 
-def updates_for(server: AcpEvents, state: AcpSession, event: EventParams) -> list[dict[str, Any]]:
+def updates_for(events: AcpEvents, state: AcpSession, event: EventParams) -> list[dict[str, Any]]:
     """What the client sees of one engine event (often nothing: `state:update`,
     `session:ready`, `message:complete` have no ACP counterpart)."""
     if isinstance(event, TextChunkParams):
@@ -156,7 +156,7 @@ def updates_for(server: AcpEvents, state: AcpSession, event: EventParams) -> lis
             return []
         call.output = (call.output + event.delta)[-translate.OUTPUT_TAIL_CHARS :]
         # Sent once per loop iteration however many deltas came (output_update).
-        server.output_changed(state, event.tool_call_id)
+        events.output_changed(state, event.tool_call_id)
         return []
     if isinstance(event, ToolExecutionCompleteParams | ToolExecutionErrorParams):
         pending = output_update(state, event.tool_call_id)
@@ -180,26 +180,26 @@ def updates_for(server: AcpEvents, state: AcpSession, event: EventParams) -> lis
     if isinstance(event, ModelUpdateParams | SandboxUpdateParams):
         from sema_rpc.acp.options import config_options
 
-        session = server.engine.sessions.get(state.session_id)
+        session = events.engine.sessions.get(state.session_id)
         if session is None:
             return []
         return [
             {
                 "sessionUpdate": "config_option_update",
-                "configOptions": config_options(server.engine, session),
+                "configOptions": config_options(events.engine, session),
             }
         ]
     if isinstance(event, ModeUpdateEventParams):
         from sema_rpc.acp.options import config_options, current_mode
 
-        session = server.engine.sessions.get(state.session_id)
+        session = events.engine.sessions.get(state.session_id)
         if session is None:
             return []
         return [
             {"sessionUpdate": "current_mode_update", "currentModeId": current_mode(session)},
             {
                 "sessionUpdate": "config_option_update",
-                "configOptions": config_options(server.engine, session),
+                "configOptions": config_options(events.engine, session),
             },
         ]
     if isinstance(event, ConversationUsageParams):

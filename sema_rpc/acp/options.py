@@ -18,12 +18,12 @@ from sema_rpc.protocol import (
     RpcError,
     SessionSetSandboxParams,
 )
+from sema_rpc.rpc.errors import INVALID_PARAMS
 
 if TYPE_CHECKING:
     from sema_rpc.engine.engine import SemaEngine
     from sema_rpc.engine.session import Session
 
-INVALID_PARAMS = -32602
 
 BUILTIN_COMMANDS = [
     ("clear", "Start a new conversation (the history stays on disk)", None),

@@ -1,8 +1,9 @@
 """From our events and tools to ACP shapes: pure functions, no I/O.
 
-What each engine event becomes on the ACP side is listed in protocol/acp.md; the
-functions here build the `session/update` payloads and the parts of permission
-requests, so the server (server.py) only routes.
+What each engine event becomes on the ACP side is decided in events.py (the mapping,
+listed in protocol/acp.md); the functions here build the shapes it, the permission
+requests (asks.py) and a loaded session's replay (replay.py) put on the wire, and read
+a prompt's blocks.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from sema_rpc.protocol import RpcError, TodoItem
-
-INVALID_PARAMS = -32602
+from sema_rpc.rpc.errors import INVALID_PARAMS
 
 TOOL_KINDS: dict[str, str] = {
     "Read": "read",

@@ -20,9 +20,10 @@ from sema_rpc.protocol import EventParams, WireModel
 class ClientBridge(Protocol):
     """How the engine reaches the client.
 
-    Implemented by each wire dialect (`rpc/server.py`'s `SemaServer`, `acp/server.py`'s
-    `AcpServer`) and by the in-process API (`engine/api.py`), which `run` drives through
-    the native server."""
+    Implemented by the process's host (`rpc/host.py`), which hands each event to the
+    dialect fronts attached to it (`rpc/server.py`'s `SemaServer`, `acp/server.py`'s
+    `AcpServer`: bridges too), and by the in-process API (`engine/api.py`), which `run`
+    drives through the native server."""
 
     def notify(self, event: EventParams) -> None: ...
 

@@ -275,7 +275,7 @@ class FrameWriter:
     """…or once the oldest pending frame has waited this long (a long iteration that
     keeps producing deltas still streams them out)."""
 
-    def __init__(self, stream: BinaryIO, jsonl: bool):
+    def __init__(self, stream: BinaryIO | None, jsonl: bool):
         self._stream = stream
         self._jsonl = jsonl
         self.jsonl = jsonl
@@ -291,7 +291,18 @@ class FrameWriter:
         self.tap: Callable[[bytes, str | None], None] | None = None
         """Sees every outgoing message body and its session tag (the recorder)."""
 
+    @classmethod
+    def over(cls, transport: asyncio.WriteTransport, *, jsonl: bool) -> FrameWriter:
+        """A writer to a transport the caller has (a connection a listener accepted),
+        batching as on a pipe; created on the loop's thread."""
+        writer = cls(None, jsonl)
+        writer._transport = transport
+        writer._loop = asyncio.get_running_loop()
+        writer._loop_thread = threading.get_ident()
+        return writer
+
     async def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        assert self._stream is not None, "a writer over a transport is started already"
         mode = os.fstat(self._stream.fileno()).st_mode
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
             transport, _ = await loop.connect_write_pipe(asyncio.Protocol, self._stream)
@@ -382,6 +393,8 @@ class FrameWriter:
             self.closed = True
 
     def _write_file(self, body: bytes) -> None:
+        if self._stream is None:
+            return
         try:
             self._stream.write(encode_frame(body, self._jsonl))
             self._stream.flush()

@@ -154,7 +154,9 @@ class SemaServer:
         self.host.attach(self)
         self._handlers: dict[str, Callable[[Any], Any]] = {}
         """Every method of the table, wrapped (`_wrap`); empty until `_load`."""
-        self._events: NativeEvents | None = None
+        self.notify: Callable[[EventParams], None] = _unloaded
+        """`ClientBridge.notify`: the native mapping's (notifications.py) once `_load`ed
+        (events come from the engine, made after that)."""
         self._capabilities: ClientCapabilities | dict[str, bool] = {}
         """What `initialize` declared: the model, or its fields when checked by hand."""
         self._engine_methods: dict[str, bool] = {}
@@ -218,7 +220,7 @@ class SemaServer:
         assert not missing, f"methods without a handler: {missing}"
         for name, spec in METHODS.items():
             self._handlers[name] = self._wrap(spec, handlers[name])
-        self._events = NativeEvents(self.writer)
+        self.notify = NativeEvents(self.writer).notify
 
     @property
     def capabilities(self) -> ClientCapabilities:
@@ -390,10 +392,6 @@ class SemaServer:
 
     # ------------------------------------------------------------------ ClientBridge
 
-    def notify(self, event: EventParams) -> None:
-        assert self._events is not None, "events come from an engine, made after _load"
-        self._events.notify(event)
-
     async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
         from pydantic import ValidationError
 
@@ -523,6 +521,10 @@ class SemaServer:
         from sema_rpc.protocol import SessionInterruptResult
 
         return SessionInterruptResult(interrupted=self.engine.interrupt(params.session_id))
+
+
+def _unloaded(event: EventParams) -> None:
+    raise AssertionError(f"{event.event} before the protocol was loaded")
 
 
 def _log_notification_failure(task: asyncio.Future[Any]) -> None:

@@ -102,7 +102,7 @@ def _request_ids(bodies: tuple[bytes, ...]) -> list[Any]:
     for body in bodies:
         try:
             msg = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(msg, dict) and isinstance(msg.get("method"), str) and "id" in msg:
             if isinstance(msg["id"], str | int) and msg.get("jsonrpc") == "2.0":
@@ -126,6 +126,7 @@ async def faults_of(name: str, env: dict[str, str], workspace: Path) -> list[tup
         cases: list[tuple[str, list[bytes]]] = [
             ("malformed JSON", [b'{"jsonrpc": "2.0", "id": 1, "method": '] ),
             ("not UTF-8", [b'{"jsonrpc":"2.0","id":2,"method":"\xff\xfe"}']),
+            ("absurd nesting", [b'{"jsonrpc":"2.0","id":"deep","params":' + b"[" * 100_000]),
             ("a batch", [b'[{"jsonrpc":"2.0","id":3,"method":"initialize"}]']),
             ("wrong jsonrpc version", [b'{"jsonrpc":"1.0","id":"v","method":"initialize"}']),
             ("an id that is an object", [b'{"jsonrpc":"2.0","id":{"a":1},"method":"initialize"}']),
@@ -161,6 +162,7 @@ def _outcome(answer: dict[str, Any]) -> Any:
 EXPECTED = [
     ("malformed JSON", [(None, PARSE_ERROR)]),
     ("not UTF-8", [(None, PARSE_ERROR)]),
+    ("absurd nesting", [(None, PARSE_ERROR)]),
     ("a batch", [(None, INVALID_REQUEST)]),
     ("wrong jsonrpc version", [("v", INVALID_REQUEST)]),
     ("an id that is an object", [(None, INVALID_REQUEST)]),
