@@ -121,6 +121,7 @@ dist: $(STAMP) vsix
 test-vscode: $(STAMP) vsix
 	node $(VSCODE)/test/e2e/run.mjs
 	node $(VSCODE)/test/e2e/trust.mjs
+	node $(VSCODE)/test/e2e/attach.mjs
 	node $(VSCODE)/test/e2e/install.mjs
 	@rc=0; bash $(VSCODE)/scripts/setup-e2e.sh >/dev/null || rc=$$?; \
 	if [ $$rc = 3 ]; then echo "*** view browser test SKIPPED: chromium cannot be installed here ***"; \

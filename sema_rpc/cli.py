@@ -71,6 +71,7 @@ def serve_main(argv: list[str]) -> int:
         "`sema-rpc serve` hosts sessions for socket clients (see --listen); "
         "`sema-rpc replay DIR` replays a recorded transcript and prints the difference; "
         "`sema-rpc view RECORDING_OR_HISTORY -o session.html` renders a session as one HTML page; "
+        "`sema-rpc attach [SESSION]` follows a session another sema-rpc process hosts; "
         "`sema-rpc trust list|add|revoke` manages which projects may start the programs their "
         ".sema/mcp.json names.",
     )
@@ -501,7 +502,7 @@ def _account_main(command: str, argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _no_pydantic_plugins()
-    if not argv or argv[0] not in ("replay", "view", "trust", *_ACCOUNT_COMMANDS):
+    if not argv or argv[0] not in ("replay", "view", "trust", "attach", *_ACCOUNT_COMMANDS):
         gc.disable()  # until start-up is done (startup_done)
     if argv and argv[0] == "run":
         code = run_main(argv[1:])
@@ -511,6 +512,11 @@ def main(argv: list[str] | None = None) -> int:
         code = replay_main(argv[1:])
     elif argv and argv[0] == "trust":
         code = trust_main(argv[1:])
+    elif argv and argv[0] == "attach":
+        from sema_rpc.attach import attach_main
+
+        code = attach_main(argv[1:])
+        _fast_exit(code)  # the thread reading the terminal may sit in a read: leave now
     elif argv and argv[0] == "serve":
         code = sockets_main(argv[1:])
     elif argv and argv[0] == "view":

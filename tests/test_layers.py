@@ -10,7 +10,7 @@ packages import each other (directly or round a ring).
     2  tools, providers, mcp          what the agent uses; they know core, never the engine
     3  engine                         the agent: sessions, turns, the loop, assembly
     4  rpc, acp, record               wire dialects (native, ACP) and recording, over the engine
-    5  cli, runner, log, login, schema_gen, ts_gen, client_gen, spec_tables   entry points
+    5  cli, runner, attach, log, login, schema_gen, ts_gen, client_gen, spec_tables   entry points
        and generators
 
 Inside the engine the same rule holds between its sub-packages (grouped by job), and its
@@ -64,6 +64,7 @@ LAYERS: dict[str, int] = {
     "record": 4,
     "cli": 5,
     "runner": 5,
+    "attach": 5,
     "log": 5,
     "schema_gen": 5,
     "ts_gen": 5,

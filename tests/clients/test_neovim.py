@@ -447,6 +447,7 @@ def test_checkhealth_reports_server_model_and_key_without_printing_it(
     assert "OK model (from setup): anthropic/claude-test" in report
     assert "OK API key: ANTHROPIC_API_KEY is set (22 characters)" in report
     assert "sk-ant-test-key-000000" not in report
+    assert f"no running server to attach to in {tmp_path / 'sema-root' / 'run'}" in report
     if sandbox_status()[0]:
         assert "OK commands run in the `workspace-write` OS sandbox by default" in report
     else:
@@ -561,3 +562,99 @@ def test_sema_install_without_a_suitable_python_says_what_it_found(
     assert result["server"] is None
     assert result["resolve_error"].startswith("sema-rpc not found: run :Sema install")
     assert not (tmp_path / "home/.local/share/nvim/sema/server.json").exists()
+
+
+def test_attach_to_a_session_another_process_hosts_and_approve_its_write(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    """`:Sema attach` on a `sema-rpc serve` session whose socket client (without the
+    permissions capability) left a Write waiting: the chat draws the earlier conversation,
+    the consent picker approves the Write, the rest streams in; a prompt typed in the chat
+    runs on that session; the session stays live in its server after Neovim quits."""
+    import asyncio
+
+    from tests.support.socket_client import SocketClient, endpoint_of
+
+    sema_root = tmp_path / "sema-root"
+    sema_root.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "SEMA_ROOT": str(sema_root),
+        "ANTHROPIC_API_KEY": "sk-ant-test-key-000000",
+        "ANTHROPIC_BASE_URL": scripted_llm.url,
+        "SEMA_LOG_LEVEL": "WARNING",
+    }
+    (tmp_path / "home").mkdir(exist_ok=True)
+    scripted_llm.script(
+        Reply.text("The answer is 42."),
+        Reply.tools([("Write", {"file_path": "notes.txt", "content": "hello\n"})]),
+        Reply.text("Written the notes."),
+        Reply.text("Nothing more to do."),
+    )
+
+    async def scenario() -> None:
+        serve = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "sema_rpc", "serve", env=env, cwd=str(REPO)
+        )
+        owner: SocketClient | None = None
+        try:
+            info = await endpoint_of(sema_root, serve.pid)
+            owner = await SocketClient(info["endpoint"], name="owner").connect()
+            await owner.initialize()  # no permissions capability: a Write waits for a client
+            sid = (
+                await owner.call("session/create", {"workingDir": str(workspace), "model": MODEL})
+            )["sessionId"]
+            await owner.call("session/prompt", {"sessionId": sid, "input": "What is the answer?"})
+            writing = asyncio.ensure_future(
+                owner.call(
+                    "session/prompt", {"sessionId": sid, "input": "write notes"}, timeout=120
+                )
+            )
+            probe = await SocketClient(info["endpoint"], name="probe").connect()
+            await probe.initialize()
+
+            async def write_waits() -> bool:
+                answer = await probe.call("session/attach", {"sessionId": sid})
+                await probe.call("session/detach", {"sessionId": sid})
+                return bool(answer["pendingRequests"])
+
+            while not await write_waits():
+                await asyncio.sleep(0.05)
+            await probe.close()
+
+            result = await asyncio.to_thread(
+                run_scenario, "attach", workspace, tmp_path, scripted_llm, sema_root=sema_root
+            )
+            assert (await asyncio.wait_for(writing, 60))["stopReason"] == "end_turn"
+            assert (workspace / "notes.txt").read_text() == "hello\n"
+            assert result["session_id"] == sid and result["remote"] is True
+            assert result["servers"] == [{"pid": serve.pid, "endpoint": info["endpoint"]}]
+            assert result["attach_state"] == "processing" and result["pending"] == 1
+            attached = result["snapshots"]["attached"]
+            assert "# Sema — attached: What is the answer?" in attached
+            assert "## You\n\nWhat is the answer?\n\n## Sema\n\nThe answer is 42." in attached
+            assert attached.index("The answer is 42.") < attached.index(
+                "— earlier conversation above —"
+            )
+            assert "— attached (processing, 1 waiting for an answer) —" in attached
+            assert "✓ answered by sema.nvim: allow_once" in result["snapshots"]["approved"]
+            assert "Nothing more to do." in result["snapshots"]["end"]
+            again = result["snapshots"]["reattached"]
+            assert again.count("# Sema — attached:") == 1 and "detached" not in again
+            assert "## You\n\nand now?\n\n## Sema\n\nNothing more to do." in again
+            assert "— attached (idle) —" in again
+            [resolved] = owner.events("request:resolved")
+            assert resolved.params["answeredBy"] == "sema.nvim"
+            # the chat's prompt ran on that session; it goes on in its server after Neovim left
+            assert "and now?" in json.dumps(scripted_llm.requests[-1].body["messages"])
+            listed = await owner.call("session/list", {})
+            [entry] = [s for s in listed["sessions"] if s["sessionId"] == sid]
+            assert entry["live"] is True
+            await owner.close()
+        finally:
+            if serve.returncode is None:
+                serve.terminate()
+                await serve.wait()
+
+    asyncio.run(scenario())

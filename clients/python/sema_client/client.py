@@ -704,9 +704,11 @@ class SemaClient:
         *,
         client_info: ClientInfo | Mapping[str, Any] | str | None = None,
         protocol_version: int = PROTOCOL_VERSION,
+        token: str | None = None,
     ) -> InitializeResult:
         """The handshake. `capabilities` defaults to what this client has handlers for
-        (`on_permission()` → `permissions`, …)."""
+        (`on_permission()` → `permissions`, …). `token`: what a TCP listener wrote to its
+        token file (it must come with the first message on such a connection)."""
         if capabilities is None:
             caps = ClientCapabilities.model_validate(
                 {
@@ -732,7 +734,10 @@ class SemaClient:
         params = InitializeParams(
             protocol_version=protocol_version, client_info=info, capabilities=caps
         )
-        result = InitializeResult.model_validate(await self.request("initialize", params.wire()))
+        wire = params.wire()
+        if token is not None:
+            wire["token"] = token
+        result = InitializeResult.model_validate(await self.request("initialize", wire))
         self.initialize_result = result
         return result
 

@@ -5,6 +5,7 @@ import * as vscode from "vscode";
 import type { CancellationToken } from "vscode-jsonrpc";
 import {
   SemaError,
+  type AttachResult,
   type ChatSession,
   type ModelInfo,
   type PromptInput,
@@ -179,7 +180,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     const s = this.session;
     return {
       sessionId: s?.id,
-      busy: (s?.pending ?? 0) > 0,
+      busy: (s?.pending ?? 0) > 0 || (s?.connection.remote === true && s.busy),
       pending: s?.pending ?? 0,
       mode: s?.mode ?? this.mode,
       permissionMode: s?.permissionMode ?? this.permissionMode,
@@ -464,7 +465,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private async reattach(conn: SemaConnection): Promise<void> {
     this.postFeatures(conn);
     const old = this.session;
-    if (!old) return;
+    if (!old || old.connection.remote) return; // a session of another process: not this server's
     this.session = undefined;
     for (const [id, pending] of this.requests) {
       pending.resolve({ decision: "reject" });
@@ -516,7 +517,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return;
       }
     }
-    const busy = (this.session?.pending ?? 0) > 0;
+    const busy = this.state().busy;
     const localId = this.nextRequestId++;
     this.post({
       type: "user",
@@ -711,6 +712,36 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     const session = await this.ensureSession(sessionId);
     await this.showConversation(session);
     this.postState();
+  }
+
+  /**
+   * A session another process hosts replaces this chat's (which is disposed: a session of
+   * ours stays resumable): its earlier conversation drawn, then (`attachedNow`) its stream.
+   */
+  async openAttached(session: ChatSession, title: string, pid?: number): Promise<void> {
+    const old = this.session;
+    this.session = undefined;
+    this.sessionListener?.dispose();
+    await old?.dispose();
+    this.title = title;
+    this.post({ type: "reset", notice: `Attached to a session of another process${pid ? ` (pid ${pid})` : ""}.` });
+    await this.showConversation(session);
+    this.attach(session);
+    session.connection.onExit(() => {
+      session.busy = false;
+      if (this.session !== session) return;
+      this.post({ type: "notice", message: "The server of this session went away." });
+      this.postState();
+    });
+  }
+
+  /** `session/attach` answered: say what the session is doing (its open requests follow). */
+  attachedNow(session: ChatSession, attach: AttachResult): void {
+    const parts: string[] = [attach.state ?? "idle"];
+    if (attach.queuedPrompts) parts.push(`${attach.queuedPrompts} queued`);
+    if (attach.pendingRequests?.length) parts.push(`${attach.pendingRequests.length} waiting for an answer`);
+    this.post({ type: "notice", message: `Live: ${parts.join(", ")}. Closing this chat leaves the session running.` });
+    if (this.session === session) this.postState();
   }
 
   /** The session's conversation as the server keeps it (when it can read it back). */

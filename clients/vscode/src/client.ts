@@ -2,6 +2,8 @@
 // Nothing here imports `vscode`, so it runs (and is tested) in plain Node.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { lstatSync } from "node:fs";
+import { createConnection, type Socket } from "node:net";
 import {
   CancellationTokenSource,
   createMessageConnection,
@@ -83,6 +85,39 @@ export class SemaError extends Error {
   }
 }
 
+/** Where another sema-rpc process listens: `unix:/abs/path` or `tcp:127.0.0.1:PORT`. */
+export type Endpoint = { kind: "unix"; path: string } | { kind: "tcp"; host: string; port: number };
+
+export function parseEndpoint(endpoint: string): Endpoint {
+  const colon = endpoint.indexOf(":");
+  const kind = endpoint.slice(0, colon);
+  const rest = endpoint.slice(colon + 1);
+  if (colon > 0 && rest && kind === "unix") return { kind: "unix", path: rest };
+  const port = /^\[?([^\]]*)\]?:(\d+)$/.exec(rest);
+  if (colon > 0 && kind === "tcp" && port) return { kind: "tcp", host: port[1] || "127.0.0.1", port: Number(port[2]) };
+  throw new SemaError(`not an endpoint: ${endpoint} (unix:PATH or tcp:127.0.0.1:PORT)`);
+}
+
+/** A unix socket path is connected to only when it is a socket of this user (never followed). */
+export function checkSocketPath(path: string): void {
+  let info;
+  try {
+    info = lstatSync(path);
+  } catch {
+    throw new SemaError(`no server listens on ${path}`);
+  }
+  if (!info.isSocket()) throw new SemaError(`${path} is not a socket: not connecting`);
+  if (process.getuid && info.uid !== process.getuid()) {
+    throw new SemaError(`${path} belongs to another user: not connecting`);
+  }
+}
+
+/** Event-loop turns without a message handled after which the read queue counts as drained. */
+const QUIET_ROUNDS = 3;
+
+/** Time allowed to connect to another process's listener. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
 /** Time allowed for `shutdown`+`exit` before the process is killed. */
 const SHUTDOWN_GRACE_MS = 3000;
 
@@ -93,21 +128,31 @@ export class SemaConnection {
   private exitPromise: Promise<void>;
   private closing = false;
   initializeResult: InitializeResult | undefined;
+  /** Messages handled so far (to tell when the read queue has drained). */
+  private handled = 0;
+  /** `initialize`'s token: what a TCP listener wrote to its token file. */
+  token: string | undefined;
 
+  /** `process`: the spawned server; `socket`: a connection to another process's listener. */
   private constructor(
     readonly process: ChildProcess,
     readonly rpc: MessageConnection,
+    readonly socket?: Socket,
   ) {
     this.exitPromise = new Promise((resolve) => {
-      process.once("exit", (code, signal) => {
+      const exited = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (this.exited) return;
         this.exited = true;
         this.rpc.dispose();
         for (const listener of this.exitListeners) listener(code, signal);
         resolve();
-      });
+      };
+      if (socket) socket.once("close", () => this.afterQueue(() => exited(0, null)));
+      else process.once("exit", exited);
     });
     for (const name of NOTIFICATION_NAMES) {
       rpc.onNotification(name, (params: { sessionId?: string }) => {
+        this.handled++;
         const session = params.sessionId ? this.sessions.get(params.sessionId) : undefined;
         session?.deliver({ method: name, params } as SessionEvent);
       });
@@ -119,6 +164,7 @@ export class SemaConnection {
     ];
     for (const name of serverRequests) {
       rpc.onRequest(name, async (params: { sessionId?: string }, token: CancellationToken) => {
+        this.handled++;
         const session = params.sessionId ? this.sessions.get(params.sessionId) : undefined;
         if (!session?.handler) {
           throw new ResponseError(-32603, `no chat answers ${name} for session ${params.sessionId}`);
@@ -153,8 +199,65 @@ export class SemaConnection {
     return conn;
   }
 
+  /**
+   * Connect to a server another process runs (`sema-rpc serve`, `--listen`, `run --listen`):
+   * Content-Length framing over a unix socket (only one of this user's) or loopback TCP
+   * (then `token` is presented with `initialize`). Its sessions belong to that process:
+   * `shutdown()` only closes this connection.
+   */
+  static async connect(endpoint: string, token?: string): Promise<SemaConnection> {
+    const where = parseEndpoint(endpoint);
+    if (where.kind === "unix") checkSocketPath(where.path);
+    if (where.kind === "tcp" && token === undefined) throw new SemaError(`${endpoint} needs its token`);
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = where.kind === "unix" ? createConnection({ path: where.path }) : createConnection(where);
+      const timer = setTimeout(() => {
+        s.destroy();
+        reject(new SemaError(`cannot connect to ${endpoint}: timed out`));
+      }, CONNECT_TIMEOUT_MS);
+      s.once("connect", () => {
+        clearTimeout(timer);
+        resolve(s);
+      });
+      s.once("error", (err) => {
+        clearTimeout(timer);
+        reject(new SemaError(`cannot connect to ${endpoint}: ${err.message}`));
+      });
+    });
+    socket.on("error", () => undefined);
+    const rpc = createMessageConnection(new StreamMessageReader(socket), new StreamMessageWriter(socket));
+    rpc.onError(() => undefined);
+    const conn = new SemaConnection(undefined as unknown as ChildProcess, rpc, socket);
+    conn.token = token;
+    rpc.listen();
+    return conn;
+  }
+
+  /**
+   * Run `then` once the messages already read are dispatched: the connection hands them
+   * over one per event-loop turn, and a server that ends right after its last notification
+   * (a `run --listen` one-shot) closes the socket before they are all handed over.
+   */
+  private afterQueue(then: () => void): void {
+    let seen = -1;
+    let quiet = 0;
+    let rounds = 0;
+    const check = () => {
+      if (this.handled === seen) quiet++;
+      else [seen, quiet] = [this.handled, 0];
+      if (quiet >= QUIET_ROUNDS || ++rounds > 100_000) then();
+      else setImmediate(check);
+    };
+    setImmediate(check);
+  }
+
+  /** A connection to another process's listener (not a server this client spawned). */
+  get remote(): boolean {
+    return this.socket !== undefined;
+  }
+
   get pid(): number | undefined {
-    return this.process.pid;
+    return this.socket ? undefined : this.process.pid;
   }
 
   get alive(): boolean {
@@ -171,6 +274,7 @@ export class SemaConnection {
       protocolVersion: PROTOCOL_VERSION,
       clientInfo: { name: clientName, version: clientVersion ?? null },
       capabilities: { permissions: true, askQuestion: true, planExit: true },
+      ...(this.token !== undefined ? { token: this.token } : {}),
     });
     return this.initializeResult;
   }
@@ -220,6 +324,31 @@ export class SemaConnection {
     }
   }
 
+  /**
+   * Follow a session this connection's server hosts (`session/attach`): the answer says
+   * what it is doing now; its stream follows; an open consent request is sent again.
+   * `prepare(session)` runs first (draw the earlier conversation, subscribe), so nothing
+   * of the stream arrives before it.
+   */
+  async attachSession(
+    sessionId: string,
+    workingDir: string,
+    prepare?: (session: ChatSession) => Promise<void>,
+  ): Promise<{ session: ChatSession; attach: AttachResult }> {
+    const session = new ChatSession(this, sessionId, workingDir);
+    this.sessions.set(sessionId, session);
+    try {
+      // `prepare` runs before the stream starts (the earlier conversation drawn, listeners on).
+      if (prepare) await prepare(session);
+      const attach = await this.request("session/attach", { sessionId });
+      session.applyAttach(attach);
+      return { session, attach };
+    } catch (err) {
+      this.sessions.delete(sessionId);
+      throw err;
+    }
+  }
+
   /** The models the server offers (its profiles); with a session, `current` is its model. */
   listModels(sessionId?: string): Promise<ModelListResult> {
     return this.request("model/list", sessionId ? { sessionId } : {});
@@ -241,8 +370,16 @@ export class SemaConnection {
     this.sessions.delete(sessionId);
   }
 
-  /** `shutdown` then `exit`; kills the process if it does not exit in time. */
+  /** `shutdown` then `exit`; kills the process if it does not exit in time. A connection to
+   * another process's listener is only closed: that server and its sessions go on. */
   async shutdown(): Promise<void> {
+    if (this.socket) {
+      if (!this.exited) this.socket.end();
+      const timer = setTimeout(() => this.socket?.destroy(), SHUTDOWN_GRACE_MS);
+      await this.exitPromise;
+      clearTimeout(timer);
+      return;
+    }
     if (this.exited || this.closing) return this.exitPromise;
     this.closing = true;
     const timer = setTimeout(() => this.process.kill("SIGKILL"), SHUTDOWN_GRACE_MS);
@@ -256,6 +393,9 @@ export class SemaConnection {
     clearTimeout(timer);
   }
 }
+
+/** `session/attach`'s answer: what the session is doing, its open requests, its last seq. */
+export type AttachResult = Methods["session/attach"]["result"];
 
 /** One chat: a session on the server, its events, its requests, its turn state. */
 export class ChatSession {
@@ -293,6 +433,17 @@ export class ChatSession {
     this.sandbox = ready.sandbox ?? this.sandbox;
   }
 
+  /** @internal What `session/attach` said of a session another client started. */
+  applyAttach(attach: AttachResult): void {
+    this.mode = (attach.mode as Mode | undefined) ?? this.mode;
+    this.permissionMode = (attach.permissionMode as PermissionMode | undefined) ?? this.permissionMode;
+    if (attach.model) this.modelName = attach.model;
+    this.busy = attach.state === "processing";
+  }
+
+  /** The session's turn runs (`state:update`), whoever started it. */
+  busy = false;
+
   /** @internal Called by the connection for every event of this session, in wire order. */
   deliver(event: SessionEvent): void {
     switch (event.method) {
@@ -301,6 +452,9 @@ export class ChatSession {
         break;
       case "mode:update":
         this.mode = event.params.mode;
+        break;
+      case "state:update":
+        this.busy = event.params.state === "processing";
         break;
       case "conversation:usage":
         this.usage = event.params.usage;
@@ -449,10 +603,21 @@ export class ChatSession {
     return (await this.connection.request("command/list", { workingDir: this.workingDir })).commands;
   }
 
-  /** Drop the session from the server (its history stays on disk and can be resumed). */
+  /** Drop the session from the server (its history stays on disk and can be resumed). A
+   * session another process hosts is left running: this client detaches and disconnects. */
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
+    if (this.connection.remote) {
+      try {
+        if (this.connection.alive) await this.connection.request("session/detach", { sessionId: this.id });
+      } catch {
+        // Gone already: nothing to detach from.
+      }
+      this.connection.forget(this.id);
+      await this.connection.shutdown();
+      return;
+    }
     try {
       if (this.connection.alive) await this.connection.request("session/dispose", { sessionId: this.id });
     } catch {

@@ -1,5 +1,6 @@
 // Entry point: one sema-rpc server per window, the chat view, the commands.
 import * as vscode from "vscode";
+import { attachToRunningSession } from "./attach";
 import { ChatViewProvider } from "./chatView";
 import { PROPOSED_SCHEME, ProposedContentProvider } from "./diff";
 import { KEY_NAMES, ServerManager } from "./server";
@@ -41,6 +42,13 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("sema.resumeSession", async () => {
       await vscode.commands.executeCommand("sema.chat.focus");
       await view.pickSession();
+    }),
+    vscode.commands.registerCommand("sema.attachSession", async () => {
+      try {
+        await attachToRunningSession(view, context.extension.packageJSON.version as string);
+      } catch (err) {
+        void vscode.window.showErrorMessage(`Sema: could not attach: ${(err as Error).message}`);
+      }
     }),
     vscode.commands.registerCommand("sema.setApiKey", async () => {
       const name = await vscode.window.showQuickPick([...KEY_NAMES], { placeHolder: "Which key?" });

@@ -150,6 +150,21 @@ function M.check()
     end
   end
 
+  h.start("sema: running servers (:Sema attach)")
+  local attach = require("sema.attach")
+  local servers = attach.servers()
+  if #servers == 0 then
+    h.info("no running server to attach to in " .. attach.run_dir())
+  else
+    for _, server in ipairs(servers) do
+      h.ok(("pid %s listens on %s%s"):format(
+        tostring(server.pid),
+        server.endpoint,
+        server.cwd and (" (" .. vim.fn.fnamemodify(server.cwd, ":~") .. ")") or ""
+      ))
+    end
+  end
+
   h.start("sema: model")
   if result.create_error then
     h.error("session/create failed: " .. (result.create_error.message or "?"))

@@ -50,7 +50,7 @@ M.has_method = has_method
 local handlers = {
   on_notification = function(method, params)
     local chat = state.chats[params.sessionId or ""]
-    if not chat then
+    if not chat or chat.remote then
       return
     end
     if method == "session:ready" then
@@ -76,11 +76,13 @@ local function on_exit(client, code, signal, stderr, stopping)
   end
   state.client, state.init = nil, nil
   for _, chat in pairs(state.chats) do
-    chat.attached = false
-    chat.attaching = false
-    chat.turn_open = false
-    chat.state = "idle"
-    chat.queued = {}
+    if not chat.remote then -- a chat on another server's session lives on without this one
+      chat.attached = false
+      chat.attaching = false
+      chat.turn_open = false
+      chat.state = "idle"
+      chat.queued = {}
+    end
   end
   if not stopping and (code ~= 0 or signal ~= 0) then
     local tail = vim.trim(stderr or ""):sub(-600)
@@ -150,6 +152,13 @@ end
 -- ------------------------------------------------------------------- sessions
 
 local function attach(chat, opts, cb)
+  if chat.remote then
+    -- a session another process hosts: its connection is the only way to it
+    if chat.remote:is_running() and chat.attached then
+      return cb and cb(chat.remote, chat.info)
+    end
+    return notify("the server of this session is gone (:Sema attach lists the live ones)", vim.log.levels.WARN)
+  end
   if chat.attaching then
     -- one session/create at a time: later callers wait for it
     if cb then
@@ -199,6 +208,7 @@ local function register(session_id, working_dir)
   state.chats[session_id] = chat
   return chat
 end
+M._register = register
 
 --- Open a new chat (a new session) in the current working directory.
 ---@param opts {model: string?, show: boolean?}?
@@ -250,7 +260,8 @@ function M.send(text, opts)
   local chat = opts.chat or M.current() or M.open()
   local delivery = opts.delivery or "followUp"
   local function go(client)
-    if chat.inflight > 0 then
+    -- an attached chat may find a turn running that another client started
+    if chat.inflight > 0 or (chat.remote and chat.state == "processing") then
       if delivery == "steer" then
         chat:show_input(text, "steer")
       else
@@ -271,7 +282,9 @@ function M.send(text, opts)
       end
     )
   end
-  if chat.attached and state.client and state.client:is_running() then
+  if chat.remote then
+    attach(chat, {}, go)
+  elseif chat.attached and state.client and state.client:is_running() then
     go(state.client)
   else
     attach(chat, { resume = true }, go)
@@ -281,10 +294,11 @@ end
 --- Interrupt the running turn of the chat (`<C-c>` in the chat or its input).
 function M.interrupt(chat)
   chat = chat or M.current()
-  if not chat or not state.client then
+  local client = chat and (chat.remote or state.client)
+  if not chat or not client then
     return
   end
-  state.client:request("session/interrupt", { sessionId = chat.session_id }, function(err, result)
+  client:request("session/interrupt", { sessionId = chat.session_id }, function(err, result)
     if err then
       notify("interrupt failed: " .. (err.message or "?"), vim.log.levels.WARN)
     elseif result and not result.interrupted then
@@ -375,7 +389,7 @@ local function with_chat(fn)
   if not chat then
     return notify("no chat: open one with :Sema", vim.log.levels.WARN)
   end
-  if not chat.attached then
+  if not chat.attached or chat.remote then
     return attach(chat, { resume = true }, function(client)
       fn(chat, client)
     end)
@@ -696,6 +710,12 @@ local SUBCOMMANDS = {
   resume = function()
     M.resume()
   end,
+  attach = function(arg)
+    require("sema.attach").attach(arg ~= "" and arg or nil)
+  end,
+  detach = function()
+    require("sema.attach").detach()
+  end,
   model = function()
     M.pick_model()
   end,
@@ -747,6 +767,7 @@ local SUBCOMMANDS = {
 -- which argument each subcommand takes: nil none, "word" one of a set, "text" free text
 local ARGS = {
   new = "text",
+  attach = "text",
   mode = { "Agent", "Plan" },
   permissions = { "default", "acceptEdits", "bypass" },
   sandbox = { "workspace-write", "read-only", "off" },
@@ -777,7 +798,7 @@ function M.command(args)
       or spec == "text"
       or (type(spec) == "table" and (rest == "" or vim.tbl_contains(spec, rest)))
     )
-  if is_sub and not (spec == "text" and word ~= "new" and rest == "") then
+  if is_sub and not (spec == "text" and word ~= "new" and word ~= "attach" and rest == "") then
     SUBCOMMANDS[word](rest)
     return
   end

@@ -72,6 +72,77 @@ function M.start(cmd, opts, handlers)
   return self
 end
 
+--- Connect to a server's listener: `endpoint` is `unix:/abs/path` or `tcp:127.0.0.1:PORT`.
+--- `cb(err, client)` runs on the main loop once connected (before `initialize`: the caller
+--- sends it, with the token a TCP listener wants). A unix path is connected to only when
+--- it is a socket owned by this user; the end of the connection is `on_exit(0, 0, "", ...)`.
+---@param endpoint string
+---@param handlers sema.RpcHandlers
+---@param cb fun(err: string?, client: sema.RpcClient?)
+function M.connect(endpoint, handlers, cb)
+  local kind, rest = endpoint:match("^(%a+):(.+)$")
+  local self = setmetatable({
+    next_id = 1,
+    callbacks = {},
+    incoming = {},
+    buf = "",
+    closed = false,
+    stderr_tail = {},
+    handlers = handlers,
+    endpoint = endpoint,
+  }, Client)
+  local handle
+  local function connected(err)
+    vim.schedule(function()
+      if err then
+        pcall(handle.close, handle)
+        return cb(("cannot connect to %s: %s"):format(endpoint, err), nil)
+      end
+      self.stream = handle
+      handle:read_start(function(read_err, data)
+        if data then
+          self:_read(data)
+        else
+          pcall(handle.read_stop, handle)
+          pcall(handle.close, handle)
+          vim.schedule(function()
+            if not self.closed then
+              self:_on_exit(0, 0)
+            end
+          end)
+        end
+        if read_err then
+          table.insert(self.stderr_tail, read_err)
+        end
+      end)
+      cb(nil, self)
+    end)
+  end
+  if kind == "unix" then
+    local st = vim.uv.fs_lstat(rest)
+    if not st then
+      return cb("no server listens on " .. rest, nil)
+    end
+    if st.type ~= "socket" then
+      return cb(rest .. " is not a socket: not connecting", nil)
+    end
+    if st.uid ~= vim.uv.getuid() then
+      return cb(rest .. " belongs to another user: not connecting", nil)
+    end
+    handle = vim.uv.new_pipe(false)
+    handle:connect(rest, connected)
+  elseif kind == "tcp" then
+    local host, port = rest:match("^%[?([^%]]*)%]?:(%d+)$")
+    if not host then
+      return cb("not an endpoint: " .. endpoint, nil)
+    end
+    handle = vim.uv.new_tcp()
+    handle:connect(host, tonumber(port), connected)
+  else
+    cb("not an endpoint: " .. endpoint .. " (unix:PATH or tcp:127.0.0.1:PORT)", nil)
+  end
+end
+
 --- Parse every complete frame of `data` (called in a fast event) and dispatch them together.
 function Client:_read(data)
   local buf = self.buf .. data
@@ -150,11 +221,12 @@ function Client:_on_exit(code, signal)
 end
 
 function Client:_write(msg)
-  if self.closed or not self.proc then
+  local sink = self.proc or self.stream
+  if self.closed or not sink then
     return false
   end
   local body = vim.json.encode(msg)
-  local ok = pcall(self.proc.write, self.proc, ("Content-Length: %d\r\n\r\n%s"):format(#body, body))
+  local ok = pcall(sink.write, sink, ("Content-Length: %d\r\n\r\n%s"):format(#body, body))
   return ok
 end
 
@@ -223,8 +295,22 @@ function Client:is_running()
   return not self.closed
 end
 
+--- Close a socket connection (the server keeps its sessions going).
+function Client:disconnect()
+  if self.stream and not self.closed then
+    self.stopping = true
+    local stream = self.stream
+    pcall(stream.read_stop, stream)
+    pcall(stream.close, stream)
+    self:_on_exit(0, 0)
+  end
+end
+
 --- `shutdown`, then close stdin (an orderly exit), then kill after `timeout_ms`.
 function Client:stop(timeout_ms)
+  if self.stream then
+    return self:disconnect()
+  end
   if self.closed or not self.proc then
     return
   end

@@ -1,0 +1,98 @@
+// "Sema: Attach to a Running Session…" in a real VS Code (code-server in headless Chromium,
+// offline), run by `make test-vscode`: a `sema-rpc run --listen unix` one-shot started
+// outside the editor waits for consent to a Write; the command lists its live session, the
+// chat opens on it with the earlier conversation drawn, the Write is allowed in place, the
+// rest of the turn streams in and the one-shot ends having written the file.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import * as path from "node:path";
+import { createInterface } from "node:readline";
+import { EXT_DIR, MODEL, REPO, chatFrame, runCommand, screenshotter, setup, startModel, startVSCode } from "./harness.mjs";
+
+const ARTIFACTS = path.join(EXT_DIR, "artifacts/e2e-attach");
+const t0 = Date.now();
+const lap = (m) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
+
+const cache = setup();
+if (!cache) {
+  console.log("\n*** test-vscode (attach) SKIPPED: chromium/code-server cannot be installed on this machine. ***\n");
+  process.exit(0);
+}
+mkdirSync(ARTIFACTS, { recursive: true });
+
+const model = await startModel();
+await model.script(
+  { tools: [["Write", { file_path: "notes.txt", content: "hello\n" }, "toolu_write_1"]] },
+  { text: "Written the notes.", chunks: 3 },
+);
+const env = await startVSCode({ cache, model, workspaceFiles: { "README.md": "# Attach\n" }, log: lap });
+const { page, dirs } = env;
+const shot = screenshotter(page, ARTIFACTS, lap);
+
+// The one-shot, outside the editor, in the same SEMA_ROOT (its socket and endpoint file).
+const run = spawn(
+  path.join(REPO, ".venv/bin/sema-rpc"),
+  ["run", "--format", "text", "--model", MODEL, "--cwd", dirs.workspace, "--listen", "unix", "write notes"],
+  {
+    env: {
+      PATH: process.env.PATH,
+      HOME: dirs.home,
+      SEMA_ROOT: dirs.semaRoot,
+      ANTHROPIC_API_KEY: "sk-ant-test-key-000000",
+      ANTHROPIC_BASE_URL: model.url,
+      SEMA_MAX_RETRIES: "0",
+      SEMA_TIKTOKEN: "off",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  },
+);
+let runOut = "";
+run.stdout.on("data", (d) => (runOut += d));
+const runExit = new Promise((resolve) => run.once("exit", (code) => resolve(code)));
+
+try {
+  const sessionLine = await new Promise((resolve, reject) => {
+    const rl = createInterface({ input: run.stderr });
+    rl.on("line", (line) => {
+      lap(`run: ${line}`);
+      if (line.includes("sema-rpc attach ")) resolve(line);
+    });
+    run.once("exit", (code) => reject(new Error(`the run ended (${code}) before its session started`)));
+  });
+  const sessionId = /sema-rpc attach (\S+)\)/.exec(sessionLine)[1];
+  lap(`one-shot session ${sessionId}`);
+
+  await runCommand(page, "Sema: Attach to a Running Session…");
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "write notes" }).first();
+  await row.waitFor({ timeout: 60000 });
+  await shot("live-sessions");
+  await row.click();
+
+  const chat = chatFrame(page);
+  await chat.locator(".notice", { hasText: "Attached to a session of another process" }).waitFor({ timeout: 60000 });
+  // The earlier conversation, read back from the server that hosts it.
+  await chat.locator(".user.past", { hasText: "write notes" }).waitFor({ timeout: 30000 });
+  await chat.locator(".notice", { hasText: "1 waiting for an answer" }).waitFor({ timeout: 30000 });
+  const consent = chat.locator(".request.permission:not(.answered)", { hasText: "notes.txt" });
+  await consent.waitFor({ timeout: 60000 });
+  assert.ok(!existsSync(path.join(dirs.workspace, "notes.txt")), "nothing written before consent");
+  await shot("consent-in-place");
+  await consent.locator("button.allow").click();
+  await chat.locator(".md.answer", { hasText: "Written the notes." }).waitFor({ timeout: 60000 });
+  await shot("answered");
+
+  assert.equal(await Promise.race([runExit, new Promise((r) => setTimeout(() => r("timeout"), 60000))]), 0);
+  assert.equal(readFileSync(path.join(dirs.workspace, "notes.txt"), "utf8"), "hello\n");
+  assert.ok(runOut.includes("Written the notes."), "the one-shot printed the same answer");
+  lap("PASS");
+} catch (err) {
+  await shot("failure").catch(() => undefined);
+  console.error(`FAIL: ${err.stack ?? err}`);
+  console.error(`code-server log: ${env.serverLog} (kept: SEMA_E2E_KEEP=1 keeps the temp folder)`);
+  process.exitCode = 1;
+} finally {
+  if (run.exitCode === null) run.kill("SIGTERM");
+  await env.stop();
+  await model.stop();
+}
