@@ -3,6 +3,7 @@
 import { exhaustive, type WireEvent } from "../src/messages";
 import type { TodoItem, ToolExecutionCompleteParams, ToolExecutionErrorParams } from "../src/protocol";
 import { h, fileLink, formatTokens } from "./dom";
+import { resolvedElsewhere } from "./requests";
 import { view } from "./state";
 import { renderState } from "./toolbar";
 import { agent, errorBox, findTaskCard, hideWelcome, linkedOutput, mainAgent, notice, setStatus, startQueuedTurn, toolCard } from "./transcript";
@@ -131,6 +132,9 @@ export function onEvent(event: WireEvent): void {
       ui.log.append(el);
       break;
     }
+    case "request:resolved":
+      resolvedElsewhere(event.params.requestId, event.params.answeredBy, event.params.outcome ?? undefined);
+      break;
     // Shown through the host's `state` message (title, usage, model, sandbox), not here.
     case "session:ready":
     case "conversation:usage":

@@ -7,7 +7,7 @@ import { installComposer, addInputHistory, restoreInput, showCompletions, takeBa
 import { h } from "./dom";
 import { onEvent } from "./events";
 import { send } from "./host";
-import { closeRequest, conflictCard, permissionCard, planCard, questionCard } from "./requests";
+import { conflictCard, permissionCard, planCard, questionCard, withdrawRequest } from "./requests";
 import { renderWelcome, showSessions, toggleSessions } from "./sessions";
 import { view } from "./state";
 import { renderModels, renderState } from "./toolbar";
@@ -115,7 +115,7 @@ function handle(msg: ToWebview): void {
       planCard(msg.id, msg.params);
       break;
     case "requestCancelled":
-      closeRequest(msg.id, "Withdrawn by the agent (the turn was stopped).");
+      withdrawRequest(msg.id);
       break;
     case "completions":
       showCompletions(msg);

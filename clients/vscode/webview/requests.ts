@@ -33,6 +33,30 @@ export function closeRequest(id: number, outcome: string): void {
   if (el) markAnswered(el, outcome);
 }
 
+/** Keeps the server's `requestId` on an open card, so a `request:resolved` can find it. */
+function register(id: number, el: HTMLElement, requestId: string | undefined): void {
+  if (requestId) el.dataset.requestId = requestId;
+  view.openRequests.set(id, el);
+}
+
+/** Another client answered first (several clients follow the session): the card the
+ * server withdrew says who answered and how, instead of "withdrawn". A card this chat
+ * answered itself is left as it is. */
+export function resolvedElsewhere(requestId: string, answeredBy: string, outcome: string | undefined): void {
+  for (const el of ui.log.querySelectorAll<HTMLElement>(".withdrawn[data-request-id]")) {
+    if (el.dataset.requestId !== requestId) continue;
+    const said = el.querySelector(".outcome");
+    if (said) said.textContent = `Answered in ${answeredBy}${outcome ? `: ${outcome.replace("_", " ")}` : ""}.`;
+    el.classList.remove("withdrawn");
+  }
+}
+
+/** The server withdrew the request (a stopped turn, or another client answered first). */
+export function withdrawRequest(id: number): void {
+  view.openRequests.get(id)?.classList.add("withdrawn");
+  closeRequest(id, "Withdrawn by the agent (the turn was stopped).");
+}
+
 function answer(id: number, result: RequestAnswer, outcome: string): void {
   send({ type: "answer", id, result });
   closeRequest(id, outcome);
@@ -70,7 +94,7 @@ export function permissionCard(id: number, p: PermissionRequestParams, canDiff: 
     buttons,
     feedback,
   );
-  view.openRequests.set(id, el);
+  register(id, el, p.requestId);
   (card?.consent ?? agent(p.agentId).container).append(el);
   repaint();
 }
@@ -117,7 +141,7 @@ export function questionCard(id: number, p: AskQuestionRequestParams): void {
       },
     }, "Answer")),
   );
-  view.openRequests.set(id, el);
+  register(id, el, p.requestId);
   agent(p.agentId).container.append(el);
   repaint();
 }
@@ -142,7 +166,7 @@ export function planCard(id: number, p: PlanExitRequestParams): void {
       h("button", { onclick: () => decide("keepPlanning", "Kept planning") }, "Keep planning")),
     feedback,
   );
-  view.openRequests.set(id, el);
+  register(id, el, p.requestId);
   agent(p.agentId).container.append(el);
 }
 
