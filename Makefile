@@ -32,8 +32,13 @@ demo: $(STAMP)
 	@root=$$(mktemp -d) && SEMA_ROOT=$$root $(BIN)/python -m sema_rpc run --model replay/demo \
 		--format $(FORMAT) "$(DEMO_PROMPT)"; rc=$$?; rm -rf "$$root"; exit $$rc
 
+# The suite on TEST_WORKERS parallel workers (pytest-xdist): most tests wait on a server
+# subprocess, so more workers than cores keeps the cores busy. TEST_WORKERS=0 runs it in
+# one process. Every test is parallel-safe (CONTRIBUTING.md, "Tests in parallel").
+TEST_WORKERS ?= 4
+
 test: $(STAMP) $(VSCODE_STAMP) test-tools
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 	cd $(VSCODE) && npm test
 
 lint: $(STAMP) $(VSCODE_STAMP) lint-lua
