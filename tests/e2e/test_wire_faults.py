@@ -95,7 +95,7 @@ async def test_a_cancel_notification_with_any_id_is_never_answered(server_env, j
         client.notify("exit", {"unknown": []})
         client.notify("$/setTrace", [1, 2])
         await still_serving(client)
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # watching for an answer that must not come
         assert client.unsolicited == []
         assert b"Traceback" not in client.stderr
 
