@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 VSCODE := clients/vscode
 VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
-.PHONY: bytecode demo test test-tools lint lint-lua fmt schema generate spec bench clean vsix dist test-vscode soak
+.PHONY: bytecode demo test test-slow test-tools lint lint-lua fmt schema generate spec bench clean vsix dist test-vscode soak
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,9 +32,18 @@ demo: $(STAMP)
 	@root=$$(mktemp -d) && SEMA_ROOT=$$root $(BIN)/python -m sema_rpc run --model replay/demo \
 		--format $(FORMAT) "$(DEMO_PROMPT)"; rc=$$?; rm -rf "$$root"; exit $$rc
 
+# The suite on TEST_WORKERS parallel workers (pytest-xdist): most tests wait on a server
+# subprocess, so more workers than cores keeps the cores busy. TEST_WORKERS=0 runs it in
+# one process. Every test is parallel-safe (CONTRIBUTING.md, "Tests in parallel").
+# Tests marked `slow` (minutes of real installs) run in `make test-slow`; CI runs both.
+TEST_WORKERS ?= 4
+
 test: $(STAMP) $(VSCODE_STAMP) test-tools
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 	cd $(VSCODE) && npm test
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow
 
 lint: $(STAMP) $(VSCODE_STAMP) lint-lua
 	$(BIN)/ruff check sema_rpc tests bench clients

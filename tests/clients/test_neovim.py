@@ -501,6 +501,7 @@ def test_resume_a_chat_still_open_draws_it_as_a_fresh_neovim_does(
     assert history.count("The answer is 42.") == 1
 
 
+@pytest.mark.slow  # a real pip install: minutes; `make test-slow` (CI) runs it
 def test_sema_install_builds_a_private_server_that_is_found_and_answers(
     workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
 ):

@@ -1021,7 +1021,7 @@ async def test_queued_prompts_each_answer_once_and_a_vanishing_client_ends_the_a
         first = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[text("one")]))
         await asyncio.to_thread(first_reply.at_gate.wait, 10)
         second = asyncio.ensure_future(agent.conn.prompt(session_id=sid, prompt=[text("two")]))
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # watching for an answer that must not come yet
         assert not second.done(), "the second prompt waits for the first turn"
         gate.set()
         assert (await asyncio.wait_for(first, 15)).stop_reason == "end_turn"

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.e2e.conftest import SharedServer
 from tests.support.scripted_llm import Reply, ScriptedLLM
 from tests.support.wire_client import WireClient
 
@@ -45,18 +46,21 @@ async def still_serving(client: WireClient) -> None:
         "invalid-utf8",
     ],
 )
+@pytest.mark.asyncio(loop_scope="module")
 async def test_malformed_messages_get_an_error_without_id(
-    server_env, raw: bytes, code: int, jsonl: bool
+    shared_server: SharedServer, raw: bytes, code: int, jsonl: bool
 ):
-    async with WireClient(env=server_env, jsonl=jsonl) as client:
-        client.send_bytes(client.frame(raw))
-        [answer] = await client.wait_unsolicited(1)
-        assert answer["error"]["code"] == code
-        assert answer["id"] in (None, 9)
-        await still_serving(client)
+    client = await shared_server(jsonl=jsonl)
+    client.send_bytes(client.frame(raw))
+    [answer] = await client.wait_unsolicited(1)
+    assert answer["error"]["code"] == code
+    assert answer["id"] in (None, 9)
+    await still_serving(client)
 
 
-async def test_missing_jsonrpc_version_is_answered_with_its_id(client: WireClient):
+@pytest.mark.asyncio(loop_scope="module")
+async def test_missing_jsonrpc_version_is_answered_with_its_id(shared_server: SharedServer):
+    client = await shared_server()
     client.send({"id": 7, "method": "initialize", "params": {}})
     [answer] = await client.wait_unsolicited(1)
     assert answer == {"jsonrpc": "2.0", "id": 7, "error": answer["error"]}
@@ -64,7 +68,9 @@ async def test_missing_jsonrpc_version_is_answered_with_its_id(client: WireClien
     await still_serving(client)
 
 
-async def test_unknown_method(client: WireClient):
+@pytest.mark.asyncio(loop_scope="module")
+async def test_unknown_method(shared_server: SharedServer):
+    client = await shared_server()
     response = await client.request("session/teleport", {})
     assert response["error"]["code"] == -32601
     # An unknown notification is ignored silently (no id, nothing to answer).

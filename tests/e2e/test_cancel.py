@@ -88,7 +88,7 @@ async def test_cancelling_a_queued_follow_up_removes_only_it(
         await at_gate(first)
         queued = client.expect_response("q1")
         client.send(message("q1", "session/prompt", {"sessionId": sid, "input": "queued text"}))
-        await asyncio.sleep(0.2)
+        await client.read_so_far()
         client.notify("$/cancelRequest", {"id": "q1"})
         response = await asyncio.wait_for(queued, 5)
         assert response["result"]["stopReason"] == "interrupted"
@@ -125,7 +125,7 @@ async def test_cancelling_a_waiting_steer_removes_only_it(
                 {"sessionId": sid, "input": "steer text", "delivery": "steer"},
             )
         )
-        await asyncio.sleep(0.2)
+        await client.read_so_far()
         client.notify("$/cancelRequest", {"id": "s1"})
         response = await asyncio.wait_for(steer, 5)
         assert response["result"]["stopReason"] == "interrupted"
@@ -188,7 +188,7 @@ async def test_shutdown_answers_running_and_queued_prompts_interrupted(
         client.send(message("run", "session/prompt", {"sessionId": sid, "input": "one"}))
         await at_gate(first)
         client.send(message("queued", "session/prompt", {"sessionId": sid, "input": "two"}))
-        await asyncio.sleep(0.2)
+        await client.read_so_far()
         shutdown = client.expect_response("bye")
         client.send(message("bye", "shutdown", None))
         done = await asyncio.wait_for(asyncio.gather(running, queued, shutdown), 10)
@@ -245,7 +245,7 @@ async def test_end_of_input_answers_open_prompts_and_starts_nothing(
             client.send(message("run", "session/prompt", {"sessionId": sid, "input": "one"}))
             await at_gate(first)
             client.send(message("queued", "session/prompt", {"sessionId": sid, "input": "two"}))
-            await asyncio.sleep(0.2)
+            await client.read_so_far()
             started = time.monotonic()
             assert client.proc is not None and client.proc.stdin is not None
             client.proc.stdin.close()
@@ -273,7 +273,7 @@ async def test_cancelling_the_running_prompt_stops_it_and_the_queue_goes_on(
         client.send(message("run", "session/prompt", {"sessionId": sid, "input": "one"}))
         await at_gate(first)
         client.send(message("queued", "session/prompt", {"sessionId": sid, "input": "two"}))
-        await asyncio.sleep(0.2)
+        await client.read_so_far()
         client.notify("$/cancelRequest", {"id": "run"})
         stopped = await asyncio.wait_for(running, 5)
     finally:

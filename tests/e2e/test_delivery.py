@@ -104,7 +104,7 @@ async def test_steer_with_no_batch_left_runs_as_its_own_turn(
             "session/prompt", {"sessionId": sid, "input": "and one more thing", "delivery": "steer"}
         )
     )
-    await asyncio.sleep(0.1)
+    await client.read_so_far()
     gate.set()
     first, second = await asyncio.wait_for(asyncio.gather(main, steer), 20)
     assert first["stopReason"] == second["stopReason"] == "end_turn"
@@ -159,7 +159,7 @@ async def test_steer_sent_during_session_compact_runs_as_its_own_turn(
     steer = asyncio.ensure_future(
         client.call("session/prompt", {"sessionId": sid, "input": "steer me", "delivery": "steer"})
     )
-    await asyncio.sleep(0.2)
+    await client.read_so_far()
     gate.set()
     compacted = await asyncio.wait_for(compact, 10)
     assert compacted["strategy"] in ("summary", "truncate")

@@ -14,7 +14,6 @@ import json
 import os
 import shlex
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import refusing_port
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[2]
@@ -172,9 +172,7 @@ def test_a_refused_key_is_not_stored(env: dict[str, str], scripted_llm: Scripted
 def test_an_unreachable_endpoint_is_said_and_the_key_stored_unchecked(
     env: dict[str, str],
 ) -> None:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = refusing_port()  # a port nobody listens on
     done = _sema(
         env,
         "login",

@@ -297,7 +297,7 @@ async def test_prompts_sent_while_busy_are_queued_and_each_answered(
     second = asyncio.ensure_future(
         client.call("session/prompt", {"sessionId": sid, "input": "two"})
     )
-    await asyncio.sleep(0.1)
+    await client.read_so_far()
     assert not second.done()
     gate.set()
     r1, r2 = await asyncio.wait_for(asyncio.gather(first, second), 10)

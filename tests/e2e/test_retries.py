@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.ports import refusing_port
 from tests.support.scripted_llm import Reply, ScriptedLLM
 from tests.support.wire_client import RpcFailure, WireClient
 
@@ -142,9 +142,7 @@ async def test_x_should_retry_overrides_the_status(
 
 def _refusing_url(openai: bool) -> str:
     """A local address where nothing listens: connections are refused."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = refusing_port()
     return f"http://127.0.0.1:{port}" + ("/v1" if openai else "")
 
 
@@ -158,6 +156,10 @@ async def test_connection_refused_is_retried_with_backoff(
     for retries in ("0", "2"):
         async with WireClient(env={**env, "SEMA_MAX_RETRIES": retries}) as client:
             await client.initialize()
+            # A first prompt in another session loads the provider (seconds of imports on
+            # a loaded machine), so the timed one below measures the retries alone.
+            warm = (await client.create_session(workspace, model=MODELS[provider]))["sessionId"]
+            await client.call("session/prompt", {"sessionId": warm, "input": "hi"}, timeout=BOUND_S)
             sid = (await client.create_session(workspace, model=MODELS[provider]))["sessionId"]
             started = time.monotonic()
             result = await client.call(

@@ -227,13 +227,16 @@ def test_make_demo_prints_text_and_writes_nothing_into_home(tmp_path: Path):
     env = {**os.environ, **own_home(tmp_path), "PYTHONIOENCODING": "utf-8"}
     make = ["make", "-s", "--no-print-directory", "-o", ".venv/.installed",
             f"BIN={Path(sys.executable).parent}", "demo"]  # fmt: skip
-    proc = subprocess.run(make, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    # Both formats at once: each run has its own temporary SEMA_ROOT.
+    runs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env, cwd=REPO) for cmd in (make, [*make, "FORMAT=jsonl"])]  # fmt: skip
+    (text_out, text_err), (jsonl_out, jsonl_err) = (run.communicate(timeout=120) for run in runs)
+    proc = subprocess.CompletedProcess(make, runs[0].returncode, text_out, text_err)
     assert proc.returncode == 0, proc.stderr
     assert "This is **tasklist**" in proc.stdout and '"jsonrpc"' not in proc.stdout
     assert "→ Glob **/*.py" in proc.stderr
 
-    proc = subprocess.run([*make, "FORMAT=jsonl"], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=120)  # fmt: skip
+    proc = subprocess.CompletedProcess(make, runs[1].returncode, jsonl_out, jsonl_err)
     assert proc.returncode == 0, proc.stderr
     answer = json.loads(proc.stdout.splitlines()[-1])
     assert answer["result"]["stopReason"] == "end_turn"

@@ -271,7 +271,7 @@ async def dispose_interrupts_waits_and_keeps_the_history(
     running = asyncio.ensure_future(prompt(client, sid, "take your time"))
     await client.wait_for("message:text:chunk", lambda p: p["sessionId"] == sid)
     queued = asyncio.ensure_future(prompt(client, sid, "queued input"))
-    await asyncio.sleep(0.05)
+    await client.read_so_far()
 
     disposed = await client.call("session/dispose", {"sessionId": sid})
     gate.set()

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from tests.e2e.conftest import SharedServer
 from tests.support.scripted_llm import Reply, ScriptedLLM
 from tests.support.wire_client import WireClient
 
@@ -68,18 +69,21 @@ async def test_an_escaped_lone_surrogate_becomes_a_replacement_character(
 
 
 @FRAMINGS
-async def test_encoded_surrogate_bytes_are_not_utf8_and_a_parse_error(server_env, jsonl: bool):
-    async with WireClient(env=server_env, jsonl=jsonl) as client:
-        client.send_bytes(
-            client.frame(
-                b'{"jsonrpc":"2.0","id":9,"method":"session/list",'
-                b'"params":{"workingDir":"/tmp/\xed\xa0\x80"}}'
-            )
+@pytest.mark.asyncio(loop_scope="module")
+async def test_encoded_surrogate_bytes_are_not_utf8_and_a_parse_error(
+    shared_server: SharedServer, jsonl: bool
+):
+    client = await shared_server(jsonl=jsonl)
+    client.send_bytes(
+        client.frame(
+            b'{"jsonrpc":"2.0","id":9,"method":"session/list",'
+            b'"params":{"workingDir":"/tmp/\xed\xa0\x80"}}'
         )
-        [answer] = await client.wait_unsolicited(1)
-        assert answer["id"] is None and answer["error"]["code"] == -32700
-        assert "UTF-8" in answer["error"]["message"]
-        await still_serving(client)
+    )
+    [answer] = await client.wait_unsolicited(1)
+    assert answer["id"] is None and answer["error"]["code"] == -32700
+    assert "UTF-8" in answer["error"]["message"]
+    await still_serving(client)
 
 
 @FRAMINGS
@@ -91,51 +95,54 @@ async def test_a_cancel_notification_with_any_id_is_never_answered(server_env, j
         client.notify("exit", {"unknown": []})
         client.notify("$/setTrace", [1, 2])
         await still_serving(client)
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # watching for an answer that must not come
         assert client.unsolicited == []
         assert b"Traceback" not in client.stderr
 
 
 @pytest.mark.parametrize("value", [b"5.0", b"1_0", b"5abc", b"-5", b"12 34"])
+@pytest.mark.asyncio(loop_scope="module")
 async def test_a_content_length_with_trailing_garbage_costs_only_its_message(
-    server_env, value: bytes
+    shared_server: SharedServer, value: bytes
 ):
-    async with WireClient(env=server_env, jsonl=False) as client:
-        bad = b'{"jsonrpc":"2.0","id":"bad","method":"initialize"}'
-        good = b'{"jsonrpc":"2.0","id":"good","method":"initialize"}'
-        answer = client.expect_response("good")
-        client.send_bytes(b"Content-Length: " + value + b"\r\n\r\n" + bad + client.frame(good))
-        response = await asyncio.wait_for(answer, 10)
-        assert response["result"]["serverInfo"]["name"] == "sema-rpc"
-        [error] = await client.wait_unsolicited(1)
-        assert error["error"]["code"] == -32600
-        assert "Content-Length" in error["error"]["message"]
-        await still_serving(client)
-        assert len(client.unsolicited) == 1
+    client = await shared_server(jsonl=False)
+    bad = b'{"jsonrpc":"2.0","id":"bad","method":"initialize"}'
+    good = b'{"jsonrpc":"2.0","id":"good","method":"initialize"}'
+    answer = client.expect_response("good")
+    client.send_bytes(b"Content-Length: " + value + b"\r\n\r\n" + bad + client.frame(good))
+    response = await asyncio.wait_for(answer, 10)
+    assert response["result"]["serverInfo"]["name"] == "sema-rpc"
+    [error] = await client.wait_unsolicited(1)
+    assert error["error"]["code"] == -32600
+    assert "Content-Length" in error["error"]["message"]
+    await still_serving(client)
+    assert len(client.unsolicited) == 1
 
 
+@pytest.mark.asyncio(loop_scope="module")
 async def test_a_header_block_ending_in_bare_newlines_is_read_with_the_next_frame(
-    server_env,
+    shared_server: SharedServer,
 ):
-    async with WireClient(env=server_env, jsonl=False) as client:
-        first = b'{"jsonrpc":"2.0","id":"lf","method":"initialize"}'
-        second = b'{"jsonrpc":"2.0","id":"crlf","method":"initialize"}'
-        answers = [client.expect_response("lf"), client.expect_response("crlf")]
-        client.send_bytes(b"Content-Length: %d\n\n" % len(first) + first + client.frame(second))
-        for response in await asyncio.wait_for(asyncio.gather(*answers), 10):
-            assert response["result"]["serverInfo"]["name"] == "sema-rpc"
-        assert client.unsolicited == []
+    client = await shared_server(jsonl=False)
+    first = b'{"jsonrpc":"2.0","id":"lf","method":"initialize"}'
+    second = b'{"jsonrpc":"2.0","id":"crlf","method":"initialize"}'
+    answers = [client.expect_response("lf"), client.expect_response("crlf")]
+    client.send_bytes(b"Content-Length: %d\n\n" % len(first) + first + client.frame(second))
+    for response in await asyncio.wait_for(asyncio.gather(*answers), 10):
+        assert response["result"]["serverInfo"]["name"] == "sema-rpc"
+    assert client.unsolicited == []
 
 
-async def test_a_frame_without_content_length_costs_only_itself(server_env):
-    async with WireClient(env=server_env, jsonl=False) as client:
-        bad = b'{"jsonrpc":"2.0","id":"bad","method":"initialize"}'
-        good = b'{"jsonrpc":"2.0","id":"good","method":"initialize"}'
-        answer = client.expect_response("good")
-        client.send_bytes(b"Content-Type: x\r\n\r\n" + bad + client.frame(good))
-        assert (await asyncio.wait_for(answer, 10))["result"]["protocolVersion"] == 1
-        [error] = await client.wait_unsolicited(1)
-        assert error["error"]["code"] == -32600
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_frame_without_content_length_costs_only_itself(shared_server: SharedServer):
+    client = await shared_server(jsonl=False)
+    bad = b'{"jsonrpc":"2.0","id":"bad","method":"initialize"}'
+    good = b'{"jsonrpc":"2.0","id":"good","method":"initialize"}'
+    answer = client.expect_response("good")
+    client.send_bytes(b"Content-Type: x\r\n\r\n" + bad + client.frame(good))
+    assert (await asyncio.wait_for(answer, 10))["result"]["protocolVersion"] == 1
+    [error] = await client.wait_unsolicited(1)
+    assert error["error"]["code"] == -32600
 
 
 async def test_an_undecodable_file_name_in_tool_output_does_not_poison_the_session(

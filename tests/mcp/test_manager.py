@@ -216,7 +216,9 @@ async def test_aclose_while_starting_stops_everything(tmp_path: Path) -> None:
             manager.start,
             [server("mute", [sys.executable, "-c", "import time; time.sleep(60)"])],
         )
-        await anyio.sleep(0.5)
+        with anyio.fail_after(10):  # until the server process is there
+            while not children() - before:
+                await anyio.sleep(0.02)
         assert len(children() - before) == 1
         await manager.aclose()
     assert manager.status()[0]["state"] == "stopped"

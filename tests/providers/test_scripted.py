@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 from collections.abc import Iterator
 
@@ -20,6 +19,7 @@ from sema_rpc.core.stream import ModelRequest, TextDelta, ToolSpec
 from sema_rpc.providers.anthropic import AnthropicProvider
 from sema_rpc.providers.openai_chat import OpenAIChatProvider
 from tests.providers.helpers import collect, request
+from tests.support.ports import refusing_port
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 KINDS = ["anthropic", "openai"]
@@ -254,9 +254,7 @@ async def test_cut_stream(scripted_llm: ScriptedLLM, kind: str, abrupt: bool) ->
 
 
 def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return refusing_port()
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 from email.utils import formatdate
 from typing import Any
 
@@ -27,6 +26,7 @@ from sema_rpc.providers.anthropic import AnthropicProvider
 from sema_rpc.providers.openai_chat import OpenAIChatProvider
 from sema_rpc.providers.openai_responses import OpenAIResponsesProvider
 from tests.providers.helpers import ANTHROPIC, CASSETTES, CHAT, collect, request
+from tests.support.ports import refusing_port
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 RESPONSES = sorted(p.stem for p in CASSETTES.glob("openai_responses_*.sse"))
@@ -114,9 +114,7 @@ async def test_faults_fail_the_same_on_both_paths(llm: ScriptedLLM, kind: str, l
 
 @pytest.mark.parametrize("kind", list(CLASSES))
 async def test_connection_refused_fails_the_same_on_both_paths(kind: str) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = refusing_port()
     url = f"http://127.0.0.1:{port}" + ("" if kind == "anthropic" else "/v1")
     errors: list[ProviderError] = []
     for transport in ("http", "sdk"):

@@ -180,6 +180,19 @@ class WireClient:
             raise RpcFailure(response["error"])
         return response["result"]
 
+    async def read_so_far(self, *, timeout: float = 20) -> None:
+        """Returns once the server has read every message sent before this call.
+
+        It reads in order and registers a prompt as it reads it (queued from then on,
+        per the spec's table of a session's life), so its answer to a request sent now
+        (`model/list`, which changes nothing) is the event a test waits on after
+        sending what the wire does not acknowledge: a queued prompt, a steer, a
+        notification. Never a sleep."""
+        # One turn of the loop first: a request a task scheduled just before this call
+        # (`ensure_future(client.call(...))`) sends goes out ahead of ours.
+        await asyncio.sleep(0)
+        await self.call("model/list", {}, timeout=timeout)
+
     def notify(self, method: str, params: Any = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:

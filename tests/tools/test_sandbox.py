@@ -155,13 +155,13 @@ async def test_a_background_process_writing_later(
         tool,
         ww,
         command="setsid sh -c 'sleep 0.5; echo late > inside-later.txt; "
-        f"echo late > {outside}/later.txt' > /dev/null 2>&1 < /dev/null & echo started",
+        f"echo late > {outside}/later.txt; touch tried-outside' > /dev/null 2>&1 < /dev/null &"
+        " echo started",
     )
     assert out.content == "started"
-    deadline = time.monotonic() + 20
-    while not (repo / "inside-later.txt").exists() and time.monotonic() < deadline:
+    deadline = time.monotonic() + 20  # until the process has tried the outside write
+    while not (repo / "tried-outside").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.3)
     assert (repo / "inside-later.txt").exists(), "the detached process did run"
     assert not (outside / "later.txt").exists()
 
