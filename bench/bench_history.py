@@ -221,8 +221,8 @@ class NullBridge:
 
 
 async def engine_turns(workspace: Path, sid: str, turns: int) -> dict[str, Any]:
-    from sema_rpc.engine import assembly
     from sema_rpc.engine.engine import SemaEngine
+    from sema_rpc.engine.session import assembly
 
     engine = SemaEngine(NullBridge())
     model = InstantModel()
@@ -323,7 +323,7 @@ def fsync_figures(root: Path, n: int) -> dict[str, float]:
 
 
 def backlog_counts(n: int) -> list[list[Any]]:
-    from sema_rpc.engine.tokens import TokenCounter, TokenTracker
+    from sema_rpc.engine.loop.tokens import TokenCounter, TokenTracker
 
     messages = [m for i in range(n // 4) for m in turn_messages(i)]
     chars = sum(len(json.dumps(m.model_dump())) for m in messages)

@@ -60,8 +60,8 @@ from _common import (
 from sema_rpc.core.project.custom_commands import expand, list_commands
 from sema_rpc.core.project.rules import load_rules
 from sema_rpc.core.project.skills import list_skills, skill_summaries
-from sema_rpc.engine.references import resolve_references
-from sema_rpc.engine.system_prompt import (
+from sema_rpc.engine.prompt.references import resolve_references
+from sema_rpc.engine.prompt.system_prompt import (
     build_system_prompt,
     first_query_reminders,
     git_status_summary,

@@ -460,7 +460,7 @@ def trust_main(argv: list[str]) -> int:
             file=config.project_file,
             servers=[s.name for s in servers],
         )
-        from sema_rpc.engine.project_trust import TrustAsk, describe
+        from sema_rpc.engine.session.project_trust import TrustAsk, describe
 
         text, _ = describe(TrustAsk(config.project_file, config.project_digest, servers))
         print(text)

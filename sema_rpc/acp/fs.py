@@ -12,7 +12,7 @@ from sema_rpc.protocol import RpcError
 
 if TYPE_CHECKING:
     from sema_rpc.acp.state import AcpPeer
-    from sema_rpc.engine.session import Session
+    from sema_rpc.engine.session.session import Session
 
 
 class AcpEditorFiles:

@@ -22,7 +22,7 @@ from sema_rpc.rpc.errors import INVALID_PARAMS
 
 if TYPE_CHECKING:
     from sema_rpc.engine.engine import SemaEngine
-    from sema_rpc.engine.session import Session
+    from sema_rpc.engine.session.session import Session
 
 
 BUILTIN_COMMANDS = [

@@ -16,7 +16,7 @@ from sema_rpc.rpc.errors import INVALID_PARAMS, invalid_params
 
 if TYPE_CHECKING:
     from sema_rpc.acp.state import AcpSession
-    from sema_rpc.engine.session import Session
+    from sema_rpc.engine.session.session import Session
 
 log = logging.getLogger("sema_rpc.acp.server")
 

@@ -80,9 +80,9 @@ from sema_rpc.rpc.framing import FrameWriter
 from sema_rpc.rpc.host import Host
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.control import PromptCancel
     from sema_rpc.engine.engine import SemaEngine
-    from sema_rpc.engine.session import Session
+    from sema_rpc.engine.loop.control import PromptCancel
+    from sema_rpc.engine.session.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ class AcpServer:
 
     def _accept_prompt(self, msg_id: Any, params: Any) -> None:
         """Open from the moment it is read: a `session/cancel` or `session/close` read
-        right behind it reaches it (engine/lifecycle.py)."""
+        right behind it reaches it (engine/session/lifecycle.py)."""
         state = self.sessions.get(params.session_id)
         engine = self.host.engine_created
         if state is None or engine is None:
@@ -195,7 +195,7 @@ class AcpServer:
 
     def _forget_prompt(self, params: Any, msg_id: Any, cancel: PromptCancel) -> None:
         """The prompt is answered (this runs after its answer is written)."""
-        from sema_rpc.engine.lifecycle import answered
+        from sema_rpc.engine.session.lifecycle import answered
 
         answered(cancel)
         state = self.sessions.get(params.session_id)
@@ -262,7 +262,7 @@ class AcpServer:
         if params.method_id not in METHOD_IDS:
             raise RpcError(INVALID_PARAMS, f"unknown authentication method: {params.method_id}")
         if not await usable_model():
-            from sema_rpc.engine.sessions import NO_MODEL_SUGGESTION
+            from sema_rpc.engine.session.sessions import NO_MODEL_SUGGESTION
 
             raise RpcError(ACP_AUTH_REQUIRED, "no model is configured: " + NO_MODEL_SUGGESTION)
         return {}
@@ -308,7 +308,7 @@ class AcpServer:
         install_terminal(self, session)
         session.client_system_prompt = system_prompt
         if session.profile is None:
-            from sema_rpc.engine.sessions import NO_MODEL_SUGGESTION
+            from sema_rpc.engine.session.sessions import NO_MODEL_SUGGESTION
 
             self.sessions.pop(ready.session_id, None)
             await self.engine.dispose(ref(ready.session_id))
@@ -403,7 +403,7 @@ class AcpServer:
 
     async def _close(self, params: SessionRequest) -> dict[str, Any]:
         """Closing cancels the session's work: its open prompts answer `cancelled`, and
-        nothing of it follows the answer (engine/lifecycle.py)."""
+        nothing of it follows the answer (engine/session/lifecycle.py)."""
         self._session(params.session_id)
         await self.engine.dispose(ref(params.session_id))
         self.sessions.pop(params.session_id, None)
@@ -417,7 +417,7 @@ class AcpServer:
         return {}
 
     async def _prompt(self, params: PromptRequest) -> dict[str, Any]:
-        from sema_rpc.engine.control import PromptCancel
+        from sema_rpc.engine.loop.control import PromptCancel
 
         session, state = self._session(params.session_id)
         request, prompt = prompt_request(session, state, params.prompt)
@@ -459,7 +459,7 @@ class AcpServer:
         answers once both are done). No turn: a new one (`startedNewTurn`), or
         `promptRequired` when the client asked for it (`_meta.steering.idleBehavior`)."""
         from sema_rpc.engine.engine import system_command
-        from sema_rpc.engine.lifecycle import answered
+        from sema_rpc.engine.session.lifecycle import answered
 
         session, state = self._session(params.session_id)
         running = bool(state.prompts)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from sema_rpc.acp.wire import AcpClientCapabilities
-    from sema_rpc.engine.control import PromptCancel
     from sema_rpc.engine.engine import SemaEngine
+    from sema_rpc.engine.loop.control import PromptCancel
 
 
 @dataclass

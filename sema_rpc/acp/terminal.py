@@ -20,7 +20,7 @@ from sema_rpc.tools.base import ToolContext, ToolOutput
 
 if TYPE_CHECKING:
     from sema_rpc.acp.state import AcpPeer
-    from sema_rpc.engine.session import Session
+    from sema_rpc.engine.session.session import Session
 
 log = logging.getLogger(__name__)
 

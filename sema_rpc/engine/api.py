@@ -57,21 +57,26 @@ from sema_rpc.core.messages import (
 )
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.core.stream import Provider, ProviderError, ResponseDone, ResponseFailed, ToolSpec
-from sema_rpc.engine.compaction import MIN_MESSAGES, CompactionState, Compactor, compact_threshold
-from sema_rpc.engine.control import TurnControl
-from sema_rpc.engine.conversation import (
+from sema_rpc.engine.events import ClientBridge, EventBus
+from sema_rpc.engine.loop.compaction import (
+    MIN_MESSAGES,
+    CompactionState,
+    Compactor,
+    compact_threshold,
+)
+from sema_rpc.engine.loop.control import TurnControl
+from sema_rpc.engine.loop.conversation import (
     Conversation,
     LoopConfig,
     LoopHooks,
     LoopState,
     TurnOutcome,
 )
-from sema_rpc.engine.events import ClientBridge, EventBus
+from sema_rpc.engine.loop.run_tools import ToolRunner
+from sema_rpc.engine.loop.tokens import ESTIMATE, TokenTracker, counter_for_model
+from sema_rpc.engine.loop.usage import UsageMeter, metered
 from sema_rpc.engine.models import available_models, loop_settings, profile_for
-from sema_rpc.engine.run_tools import ToolRunner
 from sema_rpc.engine.store.curated import append_curated
-from sema_rpc.engine.tokens import ESTIMATE, TokenTracker, counter_for_model
-from sema_rpc.engine.usage import UsageMeter, metered
 from sema_rpc.protocol import EventParams, ModelListResult, UsageTotals, WireModel
 from sema_rpc.tools.base import Tool, ToolContext
 from sema_rpc.tools.registry import builtin_tools
@@ -319,7 +324,7 @@ class ConversationManager:
 
     def interrupt(self) -> bool:
         """Stop the running step (model call, tool batch or turn) at its next checkpoint
-        (see engine/control.py). False when no step is running or it was already
+        (see engine/loop/control.py). False when no step is running or it was already
         interrupted: an interrupt never carries over to the next step."""
         if not self._running:
             return False

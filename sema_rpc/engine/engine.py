@@ -27,12 +27,12 @@ from sema_rpc.core.errors import (
 from sema_rpc.core.errors import working_dir as checked_working_dir
 from sema_rpc.core.messages import ContentBlock, TextBlock, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy
-from sema_rpc.engine import assembly, lifecycle
-from sema_rpc.engine.compaction import (
+from sema_rpc.engine.events import ClientBridge
+from sema_rpc.engine.loop.compaction import (
     CompactionResult,
 )
-from sema_rpc.engine.control import PromptCancel, TurnControl
-from sema_rpc.engine.conversation import (
+from sema_rpc.engine.loop.control import PromptCancel, TurnControl
+from sema_rpc.engine.loop.conversation import (
     ContextRebuild,
     Conversation,
     LoopConfig,
@@ -40,21 +40,21 @@ from sema_rpc.engine.conversation import (
     LoopState,
     TurnOutcome,
 )
-from sema_rpc.engine.events import ClientBridge
-from sema_rpc.engine.inputs import PromptContent, to_content
 from sema_rpc.engine.models import available_models, loop_settings, profile_for
-from sema_rpc.engine.rewind import emit_turn_diff
-from sema_rpc.engine.rewind import rewind as rewind_session
-from sema_rpc.engine.session import Session, SteerInput, as_dicts
-from sema_rpc.engine.sessions import NO_MODEL_SUGGESTION, SessionRegistry
-from sema_rpc.engine.store.history_writer import synced_all
-from sema_rpc.engine.turns import (
+from sema_rpc.engine.prompt.inputs import PromptContent, to_content
+from sema_rpc.engine.session import assembly, lifecycle
+from sema_rpc.engine.session.rewind import emit_turn_diff
+from sema_rpc.engine.session.rewind import rewind as rewind_session
+from sema_rpc.engine.session.session import Session, SteerInput, as_dicts
+from sema_rpc.engine.session.sessions import NO_MODEL_SUGGESTION, SessionRegistry
+from sema_rpc.engine.session.turns import (
     NotStarted,
     drop_steer,
     exclusive_turn,
     settle_steering,
     take_steering,
 )
+from sema_rpc.engine.store.history_writer import synced_all
 from sema_rpc.protocol import (
     CommandListParams,
     CommandListResult,
@@ -433,8 +433,8 @@ class SemaEngine(SessionRegistry):
         profile = session.profile
         assert profile is not None  # a prompt without a model is refused before its turn
         if session.trust_pending is not None:  # the project's servers: ask first
-            from sema_rpc.engine import project_trust
-            from sema_rpc.engine.sessions import mcp_start_timeout
+            from sema_rpc.engine.session import project_trust
+            from sema_rpc.engine.session.sessions import mcp_start_timeout
 
             await project_trust.settle(session, control, mcp_start_timeout())
         user_content, setup = await session.pipeline.prepare(user_input)

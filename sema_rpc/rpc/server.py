@@ -39,8 +39,8 @@ from sema_rpc.rpc.host import Host
 from sema_rpc.rpc.notifications import DeltaEncoder, NativeEvents
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.control import PromptCancel
     from sema_rpc.engine.engine import SemaEngine
+    from sema_rpc.engine.loop.control import PromptCancel
     from sema_rpc.protocol import (
         ClientCapabilities,
         EmptyResult,
@@ -384,7 +384,7 @@ class SemaServer:
 
     def _forget_prompt(self, msg_id: Any, cancel: PromptCancel) -> None:
         """The prompt is answered (this runs after the answer is written)."""
-        from sema_rpc.engine.lifecycle import answered
+        from sema_rpc.engine.session.lifecycle import answered
 
         answered(cancel)
         if self._prompts.get(msg_id) is cancel:

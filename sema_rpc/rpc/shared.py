@@ -285,7 +285,7 @@ class SharedHost(Host):
     def attach_session(self, conn: SemaServer, params: SessionAttachParams) -> dict[str, Any]:
         """`session/attach`: the answer; the replay and the open requests follow it, from
         the same step of the loop (`Connection.after_answer`)."""
-        from sema_rpc.engine import lifecycle
+        from sema_rpc.engine.session import lifecycle
         from sema_rpc.protocol import PendingRequest, SessionAttachResult
 
         session = self.engine.session(params.session_id)
@@ -340,7 +340,7 @@ class SharedHost(Host):
     async def list_sessions(self, params: SessionListParams) -> SessionListResult:
         """`session/list`, each live session marked (and listed even before its history
         has a message on disk)."""
-        from sema_rpc.engine import lifecycle
+        from sema_rpc.engine.session import lifecycle
         from sema_rpc.protocol import SessionListItem
 
         result = await self.engine.list_sessions(params)

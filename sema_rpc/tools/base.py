@@ -1,6 +1,6 @@
 """The contract every tool implements.
 
-A tool is a class with a pydantic `Input` model. The engine (engine/run_tools.py)
+A tool is a class with a pydantic `Input` model. The engine (engine/loop/run_tools.py)
 validates the model's arguments against `Input`, calls `validate_input`, asks for
 permission when `permission()` returns a `PermissionAsk`, then awaits `call`. A tool reports
 failures by returning `ToolOutput(is_error=True, ...)` or raising `ToolError`; any

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from sema_rpc.engine.compaction import SUMMARY_HEADER, TRUNCATION_NOTICE
-from sema_rpc.engine.tokens import MESSAGE_OVERHEAD, TokenCounter
+from sema_rpc.engine.loop.compaction import SUMMARY_HEADER, TRUNCATION_NOTICE
+from sema_rpc.engine.loop.tokens import MESSAGE_OVERHEAD, TokenCounter
 from tests.support.scripted_llm import Reply, ScriptedLLM
 from tests.support.shared_data import tiktoken_dir
 from tests.support.wire_client import WireClient

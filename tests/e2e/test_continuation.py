@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sema_rpc.engine.continuation import NUDGE, SYSTEM
+from sema_rpc.engine.loop.continuation import NUDGE, SYSTEM
 from tests.support.scripted_llm import Reply, ScriptedLLM
 from tests.support.wire_client import WireClient
 

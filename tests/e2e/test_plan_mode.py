@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sema_rpc.engine.system_prompt import PLAN_MODE_PROMPT
+from sema_rpc.engine.prompt.system_prompt import PLAN_MODE_PROMPT
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 from .wire_helpers import (

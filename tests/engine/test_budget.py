@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from sema_rpc.core.messages import ToolResultBlock
-from sema_rpc.engine.budget import batch_budgets, cap_results, fair_shares
-from sema_rpc.engine.tokens import TokenCounter
+from sema_rpc.engine.loop.budget import batch_budgets, cap_results, fair_shares
+from sema_rpc.engine.loop.tokens import TokenCounter
 
 
 def test_small_results_keep_their_size_and_large_ones_share_the_rest():

@@ -24,7 +24,8 @@ from sema_rpc.core.stream import (
     ResponseFailed,
     StreamEvent,
 )
-from sema_rpc.engine.compaction import (
+from sema_rpc.engine.events import EventBus
+from sema_rpc.engine.loop.compaction import (
     SUMMARY_HEADER,
     TRUNCATION_NOTICE,
     CompactionState,
@@ -32,11 +33,10 @@ from sema_rpc.engine.compaction import (
     compact_threshold,
     render_transcript,
 )
-from sema_rpc.engine.control import INTERRUPT_MESSAGE, TurnControl
-from sema_rpc.engine.conversation import Conversation, LoopConfig, LoopHooks, LoopState
-from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.run_tools import ToolRunner
-from sema_rpc.engine.tokens import TokenCounter, TokenTracker
+from sema_rpc.engine.loop.control import INTERRUPT_MESSAGE, TurnControl
+from sema_rpc.engine.loop.conversation import Conversation, LoopConfig, LoopHooks, LoopState
+from sema_rpc.engine.loop.run_tools import ToolRunner
+from sema_rpc.engine.loop.tokens import TokenCounter, TokenTracker
 from sema_rpc.tools.base import ToolContext
 from sema_rpc.tools.read import ReadTool
 from tests.engine._bridge import RecordingBridge

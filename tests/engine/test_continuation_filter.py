@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sema_rpc.engine.continuation import last_sentence, plausible
+from sema_rpc.engine.loop.continuation import last_sentence, plausible
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from sema_rpc.engine import references as refs_mod
-from sema_rpc.engine.references import (
+from sema_rpc.engine.prompt import references as refs_mod
+from sema_rpc.engine.prompt.references import (
     OUTSIDE_WORKSPACE,
     find_references,
     resolve_references,

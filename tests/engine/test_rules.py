@@ -4,7 +4,7 @@ from pathlib import Path
 
 from sema_rpc.core.project import rules as rules_mod
 from sema_rpc.core.project.rules import load_rules
-from sema_rpc.engine.system_prompt import first_query_reminders
+from sema_rpc.engine.prompt.system_prompt import first_query_reminders
 from tests.engine import _context
 from tests.engine._context import write
 

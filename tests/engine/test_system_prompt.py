@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sema_rpc.core.project.skills import list_skills, skill_summaries
-from sema_rpc.engine.system_prompt import (
+from sema_rpc.engine.prompt.system_prompt import (
     build_system_prompt,
     format_git_status,
     git_status_summary,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sema_rpc.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from sema_rpc.engine import tokens
-from sema_rpc.engine.tokens import (
+from sema_rpc.engine.loop import tokens
+from sema_rpc.engine.loop.tokens import (
     MESSAGE_OVERHEAD,
     TokenCounter,
     TokenTracker,

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from sema_rpc.engine.engine import SemaEngine
-from sema_rpc.engine.pipeline import _models_in, turn_model_classes
+from sema_rpc.engine.prompt.pipeline import _models_in, turn_model_classes
 from sema_rpc.protocol import (
     SessionCreateParams,
     SessionPromptParams,

@@ -112,8 +112,8 @@ def message_kind(history: list[Message], message_id: str) -> str | None:
 
 def infer_kind(blocks: list[ContentBlock]) -> str | None:
     """The kind of a user message written before kinds were stored."""
-    from sema_rpc.engine.compaction import SUMMARY_HEADER, TRUNCATION_NOTICE
-    from sema_rpc.engine.control import INTERRUPT_MESSAGE
+    from sema_rpc.engine.loop.compaction import SUMMARY_HEADER, TRUNCATION_NOTICE
+    from sema_rpc.engine.loop.control import INTERRUPT_MESSAGE
 
     texts = [b.text for b in blocks if isinstance(b, TextBlock)]
     if not texts:

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from sema_rpc.core.messages import Message, TextBlock, ToolResultBlock, Usage
-from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE
+from sema_rpc.engine.loop.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE
 from sema_rpc.protocol import (
     CompactExecParams,
     MessageCompleteParams,

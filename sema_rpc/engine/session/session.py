@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Any
 from sema_rpc.core.config import ModelProfile
 from sema_rpc.core.messages import ContentBlock, Message, new_message_id
 from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
-from sema_rpc.engine.compaction import CompactionState
-from sema_rpc.engine.control import TurnControl
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.lifecycle import Life
-from sema_rpc.engine.pipeline import InputPipeline
-from sema_rpc.engine.run_tools import ToolRunner
+from sema_rpc.engine.loop.compaction import CompactionState
+from sema_rpc.engine.loop.control import TurnControl
+from sema_rpc.engine.loop.run_tools import ToolRunner
+from sema_rpc.engine.loop.tokens import TokenTracker
+from sema_rpc.engine.loop.usage import UsageMeter
+from sema_rpc.engine.prompt.pipeline import InputPipeline
+from sema_rpc.engine.session.lifecycle import Life
 from sema_rpc.engine.store.checkpoints import CheckpointStore
 from sema_rpc.engine.store.history_format import Redo
 from sema_rpc.engine.store.history_writer import HistoryStore
 from sema_rpc.engine.store.input_history import InputHistory
-from sema_rpc.engine.tokens import TokenTracker
-from sema_rpc.engine.usage import UsageMeter
 from sema_rpc.protocol import (
     AskQuestionRequestParams,
     AskQuestionResult,
@@ -54,7 +54,7 @@ from sema_rpc.protocol import (
 from sema_rpc.tools.base import FileSnapshot, ToolServices
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.conversation import Conversation
+    from sema_rpc.engine.loop.conversation import Conversation
     from sema_rpc.mcp import McpManager, McpServerConfig
 
 log = logging.getLogger(__name__)

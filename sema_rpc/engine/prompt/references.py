@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 
 from sema_rpc.core.policy.paths import SKIP_DIRS, display_path, is_inside, resolve_path
-from sema_rpc.engine.system_prompt import system_reminder
+from sema_rpc.engine.prompt.system_prompt import system_reminder
 from sema_rpc.tools.base import FileSnapshot, ToolContext, ToolOutput
 from sema_rpc.tools.read import ReadInput, ReadTool
 

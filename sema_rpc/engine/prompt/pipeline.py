@@ -27,9 +27,9 @@ from sema_rpc.core.project.custom_commands import expand
 from sema_rpc.core.project.rules import load_rules
 from sema_rpc.core.project.skills import list_skills, skill_summaries
 from sema_rpc.core.stream import ToolSpec
-from sema_rpc.engine.inputs import is_resource
-from sema_rpc.engine.references import resolve_references_async
-from sema_rpc.engine.system_prompt import (
+from sema_rpc.engine.prompt.inputs import is_resource
+from sema_rpc.engine.prompt.references import resolve_references_async
+from sema_rpc.engine.prompt.system_prompt import (
     build_system_prompt,
     first_query_reminders,
     git_status_summary,
@@ -41,9 +41,9 @@ from sema_rpc.tools.base import FileSnapshot, Tool
 if TYPE_CHECKING:
     from sema_rpc.core.messages import Message
     from sema_rpc.engine.events import EventBus
+    from sema_rpc.engine.loop.tokens import TokenTracker
     from sema_rpc.engine.store.checkpoints import CheckpointStore
     from sema_rpc.engine.store.history_writer import HistoryStore
-    from sema_rpc.engine.tokens import TokenTracker
     from sema_rpc.protocol import Mode
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class TurnSetup:
 
 
 class PipelineSession(Protocol):
-    """What the pipeline reads of its session (`engine/session.py`'s `Session` is one).
+    """What the pipeline reads of its session (`engine/session/session.py`'s `Session` is one).
 
     A protocol rather than the class, so that the session (which owns its pipeline) and
     the pipeline do not import each other."""
@@ -117,9 +117,9 @@ class InputPipeline:
             await self.git_snapshot()
             await asyncio.to_thread(self.session.checkpoints.load)  # a resumed session's index
             await asyncio.sleep(0)  # a prompt that came meanwhile is read
-            import sema_rpc.engine.compaction
-            import sema_rpc.engine.conversation
-            import sema_rpc.engine.run_tools  # noqa: F401
+            import sema_rpc.engine.loop.compaction
+            import sema_rpc.engine.loop.conversation
+            import sema_rpc.engine.loop.run_tools  # noqa: F401
 
             setup = self.turn_setup()  # imports the tools, builds their schemas (cached per class)
             await asyncio.sleep(0)

@@ -49,13 +49,13 @@ from sema_rpc.core.stream import (
     ThinkingDelta,
     ToolSpec,
 )
-from sema_rpc.engine.budget import batch_budgets, cap_results
-from sema_rpc.engine.compaction import CompactionResult, Compactor
-from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.run_tools import ToolRunner
+from sema_rpc.engine.loop.budget import batch_budgets, cap_results
+from sema_rpc.engine.loop.compaction import CompactionResult, Compactor
+from sema_rpc.engine.loop.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
+from sema_rpc.engine.loop.run_tools import ToolRunner
+from sema_rpc.engine.loop.tokens import TokenTracker
 from sema_rpc.engine.store.curated import append_curated
-from sema_rpc.engine.tokens import TokenTracker
 from sema_rpc.protocol import (
     ConversationUsageParams,
     MessageCompleteParams,
@@ -73,7 +73,7 @@ from sema_rpc.protocol import (
 from sema_rpc.tools.base import RebuildContext, Tool
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.continuation import Continuation
+    from sema_rpc.engine.loop.continuation import Continuation
 
 
 async def _no_steering() -> list[Message]:

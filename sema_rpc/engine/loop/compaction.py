@@ -39,10 +39,10 @@ from sema_rpc.core.messages import (
     new_message_id,
 )
 from sema_rpc.core.stream import ModelRequest, Provider, ResponseDone, ResponseFailed
-from sema_rpc.engine.budget import MIN_RESULT_TOKENS, batch_budgets, cap_results
-from sema_rpc.engine.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.tokens import CHARS_PER_TOKEN, TokenTracker
+from sema_rpc.engine.loop.budget import MIN_RESULT_TOKENS, batch_budgets, cap_results
+from sema_rpc.engine.loop.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
+from sema_rpc.engine.loop.tokens import CHARS_PER_TOKEN, TokenTracker
 from sema_rpc.protocol import CompactExecParams
 
 log = logging.getLogger(__name__)

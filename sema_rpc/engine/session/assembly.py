@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING
 from sema_rpc.core.config import ModelProfile
 from sema_rpc.core.policy.permissions import PermissionPolicy
 from sema_rpc.core.stream import Provider
-from sema_rpc.engine.compaction import CompactionResult, Compactor, compact_threshold
-from sema_rpc.engine.control import TurnControl
-from sema_rpc.engine.run_tools import ToolRunner
-from sema_rpc.engine.subagents import SubagentRunner
-from sema_rpc.engine.usage import metered
+from sema_rpc.engine.loop.compaction import CompactionResult, Compactor, compact_threshold
+from sema_rpc.engine.loop.control import TurnControl
+from sema_rpc.engine.loop.run_tools import ToolRunner
+from sema_rpc.engine.loop.usage import metered
+from sema_rpc.engine.session.subagents import SubagentRunner
 from sema_rpc.tools.base import ToolContext
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.continuation import ContinuationCheck
-    from sema_rpc.engine.pipeline import TurnSetup
-    from sema_rpc.engine.session import Session
+    from sema_rpc.engine.loop.continuation import ContinuationCheck
+    from sema_rpc.engine.prompt.pipeline import TurnSetup
+    from sema_rpc.engine.session.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ def continuation_check(
     if not session.check_continuation or session.profile is None:
         return None
     from sema_rpc.core.config import ConfigError, load_models, resolve_model
-    from sema_rpc.engine.continuation import ContinuationCheck
+    from sema_rpc.engine.loop.continuation import ContinuationCheck
 
     profile = session.profile
     replaying = profile.provider == "replay"

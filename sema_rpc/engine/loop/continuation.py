@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from sema_rpc.core.messages import Message
 from sema_rpc.core.stream import ModelRequest, Provider, ResponseDone, ResponseFailed
-from sema_rpc.engine.control import TurnControl
+from sema_rpc.engine.loop.control import TurnControl
 
 log = logging.getLogger(__name__)
 

@@ -162,7 +162,7 @@ class _Metered:
 def interrupted_usage(request: ModelRequest, streamed_chars: int) -> Usage:
     """An estimate of an interrupted response's usage: the request it read (system,
     tools, messages) and what it streamed before the cut."""
-    from sema_rpc.engine.tokens import estimate_tokens
+    from sema_rpc.engine.loop.tokens import estimate_tokens
 
     chars = len(request.system) + sum(
         len(t.name) + len(t.description) + len(str(t.input_schema)) for t in request.tools

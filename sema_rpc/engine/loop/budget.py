@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sema_rpc.core.messages import ToolResultBlock
-from sema_rpc.engine.tokens import TokenCounter
+from sema_rpc.engine.loop.tokens import TokenCounter
 
 RESULT_SHARE = 0.25
 """One tool result holds at most this share of the context window."""

@@ -31,8 +31,8 @@ from sema_rpc.core.policy.permissions import (
 )
 from sema_rpc.core.secrets import StreamRedactor, redact_known
 from sema_rpc.core.text import without_surrogates
-from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
 from sema_rpc.engine.events import EventBus
+from sema_rpc.engine.loop.control import CANCEL_MESSAGE, TurnControl
 from sema_rpc.protocol import (
     PermissionRequestParams,
     PermissionResult,

@@ -19,7 +19,7 @@ from sema_rpc.core.messages import (
     ThinkingBlock,
     ToolResultBlock,
 )
-from sema_rpc.engine.control import CANCEL_MESSAGE
+from sema_rpc.engine.loop.control import CANCEL_MESSAGE
 from sema_rpc.engine.store.curated import ORPHANED_TOOL_RESULT, infer_kind, split_parts
 from sema_rpc.protocol import TranscriptContent, TranscriptMessage, TranscriptToolCall
 

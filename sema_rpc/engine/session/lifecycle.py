@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from sema_rpc.core.errors import SessionBusy
-from sema_rpc.engine.control import PromptCancel
+from sema_rpc.engine.loop.control import PromptCancel
 
 if TYPE_CHECKING:
     import asyncio
 
-    from sema_rpc.engine.control import TurnControl
     from sema_rpc.engine.events import EventBus
+    from sema_rpc.engine.loop.control import TurnControl
 
 
 class State(enum.Enum):
@@ -53,7 +53,7 @@ class Life:
 
 
 class Session(Protocol):
-    """What the lifecycle reads of a session (`engine/session.py`'s `Session` is one; a
+    """What the lifecycle reads of a session (`engine/session/session.py`'s `Session` is one; a
     protocol, since the session holds its `Life` and so imports this module)."""
 
     @property

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from sema_rpc.core import trust
-from sema_rpc.engine.session import Session, TrustAsk
+from sema_rpc.engine.session.session import Session, TrustAsk
 from sema_rpc.protocol import PermissionRequestParams, PermissionResult
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.control import TurnControl
+    from sema_rpc.engine.loop.control import TurnControl
     from sema_rpc.mcp import McpConfig
 
 __all__ = ["TrustAsk", "describe", "gate", "held_reason", "settle"]

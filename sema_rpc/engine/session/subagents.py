@@ -18,12 +18,12 @@ import anyio
 from sema_rpc.core.messages import TextBlock
 from sema_rpc.core.policy.permissions import PermissionPolicy
 from sema_rpc.core.project.agents import find_agent, resolve_agent_model, subagent_tool_names
-from sema_rpc.engine.control import CANCEL_MESSAGE, TurnControl
-from sema_rpc.engine.conversation import Conversation, LoopConfig, LoopHooks, LoopState
 from sema_rpc.engine.events import EventBus
-from sema_rpc.engine.pipeline import TurnSetup, subagent_setup
-from sema_rpc.engine.run_tools import ToolRunner
-from sema_rpc.engine.system_prompt import build_system_prompt
+from sema_rpc.engine.loop.control import CANCEL_MESSAGE, TurnControl
+from sema_rpc.engine.loop.conversation import Conversation, LoopConfig, LoopHooks, LoopState
+from sema_rpc.engine.loop.run_tools import ToolRunner
+from sema_rpc.engine.prompt.pipeline import TurnSetup, subagent_setup
+from sema_rpc.engine.prompt.system_prompt import build_system_prompt
 from sema_rpc.protocol import (
     EventParams,
     SessionInterruptedParams,
@@ -38,7 +38,7 @@ from sema_rpc.tools.base import ToolContext, ToolError
 if TYPE_CHECKING:
     from sema_rpc.core.config import ModelProfile
     from sema_rpc.core.stream import Provider
-    from sema_rpc.engine.session import Session
+    from sema_rpc.engine.session.session import Session
 
 SUBAGENT_MAX_TURNS = 50
 QUIET_EVENTS = (TextChunkParams, ThinkingChunkParams, SessionInterruptedParams)

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from sema_rpc.core.errors import InvalidArgument
 from sema_rpc.core.messages import Message
 from sema_rpc.core.policy.paths import display_path
+from sema_rpc.engine.session.transcript import prompt_text, transcript
 from sema_rpc.engine.store.checkpoint_index import Content
 from sema_rpc.engine.store.checkpoints import RestorePlan
 from sema_rpc.engine.store.curated import cut_before, find_message, message_kind, split_parts
 from sema_rpc.engine.store.history_format import Redo
-from sema_rpc.engine.transcript import prompt_text, transcript
 from sema_rpc.protocol import (
     ConversationUsageParams,
     RewindConflict,
@@ -35,7 +35,7 @@ from sema_rpc.protocol import (
 )
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.session import Session
+    from sema_rpc.engine.session.session import Session
 
 
 def transcript_count(history: list[Message]) -> int:

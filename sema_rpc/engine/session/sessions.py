@@ -23,9 +23,11 @@ from sema_rpc.core.errors import (
 from sema_rpc.core.errors import working_dir as checked_working_dir
 from sema_rpc.core.messages import Message
 from sema_rpc.core.policy.permissions import RuleStore
-from sema_rpc.engine import lifecycle
 from sema_rpc.engine.events import ClientBridge, EventBus
-from sema_rpc.engine.session import Session, as_dicts, todo_items
+from sema_rpc.engine.loop.tokens import TokenCounter, TokenTracker, counter_for_model
+from sema_rpc.engine.loop.usage import Totals, UsageMeter
+from sema_rpc.engine.session import lifecycle
+from sema_rpc.engine.session.session import Session, as_dicts, todo_items
 from sema_rpc.engine.store.checkpoint_hooks import Checkpoints
 from sema_rpc.engine.store.checkpoints import CheckpointStore
 from sema_rpc.engine.store.curated import append_curated, cut_before, dangling_tool_results, locate
@@ -35,8 +37,6 @@ from sema_rpc.engine.store.history_writer import HistoryStore
 from sema_rpc.engine.store.input_history import InputHistory
 from sema_rpc.engine.store.listing import delete_history, list_sessions
 from sema_rpc.engine.store.titles import TITLE_CHARS, write_title
-from sema_rpc.engine.tokens import TokenCounter, TokenTracker, counter_for_model
-from sema_rpc.engine.usage import Totals, UsageMeter
 from sema_rpc.protocol import (
     ConfigNoModelsParams,
     Mode,
@@ -264,7 +264,7 @@ class SessionRegistry:
 
     async def session_messages(self, params: SessionMessagesParams) -> SessionMessagesResult:
         """`session/messages`: the conversation for display, one page (transcript.py)."""
-        from sema_rpc.engine.transcript import transcript
+        from sema_rpc.engine.session.transcript import transcript
 
         history, _live, _loaded = await self._conversation(params.session_id)
         entries = transcript(history)
@@ -286,7 +286,7 @@ class SessionRegistry:
         """`session/fork`: a new session whose history is the conversation just before a
         prompt (the whole conversation without `messageId`); the original is untouched.
         The fork's messages keep their ids."""
-        from sema_rpc.engine.transcript import prompt_text
+        from sema_rpc.engine.session.transcript import prompt_text
 
         history, live, loaded = await self._conversation(params.session_id)
         todos: list[Any] | None = None
@@ -414,7 +414,7 @@ class SessionRegistry:
         config = await asyncio.to_thread(load_mcp_config, session.working_dir, editor)
         if not config.servers and not config.errors:
             return
-        from sema_rpc.engine import project_trust
+        from sema_rpc.engine.session import project_trust
         from sema_rpc.mcp import McpManager
 
         # Before anything starts: the project's own servers wait for the user's trust.

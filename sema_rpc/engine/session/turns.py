@@ -18,11 +18,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from sema_rpc.core.messages import ContentBlock, Message, TextBlock
-from sema_rpc.engine.control import PromptCancel, TurnControl
+from sema_rpc.engine.loop.control import PromptCancel, TurnControl
 from sema_rpc.protocol import SessionPromptResult, StateUpdateParams
 
 if TYPE_CHECKING:
-    from sema_rpc.engine.session import Session, SteerInput
+    from sema_rpc.engine.session.session import Session, SteerInput
 
 T = TypeVar("T")
 
