@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 VSCODE := clients/vscode
 VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
-.PHONY: bytecode demo test test-tools lint lint-lua fmt schema generate spec bench clean vsix dist test-vscode soak
+.PHONY: bytecode demo test test-slow test-tools lint lint-lua fmt schema generate spec bench clean vsix dist test-vscode soak
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -35,6 +35,11 @@ demo: $(STAMP)
 test: $(STAMP) $(VSCODE_STAMP) test-tools
 	$(BIN)/python -m pytest
 	cd $(VSCODE) && npm test
+
+# The slow tests `make test` leaves out (marked `slow`): tests/dist builds the release and
+# installs it with uv tool, pipx and uvx outside the checkout (minutes).
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow
 
 lint: $(STAMP) $(VSCODE_STAMP) lint-lua
 	$(BIN)/ruff check sema_rpc tests bench clients
