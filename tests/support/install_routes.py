@@ -33,12 +33,6 @@ def run_checked(
     return done
 
 
-def build_wheel(outdir: Path) -> Path:
-    """The release wheel, built as `make dist` builds it (sdist first, the wheel from it)."""
-    run_checked([sys.executable, "-m", "build", "--outdir", str(outdir), str(REPO)])
-    return next(outdir.glob("sema_rpc-*-py3-none-any.whl"))
-
-
 def _pip_env() -> dict[str, str]:
     """pip's environment with the user's own pip configuration (where it finds packages)
     even while HOME points elsewhere (the test suite moves it): read, never written."""
@@ -50,6 +44,13 @@ def _pip_env() -> dict[str, str]:
                 env["PIP_CONFIG_FILE"] = str(conf)
                 break
     return env
+
+
+def build_wheel(outdir: Path) -> Path:
+    """The release wheel, built as `make dist` builds it (sdist first, the wheel from it)."""
+    cmd = [sys.executable, "-m", "build", "--outdir", str(outdir), str(REPO)]
+    run_checked(cmd, env=_pip_env())  # its build environment is installed by pip
+    return next(outdir.glob("sema_rpc-*-py3-none-any.whl"))
 
 
 def gather_wheelhouse(wheel: Path, wheelhouse: Path) -> Path:
