@@ -42,6 +42,9 @@ test: $(STAMP) $(VSCODE_STAMP) test-tools
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 	cd $(VSCODE) && npm test
 
+# The slow tests `make test` leaves out (marked `slow`): tests/dist builds the release and
+# installs it with uv tool, pipx and uvx outside the checkout; the Neovim plugin's
+# `:Sema install` does a real pip install (minutes).
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow
 

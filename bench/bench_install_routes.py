@@ -22,70 +22,42 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-BASE_PYTHON = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-PROMPT = "What is in this project?"
+from _common import REPO
 
-
-def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(cmd, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
-    if done.returncode != 0:
-        sys.exit(f"{cmd[:4]} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
-    return done
+from tests.support.install_routes import (
+    DEMO_PROMPT,
+    ROUTES,
+    build_wheel,
+    gather_wheelhouse,
+    install,
+    route_env,
+    run_checked,
+)
 
 
 def _wheel(tmp: Path) -> Path:
     found = sorted((REPO / "dist").glob("sema_rpc-*-py3-none-any.whl"))
     if found:
         return found[-1]
-    _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp / "dist"), str(REPO)])
-    return next((tmp / "dist").glob("sema_rpc-*.whl"))
+    return build_wheel(tmp / "dist")
 
 
-def _route(route: str, wheel: Path, wheelhouse: Path, home: Path) -> tuple[float, float]:
-    offline = ["--no-index", "--find-links", str(wheelhouse)]
-    (home / "home").mkdir(parents=True)
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(home / "home"),
-        "SEMA_ROOT": str(home / "sema-root"),
-        "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
-        "UV_TOOL_DIR": str(home / "uv-tools"),
-        "UV_TOOL_BIN_DIR": str(home / "bin"),
-        "UV_CACHE_DIR": str(home / "uv-cache"),
-        "UV_PYTHON_DOWNLOADS": "never",
-        "UV_NO_CONFIG": "1",
-        "PIPX_HOME": str(home / "pipx"),
-        "PIPX_BIN_DIR": str(home / "bin"),
-        "PIPX_MAN_DIR": str(home / "man"),
-    }
-    demo = ["run", "--format", "text", "--model", "replay/demo", PROMPT]
-    cwd = home / "home"
+def _route(route: str, wheel: Path, wheelhouse: Path, root: Path) -> tuple[float, float]:
+    env, cwd = route_env(root), root / "home"
+    demo = ["run", "--format", "text", "--model", "replay/demo", DEMO_PROMPT]
     started = time.perf_counter()
-    if route == "uvx":
-        sema = [str(BIN / "uvx"), "--python", BASE_PYTHON, *offline, "--from", str(wheel)]
-        sema.append("sema-rpc")
-    else:
-        if route == "uv tool":
-            cmd = [str(BIN / "uv"), "tool", "install", "--python", BASE_PYTHON, *offline]
-        else:
-            cmd = [str(BIN / "pipx"), "install", "--python", BASE_PYTHON]
-            cmd += ["--pip-args", " ".join(offline)]
-        _run([*cmd, str(wheel)], env=env, cwd=cwd)
-        sema = [str(home / "bin" / "sema-rpc")]
-    first = _run([*sema, *demo], env=env, cwd=cwd)
+    sema = install(route, wheel, wheelhouse, root)
+    first = run_checked([*sema, *demo], env=env, cwd=cwd)
     to_answer = time.perf_counter() - started
     if "tasklist" not in first.stdout:
         sys.exit(f"{route}: the demo did not answer:\n{first.stdout}\n{first.stderr}")
     started = time.perf_counter()
-    _run([*sema, *demo], env=env, cwd=cwd)
+    run_checked([*sema, *demo], env=env, cwd=cwd)
     return to_answer, time.perf_counter() - started
 
 
@@ -98,11 +70,10 @@ def main() -> None:
         wheel = _wheel(tmp)
         started = time.perf_counter()
         wheelhouse = tmp / "wheelhouse"
-        pip = [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(wheelhouse), str(wheel)]
-        _run(pip, cwd=tmp)
+        gather_wheelhouse(wheel, wheelhouse)
         gathered = time.perf_counter() - started
         rows: dict[str, tuple[float, float]] = {}
-        for route in ("uv tool", "pipx", "uvx"):
+        for route in ROUTES:
             runs = []
             for i in range(args.runs):
                 home = tmp / f"{route.replace(' ', '-')}-{i}"
