@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -131,6 +132,17 @@ class _Output:
         method = message.get("method")
         if isinstance(method, str) and "id" not in message and not method.startswith("$/"):
             self.raw_line(raw)
+
+    def delta_line(self, raw: bytes) -> None:
+        """A delta notification's line (`_DeltaShortcut`), as the client would have handed
+        it on: jsonl prints it; text prints a text chunk's delta (the other deltas are
+        not printed in text)."""
+        if self.format == "jsonl":
+            self.raw_line(raw)
+        elif raw.startswith(_DELTA_PREFIXES[0]) and not self.broken:
+            delta = json.loads(raw)["params"].get("delta")
+            if isinstance(delta, str):
+                self.text(delta)
 
     # ---- text -------------------------------------------------------------------------
     def text(self, delta: str) -> None:
@@ -260,7 +272,7 @@ async def run_once(
         if spawn:
             client = await SemaClient.spawn(argv, jsonl=True, stderr_callback=_forward_stderr)
         else:
-            started = await _in_process_server(record_dir, listen)
+            started = await _in_process_server(record_dir, listen, out)
             if started is None:
                 return USAGE_ERROR
             client, server_task = started
@@ -317,10 +329,11 @@ async def run_once(
 
 
 async def _in_process_server(
-    record_dir: str | None, listen: str | None = None
+    record_dir: str | None, listen: str | None, out: _Output
 ) -> tuple[SemaClient, asyncio.Task[int]] | None:
     """A server task on this loop, connected to a client by two OS pipes (JSONL); with
-    `listen`, its listener open too (None when it cannot listen: the reason is on stderr)."""
+    `listen`, its listener open too (None when it cannot listen: the reason is on stderr).
+    The deltas the server writes go to `out` directly (`_DeltaShortcut`)."""
     from sema_client import SemaClient
     from sema_client.framing import STREAM_LIMIT
 
@@ -369,9 +382,77 @@ async def _in_process_server(
         os.fdopen(c2s_w, "wb", 0),
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    client = SemaClient(reader, writer, jsonl=True)
+    client = SemaClient(_DeltaShortcut(reader, out), writer, jsonl=True)  # type: ignore[arg-type]
     client.start()
     return client, server_task
+
+
+_DELTA_PREFIXES = tuple(
+    b'{"jsonrpc":"2.0","method":"%s",' % m.encode()
+    for m in ("message:text:chunk", "message:thinking:chunk", "tool:execution:update")
+)
+"""How the server's high-rate delta notifications begin (its compact JSON: `jsonrpc`,
+then `method`, then `params`)."""
+
+
+class _DeltaShortcut:
+    """The server's output as the client reads it (`readline`), minus the high-rate delta
+    notifications, which go straight to the output (`_Output.delta_line`).
+
+    In `run`, this process reads its own server, and the client (the only one on this
+    pipe) has nothing to do with a delta but hand it to the output: its line would be
+    split by the stream reader, parsed, dispatched and (text) validated into a typed
+    event, 20,000 times for a long answer. Here the pipe is read in large chunks, a delta
+    line goes to the output as it comes, and every other line reaches the client in the
+    order written, through `readline` — so the output is the same, message for message
+    and in the same order, as with every line through the client."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, stream: asyncio.StreamReader, out: _Output):
+        self._stream = stream
+        self._out = out
+        self._lines: list[bytes] = []
+        self._next = 0
+        self._partial: list[bytes] = []
+        self._partial_len = 0
+
+    async def readline(self) -> bytes:
+        """The next line that is not a delta, with its b"\n"; b"" at the end of the stream."""
+        from sema_client.framing import STREAM_LIMIT
+
+        while True:
+            lines = self._lines
+            while self._next < len(lines):
+                line = lines[self._next]
+                self._next += 1
+                if line.startswith(_DELTA_PREFIXES):
+                    self._out.delta_line(line)
+                elif line:
+                    return line + b"\n"
+            chunk = await self._stream.read(self.CHUNK)
+            if not chunk:
+                rest = b"".join(self._partial)
+                self._partial.clear()
+                self._lines, self._next = [], 0
+                return rest  # an unterminated last line as it is (b"": the end)
+            end = chunk.rfind(b"\n")
+            if end < 0:
+                self._partial.append(chunk)
+                self._partial_len += len(chunk)
+                if self._partial_len > STREAM_LIMIT:
+                    raise ValueError("Separator is not found, and chunk exceed the limit")
+                self._lines, self._next = [], 0
+                continue
+            head = chunk[:end]
+            if self._partial:
+                self._partial.append(head)
+                head = b"".join(self._partial)
+                self._partial.clear()
+            self._partial_len = len(chunk) - end - 1
+            if self._partial_len:
+                self._partial.append(chunk[end + 1 :])
+            self._lines, self._next = head.split(b"\n"), 0
 
 
 async def _interrupt(client: SemaClient, session_id: str) -> None:

@@ -481,3 +481,36 @@ def test_the_mcp_sdk_is_imported_only_for_a_session_with_an_mcp_server(tmp_path:
     with_server = run(*args, env=env)
     assert with_server.returncode == 0, with_server.stderr
     assert "mcp" in _imported(with_server.stderr)
+
+
+@pytest.mark.parametrize("output_format", ["jsonl", "text"])
+def test_a_long_stream_with_big_messages_prints_every_delta_in_wire_order(
+    output_format: str, server_env, scripted_llm: ScriptedLLM, workspace: Path
+):
+    # Many deltas (thinking and text, non-ASCII, newlines) around a tool result far larger
+    # than one pipe read: every message reaches the output whole, once, in the order sent.
+    (workspace / "big.txt").write_text("".join(f"row {i} " + "x" * 60 + "\n" for i in range(1500)))
+    answer = "".join(f"dé{i}\n" if i % 7 == 0 else f"w{i} " for i in range(3000)) + "end"
+    scripted_llm.script(
+        Reply.thinking("hmm " * 200, chunks=200, then=Reply.tools([("Read", {"file_path": "big.txt"})], text="Reading.")),
+        Reply.text(answer, chunks=3000),
+    )  # fmt: skip
+    proc = run(
+        "--format", output_format, "--yes", "--model", MODEL, "--cwd", str(workspace), "go",
+        env=server_env, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    if output_format == "text":
+        assert proc.stdout == "Reading.\n" + answer + "\n"
+        assert "→ Read" in proc.stderr
+        return
+    *events, result = jsonl(proc.stdout)
+    assert result["result"]["stopReason"] == "end_turn"
+    seqs = [m["params"]["seq"] for m in events]
+    assert seqs == list(range(1, len(seqs) + 1)), "every notification once, in wire order"
+    text = [m["params"]["delta"] for m in events if m["method"] == "message:text:chunk"]
+    assert "".join(text) == "Reading." + answer
+    thinking = [m["params"]["delta"] for m in events if m["method"] == "message:thinking:chunk"]
+    assert "".join(thinking) == "hmm " * 200
+    [done] = [m["params"] for m in events if m["method"] == "tool:execution:complete"]
+    assert len(json.dumps(done)) > 1 << 16 and "row 1499 " in done["content"]
