@@ -3,7 +3,8 @@
 `run` hosts the server in its own process, on its own event loop, and talks to it with
 `sema_client.SemaClient` over two OS pipes in JSONL framing: the framing, the dispatch and
 the wire transcript are the ones an editor gets from a spawned server, without a second
-interpreter's start-up. `--spawn` (or `SEMA_RUN_SPAWN=1`) spawns `python -m sema_rpc
+interpreter's start-up. The high-rate deltas (text, thinking, tool output) go from that
+pipe to the output as read, without the client's parse (`_DeltaShortcut`). `--spawn` (or `SEMA_RUN_SPAWN=1`) spawns `python -m sema_rpc
 --jsonl` instead, for debugging the subprocess path; the output is the same either way.
 
 Stdout carries only the output below: before anything else runs, fd 1 is kept for it and
