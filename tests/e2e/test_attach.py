@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.scripted_llm import Reply, ScriptedLLM
-from tests.support.socket_client import SocketClient, endpoint_of
+from tests.support.socket_client import SocketClient, endpoint_of, start_sema, start_serve
 from tests.support.wire_client import REPO, WireClient
 
 MODEL = "anthropic/claude-test"
@@ -35,10 +35,8 @@ async def test_run_listen_is_watched_and_approved_from_a_second_client(
         Reply.tools([("Write", {"file_path": "notes.txt", "content": "hello\n"})]),
         Reply.text("Written the notes."),
     )
-    run = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "sema_rpc",
+    run = await start_sema(
+        server_env,
         "run",
         "write notes",
         "--model",
@@ -47,10 +45,6 @@ async def test_run_listen_is_watched_and_approved_from_a_second_client(
         str(workspace),
         "--listen",
         "unix",
-        env={**os.environ, **server_env},
-        cwd=str(REPO),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
     )
     info = await endpoint_of(Path(server_env["SEMA_ROOT"]), run.pid)
     assert info["endpoint"].startswith("unix:") and info["pid"] == run.pid
@@ -213,20 +207,6 @@ async def test_a_client_killed_mid_stream_reattaches_after_its_last_seq_with_no_
     assert text == "".join(f"w{i} " for i in range(4000))
     await again.close()
     await prompter.close()
-
-
-async def start_serve(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "sema_rpc",
-        "serve",
-        *args,
-        env={**os.environ, **env},
-        cwd=str(REPO),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
 
 
 async def stop_serve(proc: asyncio.subprocess.Process) -> bytes:

@@ -33,8 +33,7 @@ from sema_rpc.attach import (
     question_answer,
 )
 from tests.support.scripted_llm import Reply, ScriptedLLM
-from tests.support.socket_client import SocketClient, endpoint_of
-from tests.support.wire_client import REPO
+from tests.support.socket_client import SocketClient, endpoint_of, start_sema
 
 MODEL = "anthropic/claude-test"
 
@@ -198,17 +197,7 @@ async def _read_until(
 
 
 async def _start(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "sema_rpc",
-        *args,
-        env={**os.environ, **env},
-        cwd=str(REPO),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    return await start_sema(env, *args, stdin=asyncio.subprocess.PIPE)
 
 
 async def test_a_run_waiting_for_consent_is_approved_from_sema_rpc_attach(
