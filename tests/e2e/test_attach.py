@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.scripted_llm import Reply, ScriptedLLM
-from tests.support.socket_client import SocketClient, endpoint_of, start_sema, start_serve
+from tests.support.socket_client import SocketClient, endpoint_of, start_listening_run, start_serve
 from tests.support.wire_client import REPO, WireClient
 
 MODEL = "anthropic/claude-test"
@@ -35,17 +35,7 @@ async def test_run_listen_is_watched_and_approved_from_a_second_client(
         Reply.tools([("Write", {"file_path": "notes.txt", "content": "hello\n"})]),
         Reply.text("Written the notes."),
     )
-    run = await start_sema(
-        server_env,
-        "run",
-        "write notes",
-        "--model",
-        MODEL,
-        "--cwd",
-        str(workspace),
-        "--listen",
-        "unix",
-    )
+    run = await start_listening_run(server_env, "write notes", MODEL, workspace)
     info = await endpoint_of(Path(server_env["SEMA_ROOT"]), run.pid)
     assert info["endpoint"].startswith("unix:") and info["pid"] == run.pid
     assert os.stat(Path(server_env["SEMA_ROOT"]) / "run").st_mode & 0o777 == 0o700

@@ -36,7 +36,12 @@ from sema_rpc.attach import (
     question_answer,
 )
 from tests.support.scripted_llm import Reply, ScriptedLLM
-from tests.support.socket_client import SocketClient, endpoint_of, start_sema
+from tests.support.socket_client import (
+    SocketClient,
+    endpoint_of,
+    start_listening_run,
+    start_sema,
+)
 
 MODEL = "anthropic/claude-test"
 
@@ -225,16 +230,8 @@ async def test_a_run_waiting_for_consent_is_approved_from_sema_rpc_attach(
         Reply.tools([("Write", {"file_path": "notes.txt", "content": "hello\n"})]),
         Reply.text("Written the notes."),
     )
-    run = await _start(
-        server_env,
-        "run",
-        "write notes",
-        "--model",
-        MODEL,
-        "--cwd",
-        str(workspace),
-        "--listen",
-        "unix",
+    run = await start_listening_run(
+        server_env, "write notes", MODEL, workspace, stdin=asyncio.subprocess.PIPE
     )
     try:
         await endpoint_of(Path(server_env["SEMA_ROOT"]), run.pid)

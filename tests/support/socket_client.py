@@ -121,6 +121,16 @@ async def start_sema(
     )
 
 
+async def start_listening_run(
+    env: dict[str, str], prompt: str, model: str, cwd: Path, *, stdin: int | None = None
+) -> asyncio.subprocess.Process:
+    """A `sema-rpc run PROMPT --listen unix` one-shot in `cwd` (its endpoint file, once
+    written: `endpoint_of`)."""
+    return await start_sema(
+        env, "run", prompt, "--model", model, "--cwd", str(cwd), "--listen", "unix", stdin=stdin
+    )
+
+
 async def start_serve(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
     """`sema-rpc serve *args` (its stdout, unused, discarded)."""
     return await start_sema(env, "serve", *args, stdout=asyncio.subprocess.DEVNULL)
