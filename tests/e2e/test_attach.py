@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.scripted_llm import Reply, ScriptedLLM
-from tests.support.socket_client import SocketClient, endpoint_of
+from tests.support.socket_client import SocketClient, endpoint_of, start_listening_run, start_serve
 from tests.support.wire_client import REPO, WireClient
 
 MODEL = "anthropic/claude-test"
@@ -35,23 +35,7 @@ async def test_run_listen_is_watched_and_approved_from_a_second_client(
         Reply.tools([("Write", {"file_path": "notes.txt", "content": "hello\n"})]),
         Reply.text("Written the notes."),
     )
-    run = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "sema_rpc",
-        "run",
-        "write notes",
-        "--model",
-        MODEL,
-        "--cwd",
-        str(workspace),
-        "--listen",
-        "unix",
-        env={**os.environ, **server_env},
-        cwd=str(REPO),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    run = await start_listening_run(server_env, "write notes", MODEL, workspace)
     info = await endpoint_of(Path(server_env["SEMA_ROOT"]), run.pid)
     assert info["endpoint"].startswith("unix:") and info["pid"] == run.pid
     assert os.stat(Path(server_env["SEMA_ROOT"]) / "run").st_mode & 0o777 == 0o700
@@ -213,20 +197,6 @@ async def test_a_client_killed_mid_stream_reattaches_after_its_last_seq_with_no_
     assert text == "".join(f"w{i} " for i in range(4000))
     await again.close()
     await prompter.close()
-
-
-async def start_serve(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "sema_rpc",
-        "serve",
-        *args,
-        env={**os.environ, **env},
-        cwd=str(REPO),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
 
 
 async def stop_serve(proc: asyncio.subprocess.Process) -> bytes:

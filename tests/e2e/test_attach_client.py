@@ -9,6 +9,7 @@ question or a plan.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
@@ -16,7 +17,9 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,8 +36,12 @@ from sema_rpc.attach import (
     question_answer,
 )
 from tests.support.scripted_llm import Reply, ScriptedLLM
-from tests.support.socket_client import SocketClient, endpoint_of
-from tests.support.wire_client import REPO
+from tests.support.socket_client import (
+    SocketClient,
+    endpoint_of,
+    start_listening_run,
+    start_sema,
+)
 
 MODEL = "anthropic/claude-test"
 
@@ -198,17 +205,19 @@ async def _read_until(
 
 
 async def _start(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "sema_rpc",
-        *args,
-        env={**os.environ, **env},
-        cwd=str(REPO),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    return await start_sema(env, *args, stdin=asyncio.subprocess.PIPE)
+
+
+@contextlib.asynccontextmanager
+async def _serving(env: dict[str, str], *args: str) -> AsyncIterator[dict[str, Any]]:
+    """A `sema-rpc serve *args` for the block: its endpoint file; ended after the block."""
+    serve = await _start(env, "serve", *args)
+    try:
+        yield await endpoint_of(Path(env["SEMA_ROOT"]), serve.pid)
+    finally:
+        if serve.returncode is None:
+            serve.terminate()
+            await serve.wait()
 
 
 async def test_a_run_waiting_for_consent_is_approved_from_sema_rpc_attach(
@@ -221,16 +230,8 @@ async def test_a_run_waiting_for_consent_is_approved_from_sema_rpc_attach(
         Reply.tools([("Write", {"file_path": "notes.txt", "content": "hello\n"})]),
         Reply.text("Written the notes."),
     )
-    run = await _start(
-        server_env,
-        "run",
-        "write notes",
-        "--model",
-        MODEL,
-        "--cwd",
-        str(workspace),
-        "--listen",
-        "unix",
+    run = await start_listening_run(
+        server_env, "write notes", MODEL, workspace, stdin=asyncio.subprocess.PIPE
     )
     try:
         await endpoint_of(Path(server_env["SEMA_ROOT"]), run.pid)
@@ -271,65 +272,63 @@ async def test_in_a_terminal_typed_lines_prompt_and_steer_ctrl_c_interrupts_ctrl
     from tests.e2e.test_login import Tmux
 
     stuck = threading.Event()  # never set: the third turn waits until interrupted
-    serve = await _start(server_env, "serve")
-    tmux = Tmux(tmp_path)
-    try:
-        info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
-        owner = await SocketClient(info["endpoint"], name="owner").connect()
-        await owner.initialize()
-        created = await owner.call("session/create", {"workingDir": str(workspace), "model": MODEL})
-        sid = created["sessionId"]
+    async with _serving(server_env) as info:
+        tmux = Tmux(tmp_path)
+        try:
+            owner = await SocketClient(info["endpoint"], name="owner").connect()
+            await owner.initialize()
+            created = await owner.call(
+                "session/create", {"workingDir": str(workspace), "model": MODEL}
+            )
+            sid = created["sessionId"]
 
-        steer_gate = threading.Event()
-        second = Reply.text("Second answer.", gate=steer_gate)
-        third = Reply.text("never finished", gate=stuck)
-        scripted_llm.script(
-            Reply.text("First answer."), second, Reply.text("Steered answer."), third
-        )
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in server_env.items())
-        tmux.start(f"env {env} {shlex.quote(sys.executable)} -m sema_rpc attach {sid[:8]}")
+            steer_gate = threading.Event()
+            second = Reply.text("Second answer.", gate=steer_gate)
+            third = Reply.text("never finished", gate=stuck)
+            scripted_llm.script(
+                Reply.text("First answer."), second, Reply.text("Steered answer."), third
+            )
+            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in server_env.items())
+            tmux.start(f"env {env} {shlex.quote(sys.executable)} -m sema_rpc attach {sid[:8]}")
 
-        async def screen(text: str) -> str:
-            return await asyncio.to_thread(tmux.wait_for, text)
+            async def screen(text: str) -> str:
+                return await asyncio.to_thread(tmux.wait_for, text)
 
-        await screen(f"attached to {sid} (idle")
-        tmux.type("hello there")
-        await screen("First answer.")
+            await screen(f"attached to {sid} (idle")
+            tmux.type("hello there")
+            await screen("First answer.")
 
-        tmux.type("second question")
-        await asyncio.to_thread(second.at_gate.wait, 60)
-        tmux.type("go left instead")
-        await screen("↪ steering the running turn")
-        steer_gate.set()
-        await screen("Steered answer.")
-        steered = json.dumps(scripted_llm.requests[-1].body)
-        assert "go left instead" in steered  # the steer reached the running turn's next call
+            tmux.type("second question")
+            await asyncio.to_thread(second.at_gate.wait, 60)
+            tmux.type("go left instead")
+            await screen("↪ steering the running turn")
+            steer_gate.set()
+            await screen("Steered answer.")
+            steered = json.dumps(scripted_llm.requests[-1].body)
+            assert "go left instead" in steered  # the steer reached the running turn's next call
 
-        tmux.type("third question")
-        await asyncio.to_thread(third.at_gate.wait, 60)
-        tmux._tmux("send-keys", "-t", tmux.name, "C-c")
-        await screen("^C interrupting…")
-        await screen("interrupted")
+            tmux.type("third question")
+            await asyncio.to_thread(third.at_gate.wait, 60)
+            tmux._tmux("send-keys", "-t", tmux.name, "C-c")
+            await screen("^C interrupting…")
+            await screen("interrupted")
 
-        tmux._tmux("send-keys", "-t", tmux.name, "C-d")
-        await screen("detached;")
-        assert tmux.screen().count("interrupted") == 1  # said once
-        # The session goes on in its server, still live, for the next client.
-        listed = await owner.call("session/list", {})
-        [entry] = [s for s in listed["sessions"] if s["sessionId"] == sid]
-        assert entry["live"] is True and entry["state"] == "idle"
-        messages = await owner.call("session/messages", {"sessionId": sid})
-        prompts = [
-            m["content"][0]["text"] for m in messages["messages"] if m.get("kind") == "prompt"
-        ]
-        assert prompts[0] == "hello there" and "third question" in prompts
-        await owner.close()
-    finally:
-        stuck.set()
-        tmux.kill()
-        if serve.returncode is None:
-            serve.terminate()
-            await serve.wait()
+            tmux._tmux("send-keys", "-t", tmux.name, "C-d")
+            await screen("detached;")
+            assert tmux.screen().count("interrupted") == 1  # said once
+            # The session goes on in its server, still live, for the next client.
+            listed = await owner.call("session/list", {})
+            [entry] = [s for s in listed["sessions"] if s["sessionId"] == sid]
+            assert entry["live"] is True and entry["state"] == "idle"
+            messages = await owner.call("session/messages", {"sessionId": sid})
+            prompts = [
+                m["content"][0]["text"] for m in messages["messages"] if m.get("kind") == "prompt"
+            ]
+            assert prompts[0] == "hello there" and "third question" in prompts
+            await owner.close()
+        finally:
+            stuck.set()
+            tmux.kill()
 
 
 async def test_over_tcp_the_token_file_is_presented_and_a_wrong_token_is_refused(
@@ -338,9 +337,7 @@ async def test_over_tcp_the_token_file_is_presented_and_a_wrong_token_is_refused
     """A `serve --listen tcp:127.0.0.1:0` server: `attach` finds it and its token file
     through the endpoint file and attaches (end of input at once: it detaches, rc 0); with
     `--token-file` naming a wrong token it is refused, says so, and attaches to nothing."""
-    serve = await _start(server_env, "serve", "--listen", "tcp:127.0.0.1:0")
-    try:
-        info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+    async with _serving(server_env, "--listen", "tcp:127.0.0.1:0") as info:
         assert info["endpoint"].startswith("tcp:127.0.0.1:")
         token = Path(info["tokenFile"]).read_text().strip()
         owner = await SocketClient(info["endpoint"], name="owner").connect()
@@ -365,10 +362,6 @@ async def test_over_tcp_the_token_file_is_presented_and_a_wrong_token_is_refused
         assert "sema-rpc attach: the server refused the connection" in err.decode()
         assert "attached to" not in err.decode()
         await owner.close()
-    finally:
-        if serve.returncode is None:
-            serve.terminate()
-            await serve.wait()
 
 
 async def test_with_several_live_sessions_it_lists_them_or_asks_which(
@@ -377,9 +370,7 @@ async def test_with_several_live_sessions_it_lists_them_or_asks_which(
     """Two live sessions: without SESSION and without a terminal, `attach` lists both and
     exits 2; `--choose` reads the number from stdin and attaches to that one; a name that
     matches no live session is said (rc 1), with the live ones listed."""
-    serve = await _start(server_env, "serve")
-    try:
-        info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+    async with _serving(server_env) as info:
         owner = await SocketClient(info["endpoint"], name="owner").connect()
         await owner.initialize()
         first, second = [
@@ -411,10 +402,6 @@ async def test_with_several_live_sessions_it_lists_them_or_asks_which(
         assert attach.returncode == 1
         assert "no live session 'nosuch'" in err.decode() and first in err.decode()
         await owner.close()
-    finally:
-        if serve.returncode is None:
-            serve.terminate()
-            await serve.wait()
 
 
 async def test_a_question_and_a_plan_approval_are_answered_at_the_terminal(
@@ -437,9 +424,7 @@ async def test_a_question_and_a_plan_approval_are_answered_at_the_terminal(
         Reply.tools([("ExitPlanMode", {"plan": "# Plan\n1. use Postgres"}, "exit1")]),
         Reply.text("Implementing with Postgres."),
     )
-    serve = await _start(server_env, "serve")
-    try:
-        info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+    async with _serving(server_env) as info:
         owner = await SocketClient(info["endpoint"], name="owner").connect()
         await owner.initialize()  # answers nothing
         sid = (
@@ -471,10 +456,6 @@ async def test_a_question_and_a_plan_approval_are_answered_at_the_terminal(
         assert "Implementing with Postgres." in out.decode()
         assert attach.returncode == 0
         await owner.close()
-    finally:
-        if serve.returncode is None:
-            serve.terminate()
-            await serve.wait()
 
 
 async def test_a_consent_answered_by_another_client_is_withdrawn_at_the_terminal(
@@ -492,9 +473,7 @@ async def test_a_consent_answered_by_another_client_is_withdrawn_at_the_terminal
         await release.wait()
         return {"decision": "allow_once"}
 
-    serve = await _start(server_env, "serve")
-    try:
-        info = await endpoint_of(Path(server_env["SEMA_ROOT"]), serve.pid)
+    async with _serving(server_env) as info:
         editor = await SocketClient(
             info["endpoint"], name="editor", on_server_request=answer_later
         ).connect()
@@ -518,7 +497,3 @@ async def test_a_consent_answered_by_another_client_is_withdrawn_at_the_terminal
         await asyncio.wait_for(attach.communicate(), 30)
         assert attach.returncode == 0
         await editor.close()
-    finally:
-        if serve.returncode is None:
-            serve.terminate()
-            await serve.wait()

@@ -6,9 +6,7 @@ loses nothing: the turn goes on and another client finds it finished."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
 import threading
 from pathlib import Path
 
@@ -17,23 +15,13 @@ import pytest
 from tests.e2e.test_lifeline import COMMAND, DEADLINE_S, LOAD_SLACK_S, assert_all_gone, sleeps
 from tests.support.proc_table import MARK_VAR, kill_marked, new_mark, wait_marked
 from tests.support.scripted_llm import Reply, ScriptedLLM
-from tests.support.socket_client import SocketClient, endpoint_of
-from tests.support.wire_client import REPO
+from tests.support.socket_client import SocketClient, endpoint_of, start_serve
 
 MODEL = "anthropic/claude-test"
 
 
 async def serve(env: dict[str, str]) -> tuple[asyncio.subprocess.Process, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "sema_rpc",
-        "serve",
-        env={**os.environ, **env},
-        cwd=str(REPO),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    proc = await start_serve(env)
     info = await endpoint_of(Path(env["SEMA_ROOT"]), proc.pid)
     return proc, info["endpoint"]
 

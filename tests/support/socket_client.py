@@ -1,41 +1,33 @@
 """A test client on a listening server's socket (unix or tcp), in either framing.
 
-It records every message as received (notifications, server→client requests, answers)
-and answers server→client requests through `on_server_request(method, params)`
-(None: leave it unanswered)."""
+The same client as `WireClient` (`RecordingClient`: it records every message as received
+and answers server→client requests through `on_server_request(method, params)`, None:
+leave it unanswered) over a socket instead of a subprocess's pipes."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
+import os
+import sys
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support.wire_client import Received, RpcFailure
-
-ServerRequestHandler = Callable[[str, dict[str, Any]], Any | Awaitable[Any]]
+from tests.support.wire_client import REPO, RecordingClient, ServerRequestHandler
 
 
 @dataclass
-class SocketClient:
+class SocketClient(RecordingClient):
     endpoint: str
     jsonl: bool = True
     name: str = "socket-client"
     on_server_request: ServerRequestHandler | None = None
+    timeout: float = 30
 
     def __post_init__(self) -> None:
-        self.received: list[Received] = []
-        self.server_requests: list[Received] = []
-        self.messages: list[dict[str, Any]] = []
-        """Everything received, in order."""
-        self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
-        self._ids = itertools.count(1)
-        self._changed = asyncio.Event()
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._start_recording()
         self.closed = asyncio.Event()
 
     async def connect(self) -> SocketClient:
@@ -50,8 +42,7 @@ class SocketClient:
 
     async def close(self) -> None:
         self.writer.close()
-        for task in self._tasks:
-            task.cancel()
+        self._cancel_answers()
         self._reading.cancel()
 
     def kill(self) -> None:
@@ -79,55 +70,11 @@ class SocketClient:
             self.closed.set()
             self._changed.set()
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
-        self.messages.append(message)
-        item = Received(message, time.monotonic())
-        if "method" in message and "id" in message:
-            self.server_requests.append(item)
-            self._tasks.append(asyncio.create_task(self._answer(message)))
-        elif "method" in message:
-            self.received.append(item)
-        else:
-            future = self._pending.pop(message.get("id"), None)
-            if future is not None and not future.done():
-                future.set_result(message)
-        self._changed.set()
-
-    async def _answer(self, message: dict[str, Any]) -> None:
-        if self.on_server_request is None:
-            return
-        result = self.on_server_request(message["method"], message.get("params") or {})
-        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
-            result = await result
-        if result is None:
-            return
-        self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    def _timeout_note(self) -> str:
+        return f" ({self.name})"
 
     def send_bytes(self, data: bytes) -> None:
         self.writer.write(data)
-
-    def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message).encode()
-        if self.jsonl:
-            self.send_bytes(body + b"\n")
-        else:
-            self.send_bytes(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-
-    async def request(self, method: str, params: Any = None, *, timeout: float = 30) -> Any:
-        msg_id = next(self._ids)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[msg_id] = future
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        return await asyncio.wait_for(future, timeout)
-
-    async def call(self, method: str, params: Any = None, *, timeout: float = 30) -> Any:
-        response = await self.request(method, params, timeout=timeout)
-        if "error" in response:
-            raise RpcFailure(response["error"])
-        return response["result"]
 
     async def initialize(self, token: str | None = None, **capabilities: bool) -> Any:
         params: dict[str, Any] = {
@@ -138,40 +85,6 @@ class SocketClient:
         if token is not None:
             params["token"] = token
         return await self.call("initialize", params)
-
-    def events(self, method: str | None = None) -> list[Received]:
-        return [r for r in self.received if method is None or r.method == method]
-
-    async def wait_until(self, check: Callable[[], Any], *, timeout: float = 30) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = check()
-            if value:
-                return value
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"{self.name}: condition not met within {timeout}s")
-            self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                pass
-
-    async def wait_for(
-        self,
-        method: str,
-        predicate: Callable[[dict[str, Any]], bool] = lambda _p: True,
-        *,
-        timeout: float = 30,
-    ) -> Received:
-        def found() -> Received | None:
-            for item in self.received:
-                if item.method == method and predicate(item.params):
-                    return item
-            return None
-
-        result: Received = await self.wait_until(found, timeout=timeout)
-        return result
 
 
 async def endpoint_of(sema_root: Path, pid: int, *, timeout: float = 30) -> dict[str, Any]:
@@ -185,3 +98,39 @@ async def endpoint_of(sema_root: Path, pid: int, *, timeout: float = 30) -> dict
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.02)
+
+
+async def start_sema(
+    env: dict[str, str],
+    *args: str,
+    stdin: int | None = None,
+    stdout: int = asyncio.subprocess.PIPE,
+) -> asyncio.subprocess.Process:
+    """`python -m sema_rpc *args` run from the repo, `env` over this process's environment,
+    its stderr piped."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sema_rpc",
+        *args,
+        env={**os.environ, **env},
+        cwd=str(REPO),
+        stdin=stdin,
+        stdout=stdout,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def start_listening_run(
+    env: dict[str, str], prompt: str, model: str, cwd: Path, *, stdin: int | None = None
+) -> asyncio.subprocess.Process:
+    """A `sema-rpc run PROMPT --listen unix` one-shot in `cwd` (its endpoint file, once
+    written: `endpoint_of`)."""
+    return await start_sema(
+        env, "run", prompt, "--model", model, "--cwd", str(cwd), "--listen", "unix", stdin=stdin
+    )
+
+
+async def start_serve(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
+    """`sema-rpc serve *args` (its stdout, unused, discarded)."""
+    return await start_sema(env, "serve", *args, stdout=asyncio.subprocess.DEVNULL)

@@ -51,69 +51,32 @@ class Received:
         return self.message.get("params") or {}
 
 
-@dataclass
-class WireClient:
-    env: dict[str, str] = field(default_factory=dict)
-    jsonl: bool = True
-    extra_args: list[str] = field(default_factory=list)
-    on_server_request: ServerRequestHandler | None = None
+class RecordingClient:
+    """What a test client does over any byte stream, whatever carries it: it records every
+    message as received (notifications with their arrival time, server→client requests,
+    whole responses, responses nobody asked for), sends in either framing, and answers
+    server→client requests through `on_server_request(method, params)` (None: leave it
+    unanswered; an `RpcFailure`: answer with that error). A subclass supplies
+    `send_bytes` and feeds every message it reads to `_dispatch`."""
 
-    def __post_init__(self) -> None:
-        self.proc: asyncio.subprocess.Process | None = None
+    jsonl: bool
+    on_server_request: ServerRequestHandler | None
+    timeout: float = 20
+    """The default wait, in seconds, for an answer or an event."""
+
+    def _start_recording(self) -> None:
         self.received: list[Received] = []
         self.unsolicited: list[dict[str, Any]] = []  # responses with id null, etc.
         self.server_requests: list[Received] = []
-        self.stderr = bytearray()
-        self.stdout = bytearray()
-        """Every message body exactly as the server wrote it."""
+        self.messages: list[dict[str, Any]] = []
+        """Everything received, in order."""
         self._pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
 
-    # ------------------------------------------------------------------ process
-
-    async def start(self) -> WireClient:
-        env = dict(self.env)
-        if "PYTHONUNBUFFERED" not in os.environ:
-            env.setdefault("PYTHONUNBUFFERED", "1")
-        args = [
-            sys.executable,
-            "-m",
-            "sema_rpc",
-            *(["--jsonl"] if self.jsonl else []),
-            *self.extra_args,
-        ]
-        self.client = await SemaClient.spawn(
-            args,
-            env=env,
-            cwd=str(REPO),
-            jsonl=self.jsonl,
-            new_session=False,
-            stderr_callback=self.stderr.extend,
-        )
-        self.proc = self.client.process
-        self.client.on_message(self._dispatch)
-        for method in SERVER_REQUESTS:  # answered (or not) by `_answer`, never by the library
-            self.client.on_request(method, lambda _params: DEFERRED)
-        return self
-
-    async def __aenter__(self) -> WireClient:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self, timeout: float = 10) -> int | None:
-        if self.proc is None:
-            return None
-        code = await self.client.close(timeout)
-        for task in self._tasks:
-            task.cancel()
-        return code
-
-    def _dispatch(self, message: dict[str, Any], body: bytes) -> None:
-        self.stdout += body
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
         item = Received(message, time.monotonic())
         if "method" in message and "id" in message:
             self.server_requests.append(item)
@@ -141,11 +104,18 @@ class WireClient:
         else:
             self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
+    def _cancel_answers(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+
+    def _timeout_note(self) -> str:
+        """What a timed-out wait adds to its message (a subclass: the server's stderr)."""
+        return ""
+
     # ------------------------------------------------------------------ sending
 
     def send_bytes(self, data: bytes) -> None:
-        assert self.proc and self.proc.stdin
-        self.proc.stdin.write(data)
+        raise NotImplementedError
 
     def frame(self, body: bytes) -> bytes:
         if self.jsonl:
@@ -162,36 +132,22 @@ class WireClient:
         return future
 
     async def request(
-        self, method: str, params: Any = None, *, timeout: float = 20, msg_id: Any = None
+        self, method: str, params: Any = None, *, timeout: float | None = None, msg_id: Any = None
     ) -> dict[str, Any]:
         """Send a request and return the whole response message."""
         msg_id = next(self._ids) if msg_id is None else msg_id
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[msg_id] = future
+        future = self.expect_response(msg_id)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             message["params"] = params
         self.send(message)
-        return await asyncio.wait_for(future, timeout)
+        return await asyncio.wait_for(future, self.timeout if timeout is None else timeout)
 
-    async def call(self, method: str, params: Any = None, *, timeout: float = 20) -> Any:
+    async def call(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
         response = await self.request(method, params, timeout=timeout)
         if "error" in response:
             raise RpcFailure(response["error"])
         return response["result"]
-
-    async def read_so_far(self, *, timeout: float = 20) -> None:
-        """Returns once the server has read every message sent before this call.
-
-        It reads in order and registers a prompt as it reads it (queued from then on,
-        per the spec's table of a session's life), so its answer to a request sent now
-        (`model/list`, which changes nothing) is the event a test waits on after
-        sending what the wire does not acknowledge: a queued prompt, a steer, a
-        notification. Never a sleep."""
-        # One turn of the loop first: a request a task scheduled just before this call
-        # (`ensure_future(client.call(...))`) sends goes out ahead of ours.
-        await asyncio.sleep(0)
-        await self.call("model/list", {}, timeout=timeout)
 
     def notify(self, method: str, params: Any = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -209,43 +165,133 @@ class WireClient:
             and (session_id is None or r.params.get("sessionId") == session_id)
         ]
 
-    async def wait_for(
-        self,
-        method: str,
-        predicate: Callable[[dict[str, Any]], bool] = lambda _p: True,
-        *,
-        timeout: float = 20,
-    ) -> Received:
+    async def wait_until(
+        self, check: Callable[[], Any], *, timeout: float | None = None, what: str = ""
+    ) -> Any:
+        """`check()`'s first truthy value, tried again on every message received."""
+        timeout = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
-        seen = 0
         while True:
-            for item in self.received[seen:]:
-                if item.method == method and predicate(item.params):
-                    return item
-            seen = len(self.received)
+            value = check()
+            if value:
+                return value
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(
-                    f"no {method} within {timeout}s; stderr: {self.stderr[-2000:]!r}"
-                )
+                what = what or "condition not met"
+                raise TimeoutError(f"{what} within {timeout}s{self._timeout_note()}")
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
             except TimeoutError:
                 pass
 
+    async def wait_for(
+        self,
+        method: str,
+        predicate: Callable[[dict[str, Any]], bool] = lambda _p: True,
+        *,
+        timeout: float | None = None,
+    ) -> Received:
+        seen = 0
+
+        def found() -> Received | None:
+            nonlocal seen
+            for item in self.received[seen:]:
+                if item.method == method and predicate(item.params):
+                    return item
+            seen = len(self.received)
+            return None
+
+        result: Received = await self.wait_until(found, timeout=timeout, what=f"no {method}")
+        return result
+
     async def wait_unsolicited(self, count: int, timeout: float = 10) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while len(self.unsolicited) < count:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"expected {count} id-less responses, got {self.unsolicited}")
-            self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                pass
+        try:
+            await self.wait_until(lambda: len(self.unsolicited) >= count, timeout=timeout)
+        except TimeoutError:
+            raise TimeoutError(
+                f"expected {count} id-less responses, got {self.unsolicited}"
+            ) from None
         return self.unsolicited
+
+
+@dataclass
+class WireClient(RecordingClient):
+    env: dict[str, str] = field(default_factory=dict)
+    jsonl: bool = True
+    extra_args: list[str] = field(default_factory=list)
+    on_server_request: ServerRequestHandler | None = None
+
+    def __post_init__(self) -> None:
+        self.proc: asyncio.subprocess.Process | None = None
+        self.stderr = bytearray()
+        self.stdout = bytearray()
+        """Every message body exactly as the server wrote it."""
+        self._start_recording()
+
+    # ------------------------------------------------------------------ process
+
+    async def start(self) -> WireClient:
+        env = dict(self.env)
+        if "PYTHONUNBUFFERED" not in os.environ:
+            env.setdefault("PYTHONUNBUFFERED", "1")
+        args = [
+            sys.executable,
+            "-m",
+            "sema_rpc",
+            *(["--jsonl"] if self.jsonl else []),
+            *self.extra_args,
+        ]
+        self.client = await SemaClient.spawn(
+            args,
+            env=env,
+            cwd=str(REPO),
+            jsonl=self.jsonl,
+            new_session=False,
+            stderr_callback=self.stderr.extend,
+        )
+        self.proc = self.client.process
+        self.client.on_message(self._on_message)
+        for method in SERVER_REQUESTS:  # answered (or not) by `_answer`, never by the library
+            self.client.on_request(method, lambda _params: DEFERRED)
+        return self
+
+    async def __aenter__(self) -> WireClient:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self, timeout: float = 10) -> int | None:
+        if self.proc is None:
+            return None
+        code = await self.client.close(timeout)
+        self._cancel_answers()
+        return code
+
+    def _on_message(self, message: dict[str, Any], body: bytes) -> None:
+        self.stdout += body
+        self._dispatch(message)
+
+    def _timeout_note(self) -> str:
+        return f"; stderr: {self.stderr[-2000:]!r}"
+
+    def send_bytes(self, data: bytes) -> None:
+        assert self.proc and self.proc.stdin
+        self.proc.stdin.write(data)
+
+    async def read_so_far(self, *, timeout: float = 20) -> None:
+        """Returns once the server has read every message sent before this call.
+
+        It reads in order and registers a prompt as it reads it (queued from then on,
+        per the spec's table of a session's life), so its answer to a request sent now
+        (`model/list`, which changes nothing) is the event a test waits on after
+        sending what the wire does not acknowledge: a queued prompt, a steer, a
+        notification. Never a sleep."""
+        # One turn of the loop first: a request a task scheduled just before this call
+        # (`ensure_future(client.call(...))`) sends goes out ahead of ours.
+        await asyncio.sleep(0)
+        await self.call("model/list", {}, timeout=timeout)
 
     # ------------------------------------------------------------------ conveniences
 

@@ -5,21 +5,12 @@
 // rest of the turn streams in and the one-shot ends having written the file.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { createInterface } from "node:readline";
-import { EXT_DIR, MODEL, REPO, chatFrame, runCommand, screenshotter, setup, startModel, startVSCode } from "./harness.mjs";
+import { MODEL, REPO, begin, chatFrame, failed, runCommand, screenshotter, startModel, startVSCode } from "./harness.mjs";
 
-const ARTIFACTS = path.join(EXT_DIR, "artifacts/e2e-attach");
-const t0 = Date.now();
-const lap = (m) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
-
-const cache = setup();
-if (!cache) {
-  console.log("\n*** test-vscode (attach) SKIPPED: chromium/code-server cannot be installed on this machine. ***\n");
-  process.exit(0);
-}
-mkdirSync(ARTIFACTS, { recursive: true });
+const { ARTIFACTS, lap, cache } = begin("e2e-attach", { what: " (attach)" });
 
 const model = await startModel();
 await model.script(
@@ -87,10 +78,7 @@ try {
   assert.ok(runOut.includes("Written the notes."), "the one-shot printed the same answer");
   lap("PASS");
 } catch (err) {
-  await shot("failure").catch(() => undefined);
-  console.error(`FAIL: ${err.stack ?? err}`);
-  console.error(`code-server log: ${env.serverLog} (kept: SEMA_E2E_KEEP=1 keeps the temp folder)`);
-  process.exitCode = 1;
+  await failed(err, shot, env);
 } finally {
   if (run.exitCode === null) run.kill("SIGTERM");
   await env.stop();

@@ -233,6 +233,34 @@ export async function runCommand(page, title, timeoutMs = 60000) {
 }
 
 /** The chat webview's document (a webview is two nested iframes). */
+/**
+ * What every e2e script does first: its artifacts folder `artifacts/<name>` (emptied first
+ * with `fresh`), a `lap(message)` that logs the seconds since the start, and the browser
+ * cache from `setup()` — or, where chromium/code-server cannot be installed, a SKIPPED line
+ * and exit 0. `what` names the script in that line (" (attach)").
+ */
+export function begin(name, { what = "", fresh = false, skipNote = "" } = {}) {
+  const artifacts = path.join(EXT_DIR, "artifacts", name);
+  const t0 = Date.now();
+  const lap = (m) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
+  const cache = setup();
+  if (!cache) {
+    console.log(`\n*** test-vscode${what} SKIPPED: chromium/code-server cannot be installed on this machine${skipNote}. ***\n`);
+    process.exit(0);
+  }
+  if (fresh) rmSync(artifacts, { recursive: true, force: true });
+  mkdirSync(artifacts, { recursive: true });
+  return { ARTIFACTS: artifacts, t0, lap, cache };
+}
+
+/** A failed e2e script: a last screenshot, the error, where code-server's log is; exit code 1. */
+export async function failed(err, shot, env) {
+  await shot("failure").catch(() => undefined);
+  console.error(`FAIL: ${err.stack ?? err}`);
+  console.error(`code-server log: ${env.serverLog} (kept: SEMA_E2E_KEEP=1 keeps the temp folder)`);
+  process.exitCode = 1;
+}
+
 /** `shot(name)`: a numbered screenshot of the page into `dir` (01-name.png, 02-…), logged. */
 export function screenshotter(page, dir, log = console.log) {
   let step = 0;

@@ -4,9 +4,9 @@
 // the extension's global storage, and then a prompt gets a streamed answer. Then an install
 // older than the shipped wheel is replaced at the next start. `make test-vscode`.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { EXT_DIR, openChat, runCommand, setup, startModel, startVSCode, VSIX, screenshotter } from "./harness.mjs";
+import { begin, EXT_DIR, failed, openChat, runCommand, screenshotter, startModel, startVSCode, VSIX } from "./harness.mjs";
 
 /** The processes whose command line runs something inside `dir` (from the process table). */
 function serverProcesses(dir) {
@@ -22,17 +22,8 @@ function serverProcesses(dir) {
     .filter((argv) => argv.some((a) => a.startsWith(dir + path.sep)));
 }
 
-const ARTIFACTS = path.join(EXT_DIR, "artifacts/e2e-install");
-const t0 = Date.now();
+const { ARTIFACTS, t0, lap, cache } = begin("e2e-install", { what: " (install)" });
 const secs = (from) => ((Date.now() - from) / 1000).toFixed(1);
-const lap = (m) => console.log(`[${secs(t0)}s] ${m}`);
-
-const cache = setup();
-if (!cache) {
-  console.log("\n*** test-vscode (install) SKIPPED: chromium/code-server cannot be installed on this machine. ***\n");
-  process.exit(0);
-}
-mkdirSync(ARTIFACTS, { recursive: true });
 const wheel = readdirSync(path.join(EXT_DIR, "server")).find((f) => f.endsWith(".whl"));
 assert.ok(wheel, "the .vsix build put the server wheel in server/");
 const version = /^sema_rpc-([^-]+)-/.exec(wheel)[1];
@@ -126,10 +117,7 @@ try {
   );
   lap("PASS");
 } catch (err) {
-  await shot("failure").catch(() => undefined);
-  console.error(`FAIL: ${err.stack ?? err}`);
-  console.error(`code-server log: ${env.serverLog} (kept: SEMA_E2E_KEEP=1 keeps the temp folder)`);
-  process.exitCode = 1;
+  await failed(err, shot, env);
 } finally {
   await env.stop();
   await model.stop();

@@ -1,9 +1,9 @@
 // End to end in a real VS Code: code-server in headless Chromium, offline. `make test-vscode`.
 // Screenshots of every step go to clients/vscode/artifacts/e2e/.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { EXT_DIR, MODEL, openChat, setup, startModel, startVSCode, screenshotter } from "./harness.mjs";
+import { begin, failed, MODEL, openChat, screenshotter, startModel, startVSCode } from "./harness.mjs";
 
 /** The extension's output channel as code-server writes it (it holds the server's pid). */
 function findSemaLog(userDir) {
@@ -19,17 +19,7 @@ function findSemaLog(userDir) {
   throw new Error("no Sema output log");
 }
 
-const ARTIFACTS = path.join(EXT_DIR, "artifacts/e2e");
-const t0 = Date.now();
-const lap = (m) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
-
-const cache = setup();
-if (!cache) {
-  console.log("\n*** test-vscode SKIPPED: chromium/code-server cannot be installed on this machine (see the message above). ***\n");
-  process.exit(0);
-}
-rmSync(ARTIFACTS, { recursive: true, force: true });
-mkdirSync(ARTIFACTS, { recursive: true });
+const { ARTIFACTS, lap, cache } = begin("e2e", { fresh: true, skipNote: " (see the message above)" });
 
 const FIRST = "Create a greeting file";
 const README = "# Demo workspace\n";
@@ -380,10 +370,7 @@ try {
   assert.equal(await chat.locator(".attachments .attachment").count(), 0, "nothing attached");
   lap("PASS");
 } catch (err) {
-  await shot("failure").catch(() => undefined);
-  console.error(`FAIL: ${err.stack ?? err}`);
-  console.error(`code-server log: ${env.serverLog} (kept: SEMA_E2E_KEEP=1 keeps the temp folder)`);
-  process.exitCode = 1;
+  await failed(err, shot, env);
 } finally {
   await env.stop();
   await model.stop();

@@ -7,18 +7,9 @@
 import assert from "node:assert/strict";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { EXT_DIR, openChat, setup, startModel, startVSCode, screenshotter } from "./harness.mjs";
+import { begin, failed, openChat, screenshotter, startModel, startVSCode } from "./harness.mjs";
 
-const ARTIFACTS = path.join(EXT_DIR, "artifacts/e2e-trust");
-const t0 = Date.now();
-const lap = (m) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
-
-const cache = setup();
-if (!cache) {
-  console.log("\n*** test-vscode (trust) SKIPPED: chromium/code-server cannot be installed on this machine. ***\n");
-  process.exit(0);
-}
-mkdirSync(ARTIFACTS, { recursive: true });
+const { ARTIFACTS, lap, cache } = begin("e2e-trust", { what: " (trust)" });
 
 const model = await startModel();
 await model.script(
@@ -88,10 +79,7 @@ try {
   assert.ok(!existsSync(mcpMarker), "the project's refused MCP server never ran");
   lap("PASS");
 } catch (err) {
-  await shot("failure").catch(() => undefined);
-  console.error(`FAIL: ${err.stack ?? err}`);
-  console.error(`code-server log: ${env.serverLog} (kept: SEMA_E2E_KEEP=1 keeps the temp folder)`);
-  process.exitCode = 1;
+  await failed(err, shot, env);
 } finally {
   await env.stop();
   await model.stop();
