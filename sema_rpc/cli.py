@@ -513,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     elif argv and argv[0] == "trust":
         code = trust_main(argv[1:])
     elif argv and argv[0] == "attach":
-        from sema_rpc.attach import attach_main
+        from sema_rpc.attach.command import attach_main
 
         code = attach_main(argv[1:])
         _fast_exit(code)  # the thread reading the terminal may sit in a read: leave now

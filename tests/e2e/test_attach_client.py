@@ -23,17 +23,14 @@ from typing import Any
 
 import pytest
 
-from sema_rpc.attach import (
+from sema_rpc.attach.answers import history_lines, permission_answer, plan_answer, question_answer
+from sema_rpc.attach.discovery import (
     AttachError,
     check_socket_path,
     discover_servers,
-    history_lines,
     open_client,
     parse_endpoint,
-    permission_answer,
     pid_alive,
-    plan_answer,
-    question_answer,
 )
 from tests.support.scripted_llm import Reply, ScriptedLLM
 from tests.support.socket_client import (
