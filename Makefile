@@ -18,9 +18,10 @@ $(STAMP): pyproject.toml
 # Our modules' bytecode, compiled ahead as pip does for an installed wheel: an editable
 # install compiles nothing, and with PYTHONDONTWRITEBYTECODE set every start would compile
 # every module again. Python ignores a .pyc whose source changed since (then it compiles
-# that module at each start until this runs again).
+# that module at each start until this runs again): `make test` runs it first, so the
+# hundreds of servers the suite starts never compile what an edit changed.
 bytecode:
-	$(BIN)/python -m compileall -q sema_rpc clients/python/sema_client
+	$(BIN)/python -m compileall -q sema_rpc clients/python/sema_client tests bench
 
 # The demo prints the answer as text (FORMAT=jsonl: the wire's event stream) and keeps its
 # session in a temporary SEMA_ROOT, removed afterwards: it never writes into ~/.sema.
@@ -38,9 +39,16 @@ demo: $(STAMP)
 # Tests marked `slow` (minutes of real installs) run in `make test-slow`; CI runs both.
 TEST_WORKERS ?= 4
 
-test: $(STAMP) $(VSCODE_STAMP) test-tools
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow"
-	cd $(VSCODE) && npm test
+# The extension's unit tests run beside pytest (their output printed after it): the suite is
+# CPU-bound on two cores, and they fill the cores pytest leaves idle while it starts its
+# workers and while its last long tests finish. pytest may write its assertion-rewritten
+# bytecode (PYTHONDONTWRITEBYTECODE emptied), so a second run does not rewrite every module
+# in every worker again.
+test: $(STAMP) $(VSCODE_STAMP) test-tools bytecode
+	@log=$$(mktemp); { (cd $(VSCODE) && npm test >"$$log" 2>&1); echo $$? >"$$log.rc"; } & \
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow"; \
+	rc=$$?; wait; cat "$$log"; npm_rc=$$(cat "$$log.rc"); rm -f "$$log" "$$log.rc"; \
+	[ $$rc -eq 0 ] && [ $$npm_rc -eq 0 ]
 
 # The slow tests `make test` leaves out (marked `slow`): tests/dist builds the release and
 # installs it with uv tool, pipx and uvx outside the checkout; the Neovim plugin's

@@ -6,15 +6,22 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.support.lsp_client import SemaLspClient, config
 from tests.support.scripted_llm import Reply, ScriptedLLM
+
+if TYPE_CHECKING:
+    from tests.support.lsp_client import SemaLspClient
 
 
 @pytest.fixture
 async def lsp_client(server_env: dict[str, str]) -> AsyncIterator[SemaLspClient]:
+    # pygls and lsprotocol load here, not at collection: every parallel worker collects
+    # every module, and lsprotocol alone is about a second of start-up.
+    from tests.support.lsp_client import SemaLspClient, config
+
     client = await config(server_env).start()
     assert isinstance(client, SemaLspClient)
     yield client
