@@ -74,6 +74,9 @@ H.run(function()
 
   -- the first session's prompt still answers its own request
   local prompt = table.remove(shown, 1)
+  if not H.result.first_prompt_open then
+    error("the second server's withdrawal closed the first server's prompt")
+  end
   vim.api.nvim_win_close(prompt.win, true)
   for i, label in ipairs(prompt.labels) do
     if label == "Allow once" then
@@ -83,7 +86,8 @@ H.run(function()
   H.wait("the first session's Write answered", function()
     return #open_ids(a) == 0
   end)
-  require("sema")._state.current = a
-  H.wait_text("Written a.")
-  H.snapshot("first")
+  H.wait("the first chat to show the rest of its turn", function()
+    return a:text():find("Written a.", 1, true) ~= nil
+  end)
+  H.result.snapshots.first = a:text()
 end)
