@@ -659,3 +659,106 @@ def test_attach_to_a_session_another_process_hosts_and_approve_its_write(
                 await serve.wait()
 
     asyncio.run(scenario())
+
+
+def test_withdrawing_one_servers_request_leaves_another_servers_open_prompt_with_the_same_id(
+    workspace: Path, tmp_path: Path, scripted_llm: ScriptedLLM
+):
+    """Two `sema-rpc serve` processes each hold a session waiting for consent to a Write;
+    each server numbers its own requests, so Neovim, attached to both, sees the same request
+    id twice. Interrupting the second session withdraws its request: the first session's
+    consent prompt stays open, and approving it there writes the first file."""
+    import asyncio
+
+    from tests.support.socket_client import SocketClient, endpoint_of
+
+    sema_root = tmp_path / "sema-root"
+    sema_root.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "SEMA_ROOT": str(sema_root),
+        "ANTHROPIC_API_KEY": "sk-ant-test-key-000000",
+        "ANTHROPIC_BASE_URL": scripted_llm.url,
+        "SEMA_LOG_LEVEL": "WARNING",
+    }
+    (tmp_path / "home").mkdir(exist_ok=True)
+    scripted_llm.script(
+        Reply.tools([("Write", {"file_path": "a.txt", "content": "from a\n"})]),
+        Reply.tools([("Write", {"file_path": "b.txt", "content": "from b\n"})]),
+        Reply.text("Written a."),
+        Reply.text("Nothing more."),
+    )
+
+    async def scenario() -> None:
+        serves: list[asyncio.subprocess.Process] = []
+        owners: list[SocketClient] = []
+        try:
+            sessions: list[str] = []
+            prompts = []
+            for name in ("a", "b"):
+                serve = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "sema_rpc", "serve", env=env, cwd=str(REPO)
+                )
+                serves.append(serve)
+                info = await endpoint_of(sema_root, serve.pid)
+                owner = await SocketClient(info["endpoint"], name=f"owner-{name}").connect()
+                owners.append(owner)
+                await owner.initialize()  # no permissions capability: a Write waits
+                created = await owner.call(
+                    "session/create", {"workingDir": str(workspace), "model": MODEL}
+                )
+                sid = created["sessionId"]
+                sessions.append(sid)
+                prompts.append(
+                    asyncio.ensure_future(
+                        owner.call(
+                            "session/prompt",
+                            {"sessionId": sid, "input": f"write {name}"},
+                            timeout=120,
+                        )
+                    )
+                )
+                probe = await SocketClient(info["endpoint"], name="probe").connect()
+                await probe.initialize()
+                while True:
+                    answer = await probe.call("session/attach", {"sessionId": sid})
+                    await probe.call("session/detach", {"sessionId": sid})
+                    if answer["pendingRequests"]:
+                        break
+                    await asyncio.sleep(0.05)
+                await probe.close()
+
+            result = await asyncio.to_thread(
+                run_scenario,
+                "attach_two",
+                workspace,
+                tmp_path,
+                scripted_llm,
+                sema_root=sema_root,
+                env_overrides={
+                    "SEMA_TEST_SESSION_A": sessions[0],
+                    "SEMA_TEST_SESSION_B": sessions[1],
+                },
+            )
+            # the collision is real: one id, from two connections
+            assert result["remotes_differ"] is True
+            assert result["ids"]["a"] == result["ids"]["b"] and len(result["ids"]["a"]) == 1
+            # the second server's withdrawal closed nothing of the first's
+            assert result["first_prompt_open"] is True
+            assert result["prompts_shown"] == 1
+            assert not any("stopped waiting" in n for n in result["notified"])
+            assert (await asyncio.wait_for(prompts[1], 60))["stopReason"] == "interrupted"
+            assert (await asyncio.wait_for(prompts[0], 60))["stopReason"] == "end_turn"
+            assert (workspace / "a.txt").read_text() == "from a\n"
+            assert not (workspace / "b.txt").exists()
+            assert "Written a." in result["snapshots"]["first"]
+        finally:
+            for owner in owners:
+                await owner.close()
+            for serve in serves:
+                if serve.returncode is None:
+                    serve.terminate()
+                    await serve.wait()
+
+    asyncio.run(scenario())

@@ -95,7 +95,9 @@ export function permissionCard(id: number, p: PermissionRequestParams, canDiff: 
     feedback,
   );
   register(id, el, p.requestId);
-  (card?.consent ?? agent(p.agentId).container).append(el);
+  // Under its tool card while that card streams in; a call of the earlier conversation (a
+  // request sent again on attach) is asked at the bottom, under what the chat said since.
+  (card && !card.past ? card.consent : agent(p.agentId).container).append(el);
   repaint();
 }
 

@@ -18,6 +18,8 @@ export interface ToolCard {
   consent: HTMLElement;
   name: string;
   subagent?: AgentView;
+  /** Drawn from the earlier conversation (`session/messages`), not from the stream. */
+  past?: boolean;
 }
 
 /** The main agent's view of the transcript (a new one after each reset). */
@@ -261,6 +263,7 @@ export function renderConversation(messages: TranscriptMessage[]): void {
     }
     for (const call of m.toolCalls ?? []) {
       const card = toolCard(main, call.id, call.name, call.title, call.input ?? {});
+      card.past = true;
       setStatus(card, call.status === "completed" ? "done" : call.status === "running" ? "running" : "error");
       if (call.result) card.output.set(call.result);
     }

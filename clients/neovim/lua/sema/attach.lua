@@ -100,8 +100,8 @@ local function route(client)
     on_request = function(method, params, id)
       require("sema.consent").handle(client, chat_of(params), method, params, id)
     end,
-    on_cancel = function(id)
-      require("sema.consent").cancelled(id)
+    on_cancel = function(id, params)
+      require("sema.consent").cancelled(id, client, params.sessionId)
     end,
   }
 end

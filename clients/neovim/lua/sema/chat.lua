@@ -3,7 +3,14 @@
 --- Streamed deltas are queued and drawn by a timer, at most once per
 --- `render_interval_ms`: a flush appends only the new text at the end of the buffer, so
 --- its cost never depends on how long the answer or the conversation already is.
+---
+--- This module keeps the transcript and the events that write it; `sema.Chat`'s other jobs
+--- add their methods from beside it: the windows and winbar (window.lua), the input and
+--- keymaps (input.lua), the tool lines (toollines.lua). The files a turn changed are
+--- changes.lua's, the earlier conversation is drawn by history.lua.
+local changes = require("sema.changes")
 local config = require("sema.config")
+local text_mod = require("sema.text")
 
 local api = vim.api
 local M = {}
@@ -11,7 +18,6 @@ local M = {}
 local ns = api.nvim_create_namespace("sema.chat")
 local THINKING_HEADER = "▸ Thinking"
 local THINKING_PREFIX = "┊ "
-local ICON = { running = "⋯", waiting = "?", done = "✓", failed = "✗", interrupted = "■" }
 
 ---@class sema.Chat
 ---@field session_id string
@@ -22,6 +28,11 @@ local ICON = { running = "⋯", waiting = "?", done = "✓", failed = "✗", int
 local Chat = {}
 Chat.__index = Chat
 M.Chat = Chat
+for _, part in ipairs({ "sema.window", "sema.input", "sema.toollines" }) do
+  for name, method in pairs(require(part).methods) do
+    Chat[name] = method
+  end
+end
 
 --- Fold thinking blocks: the header opens a fold, its `┊ ` lines are inside it.
 function M.foldexpr()
@@ -34,39 +45,8 @@ function M.foldexpr()
   return "0"
 end
 
-local function split_lines(text)
-  return vim.split(text, "\n", { plain = true })
-end
-
-local function one_line(text, max)
-  text = (text or ""):gsub("%s*\n%s*", " ")
-  if max and #text > max then
-    text = text:sub(1, max) .. "…"
-  end
-  return text
-end
-
---- A short word for the session's OS sandbox (`session:ready.sandbox`, `sandbox:update`):
---- `sandbox:workspace`, `sandbox:read-only`, `sandbox:off`, `no sandbox`; nil when the
---- server says nothing about one.
-function M.sandbox_label(sandbox)
-  if type(sandbox) ~= "table" then
-    return nil
-  end
-  if sandbox.available == false then
-    return "no sandbox"
-  end
-  local word = sandbox.mode == "workspace-write" and "workspace" or sandbox.mode or "?"
-  return "sandbox:" .. word .. (sandbox.network and "+net" or "")
-end
-
-local function human_tokens(n)
-  n = n or 0
-  if n >= 1000 then
-    return ("%.1fk"):format(n / 1000)
-  end
-  return tostring(n)
-end
+local split_lines = text_mod.split_lines
+local one_line = text_mod.one_line
 
 ---@param session_id string
 ---@param working_dir string
@@ -105,197 +85,8 @@ function M.new(session_id, working_dir, handlers)
   vim.bo[self.buf].modifiable = false
   vim.b[self.buf].sema_session = session_id
 
-  self.input = api.nvim_create_buf(false, true)
-  api.nvim_buf_set_name(self.input, "sema://input/" .. session_id)
-  vim.bo[self.input].buftype = "prompt"
-  vim.bo[self.input].filetype = "sema_input"
-  vim.b[self.input].sema_session = session_id
-  vim.fn.prompt_setprompt(self.input, "> ")
-  vim.fn.prompt_setcallback(self.input, function(text)
-    self:_on_submit(text, "followUp")
-  end)
-  vim.fn.prompt_setinterrupt(self.input, function()
-    self.handlers.interrupt(self)
-  end)
-  local omni = "v:lua.require'sema.complete'.omnifunc"
-  vim.bo[self.input].omnifunc = omni
-  vim.bo[self.input].completefunc = omni
-  -- narrow the menu as the user types, insert only on <C-y> (buffer-local since 0.11)
-  pcall(api.nvim_set_option_value, "completeopt", "menuone,noinsert", { scope = "local", buf = self.input })
-  self:_keymaps()
+  require("sema.input").create(self)
   return self
-end
-
-function Chat:_keymaps()
-  local km = config.options.keymaps
-  local function map(buf, modes, lhs, rhs, desc)
-    if lhs and lhs ~= "" then
-      vim.keymap.set(modes, lhs, rhs, { buffer = buf, desc = desc, nowait = true })
-    end
-  end
-  local interrupt = function()
-    self.handlers.interrupt(self)
-  end
-  map(self.buf, "n", km.interrupt, interrupt, "Sema: interrupt the turn")
-  map(self.input, "n", km.interrupt, interrupt, "Sema: interrupt the turn")
-  map(self.buf, "n", km.close, function()
-    self:close()
-  end, "Sema: close the chat")
-  map(self.buf, "n", km.focus_input, function()
-    self:focus_input()
-  end, "Sema: go to the input")
-  map(self.input, "i", km.steer, function()
-    self:_on_submit(self:_take_input(), "steer")
-  end, "Sema: steer the running turn")
-  map(self.input, "i", km.history_prev, function()
-    self:_history(1)
-  end, "Sema: previous input")
-  map(self.input, "i", km.history_next, function()
-    self:_history(-1)
-  end, "Sema: next input")
-  if config.options.complete_on_trigger then
-    for _, trigger in ipairs({ "@", "/" }) do
-      vim.keymap.set("i", trigger, function()
-        if vim.fn.pumvisible() == 1 then
-          return trigger
-        end
-        return trigger .. "<C-x><C-o>"
-      end, { buffer = self.input, expr = true, desc = "Sema: complete " .. trigger })
-    end
-  end
-end
-
--- ------------------------------------------------------------------- windows
-
-function Chat:is_visible()
-  return self.win ~= nil and api.nvim_win_is_valid(self.win)
-end
-
---- Show this chat in `other`'s windows (when another chat is visible), so switching chats
---- never stacks more splits.
-function Chat:take_windows(other)
-  if other and other ~= self and other:is_visible() and other.input_win
-    and api.nvim_win_is_valid(other.input_win) then
-    self.win, self.input_win = other.win, other.input_win
-    other.win, other.input_win = nil, nil
-    api.nvim_win_set_buf(self.win, self.buf)
-    api.nvim_win_set_buf(self.input_win, self.input)
-    self:_winbar()
-    self:_scroll_to_end(true)
-    return true
-  end
-  return false
-end
-
---- Show the chat and its input (creating the windows if needed) and focus the input.
----@param replace sema.Chat? a visible chat whose windows this one takes over
-function Chat:show(replace)
-  if not self:is_visible() and not self:take_windows(replace) then
-    local layout = config.options.layout
-    local pos = layout.position
-    local split = ({
-      tab = "tabnew",
-      left = ("topleft %dvsplit"):format(layout.size),
-      below = ("botright %dsplit"):format(layout.size),
-      above = ("topleft %dsplit"):format(layout.size),
-    })[pos] or ("botright %dvsplit"):format(layout.size)
-    if not pcall(vim.cmd, split) then
-      vim.cmd("tabnew") -- no room for a split (E36)
-    end
-    self.win = api.nvim_get_current_win()
-    api.nvim_win_set_buf(self.win, self.buf)
-    local function wo(win, name, value)
-      api.nvim_set_option_value(name, value, { scope = "local", win = win })
-    end
-    wo(self.win, "wrap", true)
-    wo(self.win, "linebreak", true)
-    wo(self.win, "number", false)
-    wo(self.win, "relativenumber", false)
-    wo(self.win, "signcolumn", "no")
-    wo(self.win, "foldmethod", "expr")
-    wo(self.win, "foldexpr", "v:lua.require'sema.chat'.foldexpr()")
-    wo(self.win, "foldlevel", 0)
-    wo(self.win, "winfixwidth", pos == "left" or pos == "right")
-    vim.cmd(("belowright %dsplit"):format(layout.input_height))
-    self.input_win = api.nvim_get_current_win()
-    api.nvim_win_set_buf(self.input_win, self.input)
-    wo(self.input_win, "winfixheight", true)
-    wo(self.input_win, "number", false)
-    wo(self.input_win, "relativenumber", false)
-    wo(self.input_win, "signcolumn", "no")
-    self:_winbar()
-    self:_scroll_to_end(true)
-  end
-  self:focus_input()
-end
-
-function Chat:focus_input()
-  if self.input_win and api.nvim_win_is_valid(self.input_win) then
-    api.nvim_set_current_win(self.input_win)
-    vim.cmd("startinsert!")
-  end
-end
-
-function Chat:close()
-  for _, w in ipairs({ self.input_win, self.win }) do
-    if w and api.nvim_win_is_valid(w) and #api.nvim_list_wins() > 1 then
-      api.nvim_win_close(w, true)
-    end
-  end
-  self.win, self.input_win = nil, nil
-end
-
-function Chat:_winbar()
-  if not self:is_visible() then
-    return
-  end
-  local info = self.info
-  local parts = {
-    info.mode or "Agent",
-    info.permissionMode or "default",
-    info.model or "no model",
-    self.state == "processing" and "working…" or "idle",
-  }
-  local sandbox = M.sandbox_label(info.sandbox)
-  if sandbox then
-    table.insert(parts, 3, sandbox)
-  end
-  if #self.queued > 0 then
-    parts[#parts + 1] = #self.queued .. " queued"
-  end
-  local usage = info.usage
-  if usage and (usage.maxTokens or 0) > 0 then
-    parts[#parts + 1] = human_tokens(usage.useTokens) .. "/" .. human_tokens(usage.maxTokens)
-  end
-  -- the session's cost, when the model's price is known
-  local cost = self.totals and self.totals.costUsd
-  if cost then
-    parts[#parts + 1] = ("$%.4f"):format(cost)
-  end
-  local done, total = 0, #self.todos
-  for _, t in ipairs(self.todos) do
-    if t.status == "completed" then
-      done = done + 1
-    end
-  end
-  if total > 0 then
-    parts[#parts + 1] = ("todos %d/%d"):format(done, total)
-  end
-  local text = table.concat(parts, " · "):gsub("%%", "%%%%")
-  api.nvim_set_option_value("winbar", "%#Title#Sema%* " .. text, { scope = "local", win = self.win })
-end
-
---- Keep the view at the end while the cursor is on the last line (follow mode).
-function Chat:_scroll_to_end(force)
-  if not self:is_visible() then
-    return
-  end
-  local last = api.nvim_buf_line_count(self.buf)
-  local cursor = api.nvim_win_get_cursor(self.win)
-  if force or api.nvim_get_current_win() ~= self.win or cursor[1] >= (self.last_seen or 1) then
-    api.nvim_win_set_cursor(self.win, { last, 0 })
-  end
-  self.last_seen = last
 end
 
 -- ------------------------------------------------------------------- writing
@@ -353,17 +144,6 @@ function Chat:clear(title)
   self:_modify(function()
     api.nvim_buf_set_lines(self.buf, 0, -1, true, { title })
   end)
-end
-
---- Put `text` in the input line (a rewound or forked message, to edit and send again).
-function Chat:set_input(text)
-  local n = api.nvim_buf_line_count(self.input)
-  local prompt = vim.fn.prompt_getprompt(self.input)
-  local line = prompt .. text:gsub("\n", " ")
-  api.nvim_buf_set_lines(self.input, n - 1, n, true, { line })
-  if self.input_win and api.nvim_win_is_valid(self.input_win) then
-    api.nvim_win_set_cursor(self.input_win, { n, #line })
-  end
 end
 
 --- A user prompt with its server id (from `session/prompt`'s result or `session/messages`).
@@ -457,145 +237,6 @@ function Chat:flush()
     end
   end)
   self:_scroll_to_end(false)
-end
-
--- ------------------------------------------------------------------- tool lines
-
-function Chat:_set_line(mark, text)
-  local pos = api.nvim_buf_get_extmark_by_id(self.buf, ns, mark, {})
-  local row = pos[1]
-  if row and row < api.nvim_buf_line_count(self.buf) then
-    -- replace the text, not the line, so the line's mark stays on it
-    local old = api.nvim_buf_get_lines(self.buf, row, row + 1, true)[1]
-    self:_modify(function()
-      api.nvim_buf_set_text(self.buf, row, 0, row, #old, { text })
-    end)
-  end
-end
-
-function Chat:_tool_text(tool, status, detail)
-  local text = tool.indent .. ICON[status] .. " " .. one_line(tool.title, 200)
-  if detail and detail ~= "" then
-    text = text .. " — " .. one_line(detail, 200)
-  end
-  return text
-end
-
-function Chat:tool_start(p)
-  self:_header()
-  local parent = p.agentId ~= "main" and self.tasks[p.agentId] or nil
-  local tool = {
-    name = p.toolName,
-    title = p.title or p.toolName,
-    input = p.input or {},
-    indent = parent and (parent.indent .. "    ") or "  ",
-    agent = p.agentId,
-  }
-  local line = self:_tool_text(tool, "running")
-  local row
-  if parent then
-    -- under its Task, after the Task's last line
-    self:flush()
-    local pos = api.nvim_buf_get_extmark_by_id(self.buf, ns, parent.last_mark, {})
-    row = pos[1] + 1
-    self:_modify(function()
-      api.nvim_buf_set_lines(self.buf, row, row, true, { line })
-    end)
-  else
-    row = self:append({ line })
-  end
-  tool.mark = api.nvim_buf_set_extmark(self.buf, ns, row, 0, { right_gravity = false })
-  if parent then
-    parent.last_mark = tool.mark
-  end
-  self.tools[p.toolCallId] = tool
-  if p.toolName == "Task" then
-    self.tasks["task-" .. p.toolCallId] = { indent = tool.indent, last_mark = tool.mark, tool = tool }
-  end
-end
-
-function Chat:tool_status(id, status, detail)
-  local tool = self.tools[id]
-  if tool and status == "failed" and tool.verdict then
-    detail = tool.verdict -- the user's own answer says it better than the tool's error
-  end
-  if tool then
-    self:_set_line(tool.mark, self:_tool_text(tool, status, detail))
-  end
-end
-
-function Chat:tool_complete(p)
-  self:tool_status(p.toolCallId, "done", p.summary)
-  local tool = self.tools[p.toolCallId]
-  if not tool then
-    return
-  end
-  local path = tool.input.file_path
-  if (p.toolName == "Write" or p.toolName == "Edit") and type(path) == "string" then
-    self:_touched(path, p.summary ~= "" and p.summary or p.toolName)
-  elseif p.toolName == "Bash" then
-    self.ran_command = true
-  end
-end
-
-function Chat:_touched(path, text)
-  if not path:match("^/") then
-    path = self.working_dir .. "/" .. path
-  end
-  path = vim.fs.normalize(path)
-  if not self.touched[path] then
-    self.touched_order[#self.touched_order + 1] = path
-  end
-  self.touched[path] = text
-  if config.options.reload_changed then
-    M.reload(path)
-  end
-end
-
---- Reload an open, unmodified buffer of `path` that the agent wrote (views are kept); a
---- modified one is left alone, with a warning.
-function M.reload(path)
-  local b = vim.fn.bufnr(path)
-  if b <= 0 or not api.nvim_buf_is_loaded(b) then
-    return
-  end
-  if vim.bo[b].modified then
-    vim.notify("Sema changed " .. path .. ", which has unsaved changes here", vim.log.levels.WARN)
-    return
-  end
-  local views = {}
-  for _, w in ipairs(vim.fn.win_findbuf(b)) do
-    views[w] = api.nvim_win_call(w, vim.fn.winsaveview)
-  end
-  api.nvim_buf_call(b, function()
-    vim.cmd("silent! edit")
-  end)
-  for w, view in pairs(views) do
-    api.nvim_win_call(w, function()
-      vim.fn.winrestview(view)
-    end)
-  end
-end
-
---- Reload the unmodified buffers whose file changed on disk (after a command ran).
-function M.reload_changed()
-  for _, b in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == "" and not vim.bo[b].modified
-      and api.nvim_buf_get_name(b) ~= "" then
-      local autoread = vim.bo[b].autoread
-      vim.bo[b].autoread = true
-      pcall(vim.cmd.checktime, b)
-      vim.bo[b].autoread = autoread
-    end
-  end
-end
-
-function Chat:task_end(p)
-  local task = self.tasks[p.taskId]
-  if task then
-    local status = p.status == "completed" and "done" or (p.status == "interrupted" and "interrupted" or "failed")
-    self:_set_line(task.tool.mark, self:_tool_text(task.tool, status, p.status ~= "completed" and p.content or nil))
-  end
 end
 
 -- ------------------------------------------------------------------- events
@@ -696,8 +337,8 @@ function Chat:on_event(method, p)
       ("— compacted (%s, %s): %s → %s tokens%s —"):format(
         p.trigger or "auto",
         p.strategy or "?",
-        human_tokens(p.tokenBefore),
-        human_tokens(p.tokenCompact),
+        text_mod.human_tokens(p.tokenBefore),
+        text_mod.human_tokens(p.tokenCompact),
         p.errMsg and (", " .. p.errMsg) or ""
       ),
     })
@@ -717,47 +358,7 @@ function Chat:ready(info)
   self:_winbar()
 end
 
--- ------------------------------------------------------------------- input
-
-function Chat:_take_input()
-  local n = api.nvim_buf_line_count(self.input)
-  local line = api.nvim_buf_get_lines(self.input, n - 1, n, true)[1] or ""
-  local prompt = vim.fn.prompt_getprompt(self.input)
-  api.nvim_buf_set_lines(self.input, n - 1, n, true, { prompt })
-  vim.schedule(function()
-    if api.nvim_get_current_buf() == self.input then
-      vim.cmd("startinsert!")
-    end
-  end)
-  return line:sub(#prompt + 1)
-end
-
-function Chat:_history(step)
-  if #self.history == 0 then
-    return
-  end
-  local pos = (self.history_pos or (#self.history + 1)) - step
-  pos = math.max(1, math.min(#self.history + 1, pos))
-  self.history_pos = pos
-  self:set_input(self.history[pos] or "")
-end
-
-function Chat:_on_submit(text, delivery)
-  -- the prompt buffer keeps old inputs above the new prompt line: drop them
-  vim.schedule(function()
-    if api.nvim_buf_is_valid(self.input) then
-      local n = api.nvim_buf_line_count(self.input)
-      if n > 1 then
-        api.nvim_buf_set_lines(self.input, 0, n - 1, true, {})
-      end
-    end
-  end)
-  text = vim.trim(text or "")
-  if text == "" then
-    return
-  end
-  self.handlers.send(self, text, delivery)
-end
+-- ------------------------------------------------------------------- turns
 
 --- Show the user's input in the transcript (called when it starts a turn or joins one).
 function Chat:show_input(text, note)
@@ -780,9 +381,7 @@ function Chat:on_turn_start()
     end
   end
   self.turn_open = true
-  self.touched = {}
-  self.touched_order = {}
-  self.ran_command = false
+  changes.turn_start(self)
   self.interrupted_shown = false
 end
 
@@ -790,27 +389,7 @@ end
 function Chat:on_turn_end()
   self.turn_open = false
   self:flush()
-  if #self.touched_order > 0 then
-    if config.options.quickfix then
-      local items = {}
-      for _, path in ipairs(self.touched_order) do
-        items[#items + 1] = { filename = path, lnum = 1, text = self.touched[path] }
-      end
-      vim.fn.setqflist({}, " ", { title = "Sema: files changed by the turn", items = items })
-    end
-    self:append({
-      "",
-      ("Changed %d file%s%s"):format(
-        #self.touched_order,
-        #self.touched_order == 1 and "" or "s",
-        config.options.quickfix and " (:copen)" or ""
-      ),
-    })
-  end
-  if self.ran_command and config.options.reload_changed then
-    -- a command may have changed any file
-    M.reload_changed()
-  end
+  changes.turn_end(self)
   self:_winbar()
 end
 

@@ -7,7 +7,11 @@ local api = vim.api
 local M = {}
 
 local queue = {} -- jobs waiting for their turn
----@type {id: any, wins: table<integer, boolean>, tab: integer?, plan_win: integer?, closed: boolean}?
+--- The open prompt. A request is known by its connection and id together: each server
+--- numbers its own requests, so two servers (the editor's own and an attached one, or two
+--- attached ones) can each have a request `sema-r1` open; `session` is the session it is for.
+---@type {id: any, client: sema.RpcClient, session: string?, wins: table<integer, boolean>,
+---  tab: integer?, plan_win: integer?, closed: boolean}?
 local current = nil
 
 local function notify(msg, level)
@@ -50,7 +54,7 @@ end
 --- `callback` guarded: it runs only while request `id`'s prompt is open and the server waits.
 local function while_waiting(client, id, callback)
   return function(value)
-    if current and current.id == id and not current.closed and client:waiting(id) then
+    if current and current.id == id and current.client == client and not current.closed and client:waiting(id) then
       callback(value)
     end
   end
@@ -384,7 +388,7 @@ function M.handle(client, chat, method, params, id)
     if not client:waiting(id) then
       return finish()
     end
-    current = { id = id, wins = win_set(), closed = false }
+    current = { id = id, client = client, session = params.sessionId, wins = win_set(), closed = false }
     handler(client, chat, params, id)
   end
   if current then
@@ -394,9 +398,14 @@ function M.handle(client, chat, method, params, id)
   end
 end
 
---- The server no longer waits for request `id` (an interrupt): close its prompt.
-function M.cancelled(id)
-  if not current or current.id ~= id then
+--- The server of `client` no longer waits for its request `id` (an interrupt, or another
+--- client answered), for session `session_id`: close its prompt. The same id of another
+--- connection, or of another session, leaves the open prompt alone.
+---@param client sema.RpcClient
+---@param session_id string?
+function M.cancelled(id, client, session_id)
+  if not current or current.id ~= id or current.client ~= client
+    or (session_id ~= nil and current.session ~= nil and current.session ~= session_id) then
     return -- a queued job sees `waiting(id)` false and skips itself
   end
   current.closed = true

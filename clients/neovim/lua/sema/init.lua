@@ -63,8 +63,8 @@ local handlers = {
   on_request = function(method, params, id)
     require("sema.consent").handle(state.client, state.chats[params.sessionId or ""], method, params, id)
   end,
-  on_cancel = function(id)
-    require("sema.consent").cancelled(id)
+  on_cancel = function(id, params, client)
+    require("sema.consent").cancelled(id, client, params.sessionId)
   end,
 }
 
@@ -476,7 +476,7 @@ end
 --- `set statusline+=%{v:lua.require'sema'.statusline()}`
 function M.statusline()
   local chat = M.current()
-  return chat and require("sema.chat").sandbox_label(chat.info.sandbox) or ""
+  return chat and require("sema.window").sandbox_label(chat.info.sandbox) or ""
 end
 
 --- Pick the session's model (needs a server that offers `model/list` and `session/setModel`).
@@ -586,7 +586,7 @@ end
 local function reload_restored(chat, paths)
   for _, path in ipairs(paths or {}) do
     local abs = path:sub(1, 1) == "/" and path or vim.fs.joinpath(chat.working_dir, path)
-    require("sema.chat").reload(abs)
+    require("sema.changes").reload(abs)
   end
 end
 

@@ -29,7 +29,8 @@ end
 ---@class sema.RpcHandlers
 ---@field on_notification fun(method: string, params: table)
 ---@field on_request fun(method: string, params: table, id: any)
----@field on_cancel fun(id: any)? the server stopped waiting for request `id`
+---@field on_cancel fun(id: any, params: table, client: sema.RpcClient)? the server stopped waiting for
+---request `id` (its params, and the client it came to: ids are the server's, unique per connection only)
 ---@field on_exit fun(code: integer, signal: integer, stderr: string, stopping: boolean)?
 
 --- Spawn `cmd` and return a client.
@@ -193,7 +194,7 @@ function Client:_dispatch(msg)
         pending.closed = true
         self.incoming[id] = nil
         if self.handlers.on_cancel then
-          self.handlers.on_cancel(id)
+          self.handlers.on_cancel(id, pending.params, self)
         end
       end
     else

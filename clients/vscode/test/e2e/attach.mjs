@@ -64,9 +64,16 @@ try {
   await chat.locator(".notice", { hasText: "Attached to a session of another process" }).waitFor({ timeout: 60000 });
   // The earlier conversation, read back from the server that hosts it.
   await chat.locator(".user.past", { hasText: "write notes" }).waitFor({ timeout: 30000 });
-  await chat.locator(".notice", { hasText: "1 waiting for an answer" }).waitFor({ timeout: 30000 });
+  const liveNotice = chat.locator(".notice", { hasText: "1 waiting for an answer" });
+  await liveNotice.waitFor({ timeout: 30000 });
   const consent = chat.locator(".request.permission:not(.answered)", { hasText: "notes.txt" });
   await consent.waitFor({ timeout: 60000 });
+  // What the session is doing is said first, then the request it waits on is asked again.
+  const noticeFirst = await liveNotice.evaluate(
+    (notice, card) => Boolean(notice.compareDocumentPosition(card) & Node.DOCUMENT_POSITION_FOLLOWING),
+    await consent.elementHandle(),
+  );
+  assert.ok(noticeFirst, "the Live notice is drawn above the consent card sent again");
   assert.ok(!existsSync(path.join(dirs.workspace, "notes.txt")), "nothing written before consent");
   await shot("consent-in-place");
   await consent.locator("button.allow").click();
