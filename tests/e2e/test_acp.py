@@ -1097,7 +1097,8 @@ async def test_without_a_model_authenticate_and_session_new_ask_for_a_key(server
 async def test_a_chatty_command_streams_its_output_as_a_bounded_tail(
     server_env, scripted_llm: ScriptedLLM, workspace
 ):
-    command = "for i in $(seq 1 4000); do echo line-$i-$(printf '%0200d' 0); done"
+    # 4,000 lines of ~210 bytes; the padding made once (a `$(…)` per line forks 4,000 times).
+    command = "pad=$(printf '%0200d' 0); for i in $(seq 1 4000); do echo line-$i-$pad; done"
     scripted_llm.script(Reply.tools([("Bash", {"command": command}, "loud")]), Reply.text("ok"))
     editor = Editor(permission_answers=["allow_once"])
     async with acp_agent(server_env, editor) as agent:
