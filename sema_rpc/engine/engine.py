@@ -488,10 +488,10 @@ class SemaEngine(SessionRegistry):
         return outcome
 
     def _set_mode(self, session: Session, mode: Mode) -> None:
-        from sema_rpc.protocol import ModeUpdateEventParams
-
         if session.mode == mode:
             return
+        from sema_rpc.protocol import ModeUpdateEventParams
+
         session.mode = mode
         if session.runner is not None:  # the running turn's next tool call obeys it
             session.runner.plan_mode = mode == "Plan"

@@ -164,8 +164,6 @@ class ToolRunner:
         redactor = StreamRedactor()
 
         def emit_update(text: str) -> None:
-            from sema_rpc.protocol import ToolExecutionUpdateParams
-
             if text := without_surrogates(redactor.feed(text)):
                 self._emit(
                     ToolExecutionUpdateParams(tool_call_id=call.id, tool_name=call.name, delta=text)
