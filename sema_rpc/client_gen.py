@@ -40,7 +40,7 @@ from pydantic.alias_generators import to_camel
 import sema_rpc.protocol as protocol
 
 # The models are read from `protocol` when a call is made: a model's module is loaded on
-# first use (sema_rpc/protocol.py), so importing the client creates none.
+# first use (sema_rpc/protocol.py), so this module creates none of them.
 if TYPE_CHECKING:
     from sema_rpc.protocol import (
 {imports}

@@ -393,6 +393,9 @@ class _Events(Mapping[str, "type[EventParams]"]):
     def __getitem__(self, name: str) -> type[EventParams]:
         return cast("type[EventParams]", _load(self._names[name]))
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._names  # without loading the model
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
 

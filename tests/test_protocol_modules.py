@@ -102,6 +102,8 @@ def test_importing_the_protocol_creates_no_model() -> None:
     seen = _fresh(
         "import sema_rpc.protocol as p\n"
         "names = (list(p.METHODS), list(p.NOTIFICATIONS), list(p.SERVER_REQUESTS))\n"
+        "assert 'turn:diff' in p.NOTIFICATIONS and 'no:such' not in p.NOTIFICATIONS\n"
+        "assert [s.params_model for s in p.METHODS.values()][3] == 'SessionCreateParams'\n"
         "assert p.ErrorCode.INVALID_PARAMS == -32602 and p.PROTOCOL_VERSION >= 1\n"
     )
     assert seen == {

@@ -45,7 +45,7 @@ from sema_client.framing import (
 from sema_rpc.protocol import PROTOCOL_VERSION, SERVER_REQUESTS, ErrorCode
 
 # The models are imported where they are used: a model's module is loaded on first use
-# (sema_rpc/protocol.py), so importing the client creates none.
+# (sema_rpc/protocol.py), so a client that calls no rarer method creates none of theirs.
 if TYPE_CHECKING:
     from sema_rpc.protocol import (
         ClientCapabilities,
