@@ -11,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-from sema_rpc import protocol
+import sema_rpc.protocol as protocol
 from sema_rpc.protocol import METHODS, MethodSpec
 
 METHODS_FILE = (
@@ -33,14 +33,19 @@ the server goes away; `timeout=` or cancelling the caller sends `$/cancelRequest
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic.alias_generators import to_camel
 
-from sema_rpc.protocol import (
+import sema_rpc.protocol as protocol
+
+# The models are read from `protocol` when a call is made: a model's module is loaded on
+# first use (sema_rpc/protocol.py), so this module creates none of them.
+if TYPE_CHECKING:
+    from sema_rpc.protocol import (
 {imports}
-    WireModel,
-)
+        WireModel,
+    )
 
 __all__ = ["Methods", "Requester"]
 
@@ -64,7 +69,7 @@ class Requester(Protocol):
 def _wire(model: type[WireModel], params: WireModel | Mapping[str, Any] | None) -> Any:
     if params is None:
         return None
-    if isinstance(params, WireModel):
+    if isinstance(params, protocol.WireModel):
         return params.wire()
     given = {{(to_camel(k) if "_" in k else k): v for k, v in params.items()}}
     known = model.model_validate(given).model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -102,7 +107,7 @@ def _render_method(spec: MethodSpec) -> str:
         return (
             f"\n    async def {name}(self, {param}) -> None:\n"
             + doc
-            + f'        await self._client.notify("{spec.name}", _wire({params_type}, params))\n'
+            + f'        await self._client.notify("{spec.name}", _wire(protocol.{params_type}, params))\n'
         )
     assert spec.result is not None, spec.name
     result_type = spec.result.__name__
@@ -115,11 +120,11 @@ def _render_method(spec: MethodSpec) -> str:
         f"        msg_id: int | str | None = None,\n"
         f"    ) -> {result_type}:\n" + doc + "        result = await self._client.request(\n"
         f'            "{spec.name}",\n'
-        f"            _wire({params_type}, params),\n"
+        f"            _wire(protocol.{params_type}, params),\n"
         "            timeout=timeout,\n"
         "            msg_id=msg_id,\n"
         "        )\n"
-        f"        return {result_type}.model_validate(result)\n"
+        f"        return protocol.{result_type}.model_validate(result)\n"
     )
 
 
@@ -133,7 +138,7 @@ def render() -> str:
         for model in (spec.params, spec.result):
             if model is not None and getattr(protocol, model.__name__, None) is not model:
                 raise ValueError(f"{model.__name__} is not exported by sema_rpc.protocol")
-    imports = "\n".join(f"    {n}," for n in names)
+    imports = "\n".join(f"        {n}," for n in names)
     out = _HEADER.format(imports=imports)
     for spec in METHODS.values():
         out += _render_method(spec)

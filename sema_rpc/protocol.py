@@ -6,41 +6,241 @@ in `protocol/README.md` all come from `METHODS`, `NOTIFICATIONS` and `SERVER_REQ
 
 Conventions: field names are snake_case in Python and camelCase on the wire; params
 ignore unknown fields (forward compatibility) and reject wrong types (-32602); results
-are dumped with `by_alias=True`. Models use `defer_build` (a validator is built on first
-use); creating the classes still costs tens of ms, so the server answers a plainly valid
-`initialize` before loading this module, from `protocol_names` (the registries' names,
-generated from this module with a drift test) and `protocol_core` (the version and the
-error codes, re-exported here).
+are dumped with `by_alias=True`.
+
+Import every model from here. The models live in five modules by when they are needed
+(`_MODULES`), and this module loads one only when a name it holds is first read (PEP 562
+`__getattr__`): creating a pydantic class costs about a millisecond, so a one-shot `hi`
+creates the classes of the handshake, a session and a text turn only, and the server
+answers a plainly valid `initialize` before creating any (from `protocol_names`, the
+registries' names, and `protocol_core`, the version and the error codes, re-exported
+here). The registries hold the models' names: `MethodSpec.params`, `NOTIFICATIONS[name]`
+and `ServerRequestSpec.params` load a model when read. Models also use `defer_build` (a
+validator is built on first use).
 """
 
-# ruff: noqa: F405 (the models come from the star imports below)
+# ruff: noqa: F403, F405 (for the type checker, the models come from the star imports below)
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 # The version and the error codes need no pydantic (rpc/server.py answers `initialize`
-# before this module is loaded); they are the wire's as much as what follows.
+# before any model is created); they are the wire's as much as what follows.
 from sema_rpc.protocol_core import PROTOCOL_VERSION as PROTOCOL_VERSION
 from sema_rpc.protocol_core import ErrorCode as ErrorCode
 from sema_rpc.protocol_core import RpcError as RpcError
 
-# The models live in three modules by job (the requests of a session's life, the events,
-# the sessions that last); this module is their entry point: import them from here.
-from sema_rpc.protocol_events import *  # noqa: F403
-from sema_rpc.protocol_sessions import *  # noqa: F403
-from sema_rpc.protocol_wire import *  # noqa: F403
-from sema_rpc.protocol_wire import to_camel as to_camel  # the alias rule of every wire field
+if TYPE_CHECKING:
+    from pydantic.alias_generators import to_camel as to_camel
+
+    from sema_rpc.protocol_events import *
+    from sema_rpc.protocol_sessions import *
+    from sema_rpc.protocol_settings import *
+    from sema_rpc.protocol_tools import *
+    from sema_rpc.protocol_wire import *
+
+_MODULES: dict[str, tuple[str, ...]] = {
+    "pydantic.alias_generators": ("to_camel",),  # the alias rule of every wire field
+    # the handshake, session/create, session/prompt, session/interrupt (every one-shot turn)
+    "sema_rpc.protocol_wire": (
+        "ClientCapabilities",
+        "ClientInfo",
+        "EmptyParams",
+        "EmptyResult",
+        "ImageInputBlock",
+        "InitializeParams",
+        "InitializeResult",
+        "McpServerParams",
+        "McpServerStatus",
+        "Mode",
+        "PermissionMode",
+        "PromptInput",
+        "PromptInputBlock",
+        "ResourceInputBlock",
+        "SandboxMode",
+        "SandboxState",
+        "ServerCapabilities",
+        "ServerInfo",
+        "SessionCreateParams",
+        "SessionCreateResult",
+        "SessionErrorDetail",
+        "SessionInterruptParams",
+        "SessionInterruptResult",
+        "SessionPromptParams",
+        "SessionPromptResult",
+        "SessionReadyParams",
+        "SessionRef",
+        "StopReasonWire",
+        "TextInputBlock",
+        "TokenUsage",
+        "UsageTotals",
+        "WireModel",
+    ),
+    # the events every turn may send
+    "sema_rpc.protocol_events": (
+        "ConfigNoModelsParams",
+        "ConversationUsageParams",
+        "EventParams",
+        "MessageCompleteParams",
+        "SessionErrorParams",
+        "SessionInterruptedParams",
+        "SessionReadyEventParams",
+        "StateUpdateParams",
+        "TextChunkParams",
+        "ThinkingChunkParams",
+        "ToolCallSummary",
+    ),
+    # tool calls, server→client requests, todos, context and extensibility
+    "sema_rpc.protocol_tools": (
+        "AskQuestion",
+        "AskQuestionOption",
+        "AskQuestionRequestParams",
+        "AskQuestionResult",
+        "CommandListItem",
+        "CommandListParams",
+        "CommandListResult",
+        "FileReference",
+        "FileReferenceParams",
+        "PermissionRequestParams",
+        "PermissionResult",
+        "PlanExitDecision",
+        "PlanExitRequestParams",
+        "PlanExitResult",
+        "RequestResolvedParams",
+        "ServerRequestParams",
+        "TaskAgentEndParams",
+        "TaskAgentStartParams",
+        "TodoItem",
+        "TodosUpdateParams",
+        "ToolExecutionCompleteParams",
+        "ToolExecutionErrorParams",
+        "ToolExecutionStartParams",
+        "ToolExecutionUpdateParams",
+        "ToolListItem",
+        "ToolListParams",
+        "ToolListResult",
+        "TurnContinuedParams",
+    ),
+    # the settings' methods and their events (mode, permission mode, sandbox, model)
+    "sema_rpc.protocol_settings": (
+        "ModeUpdateEventParams",
+        "ModeUpdateParams",
+        "ModeUpdateResult",
+        "ModelInfo",
+        "ModelListParams",
+        "ModelListResult",
+        "ModelPrice",
+        "ModelUpdateParams",
+        "PermissionModeUpdateParams",
+        "PermissionModeUpdateResult",
+        "SandboxUpdateParams",
+        "SessionSetModelParams",
+        "SessionSetModelResult",
+        "SessionSetSandboxParams",
+        "SessionSetSandboxResult",
+    ),
+    # sessions that last: list, attach, messages, fork, rewind, compact
+    "sema_rpc.protocol_sessions": (
+        "CompactExecParams",
+        "CompactFigures",
+        "CompactStrategy",
+        "CompactTrigger",
+        "PendingRequest",
+        "RewindConflict",
+        "RewindRestore",
+        "SessionAttachParams",
+        "SessionAttachResult",
+        "SessionClearedParams",
+        "SessionCompactParams",
+        "SessionCompactResult",
+        "SessionDeleteParams",
+        "SessionDeleteResult",
+        "SessionDetachParams",
+        "SessionDisposeParams",
+        "SessionDisposeResult",
+        "SessionForkParams",
+        "SessionForkResult",
+        "SessionListItem",
+        "SessionListParams",
+        "SessionListResult",
+        "SessionMessagesParams",
+        "SessionMessagesResult",
+        "SessionRenameParams",
+        "SessionRenameResult",
+        "SessionRewindParams",
+        "SessionRewindResult",
+        "TranscriptContent",
+        "TranscriptMessage",
+        "TranscriptToolCall",
+        "TurnDiffFile",
+        "TurnDiffParams",
+    ),
+}
+"""Each model's module (tests/test_protocol.py checks it against their `__all__`)."""
+
+_WHERE: dict[str, str] = {name: module for module, names in _MODULES.items() for name in names}
+
+__all__ = [
+    "ErrorCode",
+    "METHODS",
+    "MethodSpec",
+    "NOTIFICATIONS",
+    "PROTOCOL_VERSION",
+    "RpcError",
+    "SERVER_REQUESTS",
+    "ServerRequestSpec",
+    *_WHERE,
+]
+
+
+def _load(name: str) -> Any:
+    """A model (or a wire type) by name, its module imported on first use; from then on a
+    plain attribute of this module."""
+    value = globals().get(name)
+    if value is None:
+        module = _WHERE.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = globals()[name] = getattr(importlib.import_module(module), name)
+    return value
+
+
+if not TYPE_CHECKING:
+    # PEP 562. Hidden from the type checker, which reads the star imports above: there, a
+    # name no model module exports stays an error.
+    __getattr__ = _load
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
 
 # --------------------------------------------------------------------------- registry
 
 
 @dataclass(frozen=True)
 class MethodSpec:
+    """A method; `params` and `result` are read by name, their module loaded then."""
+
     name: str
-    params: type[WireModel]
-    result: type[WireModel] | None
+    params_model: str
+    result_model: str | None
     doc: str
     direction: Literal["client→server", "server→client"] = "client→server"
     notification: bool = False
+
+    @property
+    def params(self) -> type[WireModel]:
+        return cast("type[WireModel]", _load(self.params_model))
+
+    @property
+    def result(self) -> type[WireModel] | None:
+        if self.result_model is None:
+            return None
+        return cast("type[WireModel]", _load(self.result_model))
 
 
 METHODS: dict[str, MethodSpec] = {
@@ -48,184 +248,210 @@ METHODS: dict[str, MethodSpec] = {
     for m in [
         MethodSpec(
             "initialize",
-            InitializeParams,
-            InitializeResult,
+            "InitializeParams",
+            "InitializeResult",
             "Handshake. Declares which server→client requests the client answers.",
         ),
-        MethodSpec("shutdown", EmptyParams, EmptyResult, "Stop accepting work; flush history."),
-        MethodSpec("exit", EmptyParams, None, "Exit the process.", notification=True),
+        MethodSpec("shutdown", "EmptyParams", "EmptyResult", "Stop accepting work; flush history."),
+        MethodSpec("exit", "EmptyParams", None, "Exit the process.", notification=True),
         MethodSpec(
             "session/create",
-            SessionCreateParams,
-            SessionCreateResult,
+            "SessionCreateParams",
+            "SessionCreateResult",
             "Create a session, or resume one by id. Emits `session:ready`.",
         ),
         MethodSpec(
             "session/prompt",
-            SessionPromptParams,
-            SessionPromptResult,
+            "SessionPromptParams",
+            "SessionPromptResult",
             "Run one user input. Answers once, when that input's turn ends.",
         ),
         MethodSpec(
             "session/interrupt",
-            SessionInterruptParams,
-            SessionInterruptResult,
+            "SessionInterruptParams",
+            "SessionInterruptResult",
             "Stop the running turn at the next checkpoint. Answers at once; idempotent.",
         ),
         MethodSpec(
             "mode/update",
-            ModeUpdateParams,
-            ModeUpdateResult,
+            "ModeUpdateParams",
+            "ModeUpdateResult",
             "Switch between Agent and Plan mode. Emits `mode:update`.",
         ),
         MethodSpec(
             "permissionMode/update",
-            PermissionModeUpdateParams,
-            PermissionModeUpdateResult,
+            "PermissionModeUpdateParams",
+            "PermissionModeUpdateResult",
             "Change who decides tool permissions; applies to the running turn's next call.",
         ),
         MethodSpec(
             "session/setSandbox",
-            SessionSetSandboxParams,
-            SessionSetSandboxResult,
+            "SessionSetSandboxParams",
+            "SessionSetSandboxResult",
             "Change the OS sandbox of the session's commands; applies to the next command. "
             "Emits `sandbox:update`.",
         ),
         # sessions that last
         MethodSpec(
             "session/list",
-            SessionListParams,
-            SessionListResult,
+            "SessionListParams",
+            "SessionListResult",
             "Sessions with a history on disk, newest first; optionally of one project.",
         ),
         MethodSpec(
             "session/dispose",
-            SessionDisposeParams,
-            SessionDisposeResult,
+            "SessionDisposeParams",
+            "SessionDisposeResult",
             "Interrupt the session's turn, wait for it, and drop the session from memory.",
         ),
         MethodSpec(
             "session/delete",
-            SessionDeleteParams,
-            SessionDeleteResult,
+            "SessionDeleteParams",
+            "SessionDeleteResult",
             "Delete a session for good: its history, seed and checkpoints. Refused while a "
             "turn runs.",
         ),
         MethodSpec(
             "session/rename",
-            SessionRenameParams,
-            SessionRenameResult,
+            "SessionRenameParams",
+            "SessionRenameResult",
             "Give a session a title of its own (what `session/list` shows); live or on disk.",
         ),
         MethodSpec(
             "session/compact",
-            SessionCompactParams,
-            SessionCompactResult,
+            "SessionCompactParams",
+            "SessionCompactResult",
             "Compact the session's history now (like `/compact`). Emits `compact:exec`.",
         ),
         MethodSpec(
             "session/rewind",
-            SessionRewindParams,
-            SessionRewindResult,
+            "SessionRewindParams",
+            "SessionRewindResult",
             "Undo turns: files (`code`), messages (`conversation`) or both, back to just "
             "before a prompt; or `redo` the last rewind. Refused while a turn runs.",
         ),
         MethodSpec(
             "session/attach",
-            SessionAttachParams,
-            SessionAttachResult,
+            "SessionAttachParams",
+            "SessionAttachResult",
             "Follow a live session from this connection (a listening server): its state, "
             "a replay after `afterSeq`, then the live stream and its requests.",
         ),
         MethodSpec(
             "session/detach",
-            SessionDetachParams,
-            EmptyResult,
+            "SessionDetachParams",
+            "EmptyResult",
             "Stop following a session on this connection; the session and its turn go on.",
         ),
         MethodSpec(
             "session/messages",
-            SessionMessagesParams,
-            SessionMessagesResult,
+            "SessionMessagesParams",
+            "SessionMessagesResult",
             "The conversation for display, paged; a live session or one on disk (read-only).",
         ),
         MethodSpec(
             "session/fork",
-            SessionForkParams,
-            SessionForkResult,
+            "SessionForkParams",
+            "SessionForkResult",
             "A new session holding the conversation before a prompt. Emits `session:ready`.",
         ),
         MethodSpec(
             "command/list",
-            CommandListParams,
-            CommandListResult,
+            "CommandListParams",
+            "CommandListResult",
             "The custom slash commands of a project (`.sema/commands`) and the user's.",
         ),
         MethodSpec(
             "tool/list",
-            ToolListParams,
-            ToolListResult,
+            "ToolListParams",
+            "ToolListResult",
             "The tools of a session: built-in, skill and MCP, and which are offered now.",
         ),
         # models
         MethodSpec(
             "model/list",
-            ModelListParams,
-            ModelListResult,
+            "ModelListParams",
+            "ModelListResult",
             "The models a session can use (models.json profiles), and a session's current one.",
         ),
         MethodSpec(
             "session/setModel",
-            SessionSetModelParams,
-            SessionSetModelResult,
+            "SessionSetModelParams",
+            "SessionSetModelResult",
             "Switch a session's model from its next model call on. Emits `model:update`.",
         ),
     ]
 }
 
 
-class SessionReadyEventParams(EventParams, SessionReadyParams):
-    event: ClassVar[str] = "session:ready"
+class _Events(Mapping[str, "type[EventParams]"]):
+    """Notification name → its model, the model's module loaded when first read."""
+
+    def __init__(self, names: dict[str, str]):
+        self._names = names
+
+    def __getitem__(self, name: str) -> type[EventParams]:
+        return cast("type[EventParams]", _load(self._names[name]))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names  # without loading the model
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
-_EVENT_MODELS: list[type[EventParams]] = [
-    SessionReadyEventParams,
-    StateUpdateParams,
-    ThinkingChunkParams,
-    TextChunkParams,
-    MessageCompleteParams,
-    ToolExecutionStartParams,
-    ToolExecutionUpdateParams,
-    ToolExecutionCompleteParams,
-    ToolExecutionErrorParams,
-    TodosUpdateParams,
-    ConversationUsageParams,
-    SessionInterruptedParams,
-    SessionErrorParams,
-    ConfigNoModelsParams,
-    ModeUpdateEventParams,
-    ModelUpdateParams,
-    SandboxUpdateParams,
-    TurnContinuedParams,
-    SessionClearedParams,
-    CompactExecParams,
-    TurnDiffParams,
-    # context and extensibility
-    FileReferenceParams,
-    TaskAgentStartParams,
-    TaskAgentEndParams,
-    RequestResolvedParams,
-]
-NOTIFICATIONS: dict[str, type[EventParams]] = {cls.event: cls for cls in _EVENT_MODELS}
+NOTIFICATIONS: Mapping[str, type[EventParams]] = _Events(
+    {
+        "session:ready": "SessionReadyEventParams",
+        "state:update": "StateUpdateParams",
+        "message:thinking:chunk": "ThinkingChunkParams",
+        "message:text:chunk": "TextChunkParams",
+        "message:complete": "MessageCompleteParams",
+        "tool:execution:start": "ToolExecutionStartParams",
+        "tool:execution:update": "ToolExecutionUpdateParams",
+        "tool:execution:complete": "ToolExecutionCompleteParams",
+        "tool:execution:error": "ToolExecutionErrorParams",
+        "todos:update": "TodosUpdateParams",
+        "conversation:usage": "ConversationUsageParams",
+        "session:interrupted": "SessionInterruptedParams",
+        "session:error": "SessionErrorParams",
+        "config:no_models": "ConfigNoModelsParams",
+        "mode:update": "ModeUpdateEventParams",
+        "model:update": "ModelUpdateParams",
+        "sandbox:update": "SandboxUpdateParams",
+        "turn:continued": "TurnContinuedParams",
+        "session:cleared": "SessionClearedParams",
+        "compact:exec": "CompactExecParams",
+        "turn:diff": "TurnDiffParams",
+        "file:reference": "FileReferenceParams",
+        "task:agent:start": "TaskAgentStartParams",
+        "task:agent:end": "TaskAgentEndParams",
+        "request:resolved": "RequestResolvedParams",
+    }
+)
+"""Each notification's model (its `event` is the notification's name)."""
 
 
 @dataclass(frozen=True)
 class ServerRequestSpec:
+    """A server→client request; `params` and `result` are read by name, as MethodSpec's."""
+
     name: str
-    params: type[EventParams]
-    result: type[WireModel]
+    params_model: str
+    result_model: str
     capability: str
     doc: str
+
+    @property
+    def params(self) -> type[EventParams]:
+        return cast("type[EventParams]", _load(self.params_model))
+
+    @property
+    def result(self) -> type[WireModel]:
+        return cast("type[WireModel]", _load(self.result_model))
 
 
 SERVER_REQUESTS: dict[str, ServerRequestSpec] = {
@@ -233,23 +459,23 @@ SERVER_REQUESTS: dict[str, ServerRequestSpec] = {
     for s in [
         ServerRequestSpec(
             "tool:permission:request",
-            PermissionRequestParams,
-            PermissionResult,
+            "PermissionRequestParams",
+            "PermissionResult",
             "permissions",
             "Ask the editor's consent before a tool call that writes or runs.",
         ),
         # context and extensibility
         ServerRequestSpec(
             "ask:question:request",
-            AskQuestionRequestParams,
-            AskQuestionResult,
+            "AskQuestionRequestParams",
+            "AskQuestionResult",
             "askQuestion",
             "AskUserQuestion: 1-4 multiple-choice questions for the user.",
         ),
         ServerRequestSpec(
             "plan:exit:request",
-            PlanExitRequestParams,
-            PlanExitResult,
+            "PlanExitRequestParams",
+            "PlanExitResult",
             "planExit",
             "ExitPlanMode: approve the saved plan, or keep planning.",
         ),

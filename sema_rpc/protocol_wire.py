@@ -1,5 +1,5 @@
-"""The wire's base model and the requests of one session's life: the handshake, session
-create / prompt / interrupt, modes, the sandbox, models (their params and results).
+"""The wire's base model and the requests every one-shot turn makes: the handshake, session
+create / prompt / interrupt (their params and results, and the shared types they hold).
 
 Part of the wire protocol; `sema_rpc/protocol.py` is its entry point and its registry
 (import the models from there). Conventions: field names are snake_case in Python and
@@ -34,15 +34,7 @@ __all__ = [
     "McpServerParams",
     "McpServerStatus",
     "Mode",
-    "ModeUpdateParams",
-    "ModeUpdateResult",
-    "ModelInfo",
-    "ModelListParams",
-    "ModelListResult",
-    "ModelPrice",
     "PermissionMode",
-    "PermissionModeUpdateParams",
-    "PermissionModeUpdateResult",
     "PromptInput",
     "PromptInputBlock",
     "ResourceInputBlock",
@@ -59,10 +51,6 @@ __all__ = [
     "SessionPromptResult",
     "SessionReadyParams",
     "SessionRef",
-    "SessionSetModelParams",
-    "SessionSetModelResult",
-    "SessionSetSandboxParams",
-    "SessionSetSandboxResult",
     "StopReasonWire",
     "TextInputBlock",
     "TokenUsage",
@@ -386,74 +374,3 @@ SessionInterruptParams = SessionRef
 
 class SessionInterruptResult(WireModel):
     interrupted: bool = Field(description="True when a turn was running and is now stopping.")
-
-
-class ModeUpdateParams(WireModel):
-    session_id: str
-    mode: Mode
-
-
-class ModeUpdateResult(WireModel):
-    mode: Mode
-
-
-class PermissionModeUpdateParams(WireModel):
-    session_id: str
-    permission_mode: PermissionMode
-
-
-class PermissionModeUpdateResult(WireModel):
-    permission_mode: PermissionMode
-
-
-class SessionSetSandboxParams(WireModel):
-    session_id: str
-    mode: SandboxMode
-    network: bool | None = Field(
-        None, description="Allow TCP inside the sandbox; omitted: unchanged."
-    )
-
-
-SessionSetSandboxResult = SandboxState
-
-
-class ModelListParams(WireModel):
-    session_id: str | None = Field(
-        None, description="With a live session's id, the result's `current` names its model."
-    )
-
-
-class ModelPrice(WireModel):
-    """USD per million tokens."""
-
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-
-
-class ModelInfo(WireModel):
-    name: str = Field(description="what `session/setModel` and `session/create` take")
-    provider: str
-    model: str = Field(description="the provider's model id")
-    context_length: int
-    images: bool = Field(description="the model takes image input")
-    thinking: bool = Field(description="extended thinking is on by default")
-    default: bool = Field(description="a session created without `model` uses this one")
-    price: ModelPrice | None = Field(None, description="absent: no known price")
-
-
-class ModelListResult(WireModel):
-    models: list[ModelInfo]
-    current: str | None = Field(None, description="the session's model, with `sessionId`")
-
-
-class SessionSetModelParams(WireModel):
-    session_id: str
-    model: str = Field(description="a name from `model/list` (or any `session/create` model)")
-    thinking: bool | None = Field(None, description="omitted: the profile's setting")
-
-
-class SessionSetModelResult(WireModel):
-    model: str
-    thinking: bool

@@ -3,7 +3,8 @@ packages import each other (directly or round a ring).
 
     0  protocol, sema_rpc/__init__    the wire's types and method table; the version
        (protocol_core, protocol_names: its parts that need no pydantic, for `initialize`;
-       protocol_wire, protocol_events, protocol_sessions: its models, by job)
+       protocol_wire, protocol_events, protocol_tools, protocol_settings, protocol_sessions:
+       its models, by when they are needed)
     1  core                           shared vocabulary: messages, stream events, errors,
                                       config, secrets, text, project files, policy
        sandbox                        the OS sandbox commands run in (stdlib only)
@@ -75,6 +76,8 @@ LAYERS: dict[str, int] = {
     "protocol_names": 0,
     "protocol_wire": 0,
     "protocol_events": 0,
+    "protocol_tools": 0,
+    "protocol_settings": 0,
     "protocol_sessions": 0,
     "__main__": 5,
     "sema_client": 1,

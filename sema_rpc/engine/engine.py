@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.errors import (
     InvalidArgument,
@@ -55,36 +55,30 @@ from sema_rpc.engine.session.turns import (
     take_steering,
 )
 from sema_rpc.engine.store.history_writer import synced_all
-from sema_rpc.protocol import (
-    CommandListParams,
-    CommandListResult,
-    Mode,
-    ModelListParams,
-    ModelListResult,
-    ModelUpdateParams,
-    ModeUpdateEventParams,
-    ModeUpdateParams,
-    ModeUpdateResult,
-    PermissionModeUpdateParams,
-    PermissionModeUpdateResult,
-    PromptInputBlock,
-    SandboxUpdateParams,
-    SessionClearedParams,
-    SessionCompactParams,
-    SessionCompactResult,
-    SessionPromptParams,
-    SessionPromptResult,
-    SessionRewindParams,
-    SessionRewindResult,
-    SessionSetModelParams,
-    SessionSetModelResult,
-    SessionSetSandboxParams,
-    SessionSetSandboxResult,
-    TodosUpdateParams,
-    ToolListParams,
-    ToolListResult,
-)
+from sema_rpc.protocol import Mode, PromptInputBlock, SessionPromptParams, SessionPromptResult
 from sema_rpc.tools.base import RebuildContext
+
+if TYPE_CHECKING:
+    from sema_rpc.protocol import (
+        CommandListParams,
+        CommandListResult,
+        ModelListParams,
+        ModelListResult,
+        ModeUpdateParams,
+        ModeUpdateResult,
+        PermissionModeUpdateParams,
+        PermissionModeUpdateResult,
+        SessionCompactParams,
+        SessionCompactResult,
+        SessionRewindParams,
+        SessionRewindResult,
+        SessionSetModelParams,
+        SessionSetModelResult,
+        SessionSetSandboxParams,
+        SessionSetSandboxResult,
+        ToolListParams,
+        ToolListResult,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +128,8 @@ class SemaEngine(SessionRegistry):
         return lifecycle.accept(session)
 
     def update_mode(self, params: ModeUpdateParams) -> ModeUpdateResult:
+        from sema_rpc.protocol import ModeUpdateResult
+
         session = self.session(params.session_id)
         self._set_mode(session, params.mode)
         return ModeUpdateResult(mode=params.mode)
@@ -158,6 +154,8 @@ class SemaEngine(SessionRegistry):
         Raises InvalidArgument for a name that is no profile and no `provider/model-id`
         (the message lists the profiles), ConfigError when the model cannot run (no API
         key, a broken models.json), SessionNotFound."""
+        from sema_rpc.protocol import ModelUpdateParams, SessionSetModelResult
+
         session = self.session(session_id)
         profile = profile_for(name, thinking)
         session.profile = profile
@@ -198,6 +196,8 @@ class SemaEngine(SessionRegistry):
     def update_permission_mode(
         self, params: PermissionModeUpdateParams
     ) -> PermissionModeUpdateResult:
+        from sema_rpc.protocol import PermissionModeUpdateResult
+
         session = self.session(params.session_id)
         session.permission_mode = params.permission_mode
         if session.policy is not None:
@@ -206,6 +206,8 @@ class SemaEngine(SessionRegistry):
 
     def set_sandbox(self, params: SessionSetSandboxParams) -> SessionSetSandboxResult:
         """`session/setSandbox`: the next command (of this turn too) runs in the new mode."""
+        from sema_rpc.protocol import SandboxUpdateParams
+
         session = self.session(params.session_id)
         network = session.services.sandbox.network if params.network is None else params.network
         chosen = self.sandbox_settings(params.mode, network)
@@ -359,6 +361,8 @@ class SemaEngine(SessionRegistry):
         return result
 
     async def compact(self, params: SessionCompactParams) -> SessionCompactResult:
+        from sema_rpc.protocol import SessionCompactResult
+
         session = self.session(params.session_id)
         if session.profile is None:
             raise NoModelConfigured("no model configured: " + NO_MODEL_SUGGESTION)
@@ -399,6 +403,8 @@ class SemaEngine(SessionRegistry):
 
     def _clear(self, session: Session) -> TurnOutcome:
         """`/clear`: a new, empty curated history; the full history stays on disk."""
+        from sema_rpc.protocol import SessionClearedParams, TodosUpdateParams
+
         session.history.clear()
         session.tokens.reset()
         session.read_files.clear()
@@ -484,6 +490,8 @@ class SemaEngine(SessionRegistry):
     def _set_mode(self, session: Session, mode: Mode) -> None:
         if session.mode == mode:
             return
+        from sema_rpc.protocol import ModeUpdateEventParams
+
         session.mode = mode
         if session.runner is not None:  # the running turn's next tool call obeys it
             session.runner.plan_mode = mode == "Plan"
@@ -521,6 +529,7 @@ class SemaEngine(SessionRegistry):
 
     def command_list(self, params: CommandListParams) -> CommandListResult:
         from sema_rpc.core.project.custom_commands import list_commands
+        from sema_rpc.protocol import CommandListResult
 
         working_dir = checked_working_dir(params.working_dir)
         return CommandListResult.model_validate(
@@ -528,5 +537,7 @@ class SemaEngine(SessionRegistry):
         )
 
     def tool_list(self, params: ToolListParams) -> ToolListResult:
+        from sema_rpc.protocol import ToolListResult
+
         session = self.session(params.session_id)
         return ToolListResult(tools=session.pipeline.tool_list())

@@ -7,11 +7,13 @@ Shared by the server's engine (`SemaEngine.list_models` / `set_model`) and the e
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.config import ModelProfile, UnknownModel, load_models, resolve_model
 from sema_rpc.core.errors import InvalidArgument
-from sema_rpc.protocol import ModelInfo, ModelListResult, ModelPrice
+
+if TYPE_CHECKING:
+    from sema_rpc.protocol import ModelInfo, ModelListResult
 
 __all__ = ["available_models", "loop_settings", "model_info", "profile_for"]
 
@@ -21,6 +23,8 @@ def available_models(current: ModelProfile | None = None) -> ModelListResult:
     one, the model the environment's key gives, listed too), plus `current` when it is
     none of them; `current` named in the result. Raises ConfigError for a broken
     models.json."""
+    from sema_rpc.protocol import ModelListResult
+
     config = load_models()
     default = config.pointers.get("main")
     profiles = list(config.profiles.values())
@@ -39,6 +43,8 @@ def available_models(current: ModelProfile | None = None) -> ModelListResult:
 
 def model_info(profile: ModelProfile, *, default: bool) -> ModelInfo:
     """A profile as `model/list` shows it (never its key or endpoint)."""
+    from sema_rpc.protocol import ModelInfo, ModelPrice
+
     return ModelInfo(
         name=profile.name,
         provider=profile.provider,

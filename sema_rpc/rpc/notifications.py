@@ -19,14 +19,16 @@ if TYPE_CHECKING:
     from sema_rpc.protocol import EventParams
 
 
+_BATCHED = frozenset({"message:text:chunk", "message:thinking:chunk", "tool:execution:update"})
+"""The `event` of TextChunkParams, ThinkingChunkParams and ToolExecutionUpdateParams
+(tests/test_protocol_modules.py): by name, so that a server's start creates none of their
+classes (those of tool calls are created by a turn that calls a tool)."""
+
+
 def _batched() -> frozenset[str]:
     """High-rate deltas: written at the end of the loop iteration, many per `write(2)` (see
     FrameWriter); every other message is written at once (with the deltas before it)."""
-    from sema_rpc.protocol import TextChunkParams, ThinkingChunkParams, ToolExecutionUpdateParams
-
-    return frozenset(
-        {TextChunkParams.event, ThinkingChunkParams.event, ToolExecutionUpdateParams.event}
-    )
+    return _BATCHED
 
 
 def _notification(event: EventParams) -> dict[str, Any]:

@@ -287,7 +287,6 @@ class SemaServer:
         synchronous, so they are answered before reading on (`session/interrupt` is
         answered at once, in order); async ones run as tasks. An exception becomes an
         error answer in the connection (rpc/errors.py)."""
-        from sema_rpc.protocol import WireModel
 
         def parse(params: Any) -> Any:
             if not spec.notification:
@@ -299,6 +298,9 @@ class SemaServer:
                 return spec.params()
 
         def to_wire(result: Any) -> Any:
+            # Imported here: wrapping the table (right after `initialize`) creates no model.
+            from sema_rpc.protocol import WireModel
+
             return result.wire() if isinstance(result, WireModel) else result
 
         if inspect.iscoroutinefunction(fn):

@@ -13,53 +13,58 @@ the server goes away; `timeout=` or cancelling the caller sends `$/cancelRequest
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic.alias_generators import to_camel
 
-from sema_rpc.protocol import (
-    CommandListParams,
-    CommandListResult,
-    EmptyParams,
-    EmptyResult,
-    InitializeParams,
-    InitializeResult,
-    ModelListParams,
-    ModelListResult,
-    ModeUpdateParams,
-    ModeUpdateResult,
-    PermissionModeUpdateParams,
-    PermissionModeUpdateResult,
-    SandboxState,
-    SessionAttachParams,
-    SessionAttachResult,
-    SessionCompactParams,
-    SessionCompactResult,
-    SessionCreateParams,
-    SessionDeleteResult,
-    SessionDisposeResult,
-    SessionForkParams,
-    SessionForkResult,
-    SessionInterruptResult,
-    SessionListParams,
-    SessionListResult,
-    SessionMessagesParams,
-    SessionMessagesResult,
-    SessionPromptParams,
-    SessionPromptResult,
-    SessionReadyParams,
-    SessionRef,
-    SessionRenameParams,
-    SessionRenameResult,
-    SessionRewindParams,
-    SessionRewindResult,
-    SessionSetModelParams,
-    SessionSetModelResult,
-    SessionSetSandboxParams,
-    ToolListParams,
-    ToolListResult,
-    WireModel,
-)
+import sema_rpc.protocol as protocol
+
+# The models are read from `protocol` when a call is made: a model's module is loaded on
+# first use (sema_rpc/protocol.py), so this module creates none of them.
+if TYPE_CHECKING:
+    from sema_rpc.protocol import (
+        CommandListParams,
+        CommandListResult,
+        EmptyParams,
+        EmptyResult,
+        InitializeParams,
+        InitializeResult,
+        ModelListParams,
+        ModelListResult,
+        ModeUpdateParams,
+        ModeUpdateResult,
+        PermissionModeUpdateParams,
+        PermissionModeUpdateResult,
+        SandboxState,
+        SessionAttachParams,
+        SessionAttachResult,
+        SessionCompactParams,
+        SessionCompactResult,
+        SessionCreateParams,
+        SessionDeleteResult,
+        SessionDisposeResult,
+        SessionForkParams,
+        SessionForkResult,
+        SessionInterruptResult,
+        SessionListParams,
+        SessionListResult,
+        SessionMessagesParams,
+        SessionMessagesResult,
+        SessionPromptParams,
+        SessionPromptResult,
+        SessionReadyParams,
+        SessionRef,
+        SessionRenameParams,
+        SessionRenameResult,
+        SessionRewindParams,
+        SessionRewindResult,
+        SessionSetModelParams,
+        SessionSetModelResult,
+        SessionSetSandboxParams,
+        ToolListParams,
+        ToolListResult,
+        WireModel,
+    )
 
 __all__ = ["Methods", "Requester"]
 
@@ -83,7 +88,7 @@ class Requester(Protocol):
 def _wire(model: type[WireModel], params: WireModel | Mapping[str, Any] | None) -> Any:
     if params is None:
         return None
-    if isinstance(params, WireModel):
+    if isinstance(params, protocol.WireModel):
         return params.wire()
     given = {(to_camel(k) if "_" in k else k): v for k, v in params.items()}
     known = model.model_validate(given).model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -106,11 +111,11 @@ class Methods:
         """`initialize`: Handshake. Declares which server→client requests the client answers."""
         result = await self._client.request(
             "initialize",
-            _wire(InitializeParams, params),
+            _wire(protocol.InitializeParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return InitializeResult.model_validate(result)
+        return protocol.InitializeResult.model_validate(result)
 
     async def shutdown(
         self,
@@ -122,15 +127,15 @@ class Methods:
         """`shutdown`: Stop accepting work; flush history."""
         result = await self._client.request(
             "shutdown",
-            _wire(EmptyParams, params),
+            _wire(protocol.EmptyParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return EmptyResult.model_validate(result)
+        return protocol.EmptyResult.model_validate(result)
 
     async def exit(self, params: EmptyParams | Mapping[str, Any] | None = None) -> None:
         """`exit`: Exit the process."""
-        await self._client.notify("exit", _wire(EmptyParams, params))
+        await self._client.notify("exit", _wire(protocol.EmptyParams, params))
 
     async def session_create(
         self,
@@ -142,11 +147,11 @@ class Methods:
         """`session/create`: Create a session, or resume one by id. Emits `session:ready`."""
         result = await self._client.request(
             "session/create",
-            _wire(SessionCreateParams, params),
+            _wire(protocol.SessionCreateParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionReadyParams.model_validate(result)
+        return protocol.SessionReadyParams.model_validate(result)
 
     async def session_prompt(
         self,
@@ -158,11 +163,11 @@ class Methods:
         """`session/prompt`: Run one user input. Answers once, when that input's turn ends."""
         result = await self._client.request(
             "session/prompt",
-            _wire(SessionPromptParams, params),
+            _wire(protocol.SessionPromptParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionPromptResult.model_validate(result)
+        return protocol.SessionPromptResult.model_validate(result)
 
     async def session_interrupt(
         self,
@@ -174,11 +179,11 @@ class Methods:
         """`session/interrupt`: Stop the running turn at the next checkpoint. Answers at once; idempotent."""
         result = await self._client.request(
             "session/interrupt",
-            _wire(SessionRef, params),
+            _wire(protocol.SessionRef, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionInterruptResult.model_validate(result)
+        return protocol.SessionInterruptResult.model_validate(result)
 
     async def mode_update(
         self,
@@ -190,11 +195,11 @@ class Methods:
         """`mode/update`: Switch between Agent and Plan mode. Emits `mode:update`."""
         result = await self._client.request(
             "mode/update",
-            _wire(ModeUpdateParams, params),
+            _wire(protocol.ModeUpdateParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return ModeUpdateResult.model_validate(result)
+        return protocol.ModeUpdateResult.model_validate(result)
 
     async def permission_mode_update(
         self,
@@ -206,11 +211,11 @@ class Methods:
         """`permissionMode/update`: Change who decides tool permissions; applies to the running turn's next call."""
         result = await self._client.request(
             "permissionMode/update",
-            _wire(PermissionModeUpdateParams, params),
+            _wire(protocol.PermissionModeUpdateParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return PermissionModeUpdateResult.model_validate(result)
+        return protocol.PermissionModeUpdateResult.model_validate(result)
 
     async def session_set_sandbox(
         self,
@@ -222,11 +227,11 @@ class Methods:
         """`session/setSandbox`: Change the OS sandbox of the session's commands; applies to the next command. Emits `sandbox:update`."""
         result = await self._client.request(
             "session/setSandbox",
-            _wire(SessionSetSandboxParams, params),
+            _wire(protocol.SessionSetSandboxParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SandboxState.model_validate(result)
+        return protocol.SandboxState.model_validate(result)
 
     async def session_list(
         self,
@@ -238,11 +243,11 @@ class Methods:
         """`session/list`: Sessions with a history on disk, newest first; optionally of one project."""
         result = await self._client.request(
             "session/list",
-            _wire(SessionListParams, params),
+            _wire(protocol.SessionListParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionListResult.model_validate(result)
+        return protocol.SessionListResult.model_validate(result)
 
     async def session_dispose(
         self,
@@ -254,11 +259,11 @@ class Methods:
         """`session/dispose`: Interrupt the session's turn, wait for it, and drop the session from memory."""
         result = await self._client.request(
             "session/dispose",
-            _wire(SessionRef, params),
+            _wire(protocol.SessionRef, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionDisposeResult.model_validate(result)
+        return protocol.SessionDisposeResult.model_validate(result)
 
     async def session_delete(
         self,
@@ -270,11 +275,11 @@ class Methods:
         """`session/delete`: Delete a session for good: its history, seed and checkpoints. Refused while a turn runs."""
         result = await self._client.request(
             "session/delete",
-            _wire(SessionRef, params),
+            _wire(protocol.SessionRef, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionDeleteResult.model_validate(result)
+        return protocol.SessionDeleteResult.model_validate(result)
 
     async def session_rename(
         self,
@@ -286,11 +291,11 @@ class Methods:
         """`session/rename`: Give a session a title of its own (what `session/list` shows); live or on disk."""
         result = await self._client.request(
             "session/rename",
-            _wire(SessionRenameParams, params),
+            _wire(protocol.SessionRenameParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionRenameResult.model_validate(result)
+        return protocol.SessionRenameResult.model_validate(result)
 
     async def session_compact(
         self,
@@ -302,11 +307,11 @@ class Methods:
         """`session/compact`: Compact the session's history now (like `/compact`). Emits `compact:exec`."""
         result = await self._client.request(
             "session/compact",
-            _wire(SessionCompactParams, params),
+            _wire(protocol.SessionCompactParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionCompactResult.model_validate(result)
+        return protocol.SessionCompactResult.model_validate(result)
 
     async def session_rewind(
         self,
@@ -318,11 +323,11 @@ class Methods:
         """`session/rewind`: Undo turns: files (`code`), messages (`conversation`) or both, back to just before a prompt; or `redo` the last rewind. Refused while a turn runs."""
         result = await self._client.request(
             "session/rewind",
-            _wire(SessionRewindParams, params),
+            _wire(protocol.SessionRewindParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionRewindResult.model_validate(result)
+        return protocol.SessionRewindResult.model_validate(result)
 
     async def session_attach(
         self,
@@ -334,11 +339,11 @@ class Methods:
         """`session/attach`: Follow a live session from this connection (a listening server): its state, a replay after `afterSeq`, then the live stream and its requests."""
         result = await self._client.request(
             "session/attach",
-            _wire(SessionAttachParams, params),
+            _wire(protocol.SessionAttachParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionAttachResult.model_validate(result)
+        return protocol.SessionAttachResult.model_validate(result)
 
     async def session_detach(
         self,
@@ -350,11 +355,11 @@ class Methods:
         """`session/detach`: Stop following a session on this connection; the session and its turn go on."""
         result = await self._client.request(
             "session/detach",
-            _wire(SessionRef, params),
+            _wire(protocol.SessionRef, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return EmptyResult.model_validate(result)
+        return protocol.EmptyResult.model_validate(result)
 
     async def session_messages(
         self,
@@ -366,11 +371,11 @@ class Methods:
         """`session/messages`: The conversation for display, paged; a live session or one on disk (read-only)."""
         result = await self._client.request(
             "session/messages",
-            _wire(SessionMessagesParams, params),
+            _wire(protocol.SessionMessagesParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionMessagesResult.model_validate(result)
+        return protocol.SessionMessagesResult.model_validate(result)
 
     async def session_fork(
         self,
@@ -382,11 +387,11 @@ class Methods:
         """`session/fork`: A new session holding the conversation before a prompt. Emits `session:ready`."""
         result = await self._client.request(
             "session/fork",
-            _wire(SessionForkParams, params),
+            _wire(protocol.SessionForkParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionForkResult.model_validate(result)
+        return protocol.SessionForkResult.model_validate(result)
 
     async def command_list(
         self,
@@ -398,11 +403,11 @@ class Methods:
         """`command/list`: The custom slash commands of a project (`.sema/commands`) and the user's."""
         result = await self._client.request(
             "command/list",
-            _wire(CommandListParams, params),
+            _wire(protocol.CommandListParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return CommandListResult.model_validate(result)
+        return protocol.CommandListResult.model_validate(result)
 
     async def tool_list(
         self,
@@ -414,11 +419,11 @@ class Methods:
         """`tool/list`: The tools of a session: built-in, skill and MCP, and which are offered now."""
         result = await self._client.request(
             "tool/list",
-            _wire(ToolListParams, params),
+            _wire(protocol.ToolListParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return ToolListResult.model_validate(result)
+        return protocol.ToolListResult.model_validate(result)
 
     async def model_list(
         self,
@@ -430,11 +435,11 @@ class Methods:
         """`model/list`: The models a session can use (models.json profiles), and a session's current one."""
         result = await self._client.request(
             "model/list",
-            _wire(ModelListParams, params),
+            _wire(protocol.ModelListParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return ModelListResult.model_validate(result)
+        return protocol.ModelListResult.model_validate(result)
 
     async def session_set_model(
         self,
@@ -446,8 +451,8 @@ class Methods:
         """`session/setModel`: Switch a session's model from its next model call on. Emits `model:update`."""
         result = await self._client.request(
             "session/setModel",
-            _wire(SessionSetModelParams, params),
+            _wire(protocol.SessionSetModelParams, params),
             timeout=timeout,
             msg_id=msg_id,
         )
-        return SessionSetModelResult.model_validate(result)
+        return protocol.SessionSetModelResult.model_validate(result)

@@ -27,7 +27,7 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
@@ -42,36 +42,27 @@ from sema_client.framing import (
     encode_message,
     frame_body,
 )
-from sema_rpc.protocol import (
-    PROTOCOL_VERSION,
-    SERVER_REQUESTS,
-    ClientCapabilities,
-    ClientInfo,
-    ErrorCode,
-    ImageInputBlock,
-    InitializeParams,
-    InitializeResult,
-    ModelListParams,
-    ModelListResult,
-    ModeUpdateParams,
-    PermissionModeUpdateParams,
-    PermissionRequestParams,
-    PermissionResult,
-    SessionCreateParams,
-    SessionForkParams,
-    SessionForkResult,
-    SessionInterruptParams,
-    SessionMessagesParams,
-    SessionMessagesResult,
-    SessionPromptParams,
-    SessionPromptResult,
-    SessionReadyParams,
-    SessionRewindParams,
-    SessionRewindResult,
-    SessionSetModelParams,
-    SessionSetModelResult,
-    TranscriptMessage,
-)
+from sema_rpc.protocol import PROTOCOL_VERSION, SERVER_REQUESTS, ErrorCode
+
+# The models are imported where they are used: a model's module is loaded on first use
+# (sema_rpc/protocol.py), so a client that calls no rarer method creates none of theirs.
+if TYPE_CHECKING:
+    from sema_rpc.protocol import (
+        ClientCapabilities,
+        ClientInfo,
+        ImageInputBlock,
+        InitializeResult,
+        ModelListResult,
+        PermissionRequestParams,
+        PermissionResult,
+        SessionForkResult,
+        SessionMessagesResult,
+        SessionPromptResult,
+        SessionReadyParams,
+        SessionRewindResult,
+        SessionSetModelResult,
+        TranscriptMessage,
+    )
 
 __all__ = [
     "DEFERRED",
@@ -89,13 +80,13 @@ PERMISSION_METHOD = "tool:permission:request"
 CANCEL_METHOD = "$/cancelRequest"
 
 Decision: TypeAlias = Literal["allow_once", "allow_always", "reject"]
-PermissionDecision: TypeAlias = str | PermissionResult | Mapping[str, Any] | bool | None
+PermissionDecision: TypeAlias = "str | PermissionResult | Mapping[str, Any] | bool | None"
 """What a permission callback returns: a `Decision` string, a `PermissionResult` or a dict
 `{"decision", "feedback"?}` (a reject with feedback lets the turn go on), True/False for
 allow_once/reject, or None for reject."""
 
 PermissionCallback: TypeAlias = Callable[
-    [PermissionRequestParams], PermissionDecision | Awaitable[PermissionDecision]
+    ["PermissionRequestParams"], "PermissionDecision | Awaitable[PermissionDecision]"
 ]
 RequestHandler: TypeAlias = Callable[[Any], Any]
 """`handler(params)` → result (a dict, a pydantic model, …), sync or async. Raise
@@ -129,6 +120,8 @@ def _camel_params(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def permission_result(decision: PermissionDecision) -> PermissionResult:
     """Normalise what a permission callback returned."""
+    from sema_rpc.protocol import PermissionResult
+
     if decision is None or decision is False:
         return PermissionResult(decision="reject")
     if decision is True:
@@ -571,6 +564,8 @@ class SemaClient:
             return
 
         async def handler(params: Any) -> dict[str, Any]:
+            from sema_rpc.protocol import PermissionRequestParams
+
             request = PermissionRequestParams.model_validate(params)
             decision = callback(request)
             if inspect.isawaitable(decision):
@@ -709,6 +704,13 @@ class SemaClient:
         """The handshake. `capabilities` defaults to what this client has handlers for
         (`on_permission()` → `permissions`, …). `token`: what a TCP listener wrote to its
         token file (it must come with the first message on such a connection)."""
+        from sema_rpc.protocol import (
+            ClientCapabilities,
+            ClientInfo,
+            InitializeParams,
+            InitializeResult,
+        )
+
         if capabilities is None:
             caps = ClientCapabilities.model_validate(
                 {
@@ -751,6 +753,8 @@ class SemaClient:
         A relative `working_dir` (and `~`) is resolved here, against this process's current
         directory: the wire takes absolute paths only, and the server's own directory is
         not the caller's."""
+        from sema_rpc.protocol import SessionCreateParams, SessionReadyParams
+
         path = os.path.abspath(os.path.expanduser(os.fspath(working_dir)))  # noqa: ASYNC240 (no I/O but getcwd)
         wire = {"workingDir": path, **_camel_params(params)}
         known = SessionCreateParams.model_validate(wire).model_dump(
@@ -772,6 +776,8 @@ class SemaClient:
         the user typed, or content blocks: dicts (`{"type": "image", "path": "shot.png"}`,
         snake_case or camelCase) or the protocol's block models; `image_block()` builds
         an image block from bytes."""
+        from sema_rpc.protocol import SessionPromptParams
+
         content: Any = text
         if not isinstance(text, str):
             content = [b.model_dump(by_alias=True) if isinstance(b, BaseModel) else b for b in text]
@@ -780,11 +786,15 @@ class SemaClient:
 
     async def interrupt(self, session_id: str) -> bool:
         """`session/interrupt`: True when a turn was running and is now stopping."""
+        from sema_rpc.protocol import SessionInterruptParams
+
         params = SessionInterruptParams(session_id=session_id)
         return (await self.rpc.session_interrupt(params)).interrupted
 
     async def update_mode(self, session_id: str, mode: Literal["Agent", "Plan"]) -> str:
         """`mode/update`: returns the mode now in effect."""
+        from sema_rpc.protocol import ModeUpdateParams
+
         params = ModeUpdateParams(session_id=session_id, mode=mode)
         return (await self.rpc.mode_update(params)).mode
 
@@ -792,12 +802,16 @@ class SemaClient:
         self, session_id: str, permission_mode: Literal["default", "acceptEdits", "bypass"]
     ) -> str:
         """`permissionMode/update`: returns the permission mode now in effect."""
+        from sema_rpc.protocol import PermissionModeUpdateParams
+
         params = PermissionModeUpdateParams(session_id=session_id, permission_mode=permission_mode)
         return (await self.rpc.permission_mode_update(params)).permission_mode
 
     async def list_models(self, session_id: str | None = None) -> ModelListResult:
         """`model/list`: the models a session can use; with `session_id`, `.current` names
         that session's model."""
+        from sema_rpc.protocol import ModelListParams
+
         return await self.rpc.model_list(ModelListParams(session_id=session_id))
 
     async def set_model(
@@ -805,6 +819,8 @@ class SemaClient:
     ) -> SessionSetModelResult:
         """`session/setModel`: the session's next model call uses `model` (a name from
         `list_models()`); `thinking` None keeps the profile's setting."""
+        from sema_rpc.protocol import SessionSetModelParams
+
         params = SessionSetModelParams(session_id=session_id, model=model, thinking=thinking)
         return await self.rpc.session_set_model(params)
 
@@ -813,6 +829,8 @@ class SemaClient:
     ) -> SessionMessagesResult:
         """`session/messages`: one page of the conversation for display, oldest first
         (`next_cursor` is set when more follow)."""
+        from sema_rpc.protocol import SessionMessagesParams
+
         params = SessionMessagesParams(session_id=session_id, cursor=cursor, limit=limit)
         return await self.rpc.session_messages(params)
 
@@ -830,6 +848,8 @@ class SemaClient:
     async def fork(self, session_id: str, message_id: str | None = None) -> SessionForkResult:
         """`session/fork`: a new session with the conversation before the prompt
         `message_id` (the whole conversation without one); `.input` is that prompt's text."""
+        from sema_rpc.protocol import SessionForkParams
+
         params = SessionForkParams(session_id=session_id, message_id=message_id)
         return await self.rpc.session_fork(params)
 
@@ -845,6 +865,8 @@ class SemaClient:
         """`session/rewind`: back to just before the prompt `message_id` (its files,
         its messages or both), or `redo=True` to undo the last rewind. With conflicts and
         no `force`, nothing changes and `.rewound` is False (see `.conflicts`)."""
+        from sema_rpc.protocol import SessionRewindParams
+
         params = SessionRewindParams(
             session_id=session_id,
             message_id=message_id,
@@ -866,6 +888,8 @@ class SemaClient:
 def image_block(data: bytes, media_type: str) -> ImageInputBlock:
     """An image input block from the image's bytes (`media_type`: image/png, image/jpeg,
     image/gif or image/webp)."""
+    from sema_rpc.protocol import ImageInputBlock
+
     encoded = base64.b64encode(data).decode("ascii")
     return ImageInputBlock(type="image", data=encoded, media_type=media_type)
 

@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from sema_rpc.core.messages import (
     ContentBlock,
@@ -43,7 +43,9 @@ from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.loop.budget import MIN_RESULT_TOKENS, batch_budgets, cap_results
 from sema_rpc.engine.loop.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.loop.tokens import CHARS_PER_TOKEN, TokenTracker
-from sema_rpc.protocol import CompactExecParams
+
+if TYPE_CHECKING:
+    from sema_rpc.protocol import CompactExecParams
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +144,8 @@ class CompactionResult:
         return round(self.token_compact / self.token_before, 4) if self.token_before else 1.0
 
     def event(self) -> CompactExecParams:
+        from sema_rpc.protocol import CompactExecParams
+
         return CompactExecParams(
             trigger=self.trigger,
             strategy=self.strategy,

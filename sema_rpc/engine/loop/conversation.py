@@ -67,7 +67,6 @@ from sema_rpc.protocol import (
     ThinkingChunkParams,
     TokenUsage,
     ToolCallSummary,
-    TurnContinuedParams,
     UsageTotals,
 )
 from sema_rpc.tools.base import RebuildContext, Tool
@@ -267,6 +266,8 @@ class Conversation:
                 if go_on is None:
                     return TurnOutcome("end_turn")
                 continued = True
+                from sema_rpc.protocol import TurnContinuedParams
+
                 self._emit(TurnContinuedParams(sentence=go_on.sentence, nudge=go_on.nudge))
                 self._append(Message(role="user", content=[TextBlock(text=go_on.nudge)]))
                 continue

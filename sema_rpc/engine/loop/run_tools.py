@@ -17,7 +17,7 @@ import dataclasses
 import logging
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import ValidationError
@@ -33,14 +33,6 @@ from sema_rpc.core.secrets import StreamRedactor, redact_known
 from sema_rpc.core.text import without_surrogates
 from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.loop.control import CANCEL_MESSAGE, TurnControl
-from sema_rpc.protocol import (
-    PermissionRequestParams,
-    PermissionResult,
-    ToolExecutionCompleteParams,
-    ToolExecutionErrorParams,
-    ToolExecutionStartParams,
-    ToolExecutionUpdateParams,
-)
 from sema_rpc.tools.base import (
     ChangeWatch,
     RebuildContext,
@@ -49,6 +41,9 @@ from sema_rpc.tools.base import (
     ToolError,
     ToolOutput,
 )
+
+if TYPE_CHECKING:
+    from sema_rpc.protocol import PermissionResult
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +138,12 @@ class ToolRunner:
         return _Prepared(call, tool, args)
 
     async def _run_one(self, p: _Prepared) -> ToolResultBlock:
+        from sema_rpc.protocol import (
+            ToolExecutionCompleteParams,
+            ToolExecutionStartParams,
+            ToolExecutionUpdateParams,
+        )
+
         call, tool = p.call, p.tool
         title = call.name
         if tool is not None and p.args is not None:
@@ -253,6 +254,8 @@ class ToolRunner:
         self, tool: Tool, args: Any, ctx: ToolContext, title: str
     ) -> str | None:
         """None when the call may run, else the message the model receives instead."""
+        from sema_rpc.protocol import PermissionRequestParams, PermissionResult
+
         ask = tool.permission(args, ctx)
         if ask is None:
             return None
@@ -300,6 +303,8 @@ class ToolRunner:
         self.bus.emit(event, agent_id=self.agent_id)
 
     def _error(self, call: ToolUseBlock, title: str, message: str) -> ToolResultBlock:
+        from sema_rpc.protocol import ToolExecutionErrorParams
+
         message = _clean(message)
         self._emit(
             ToolExecutionErrorParams(

@@ -35,7 +35,7 @@ from sema_rpc.engine.prompt.system_prompt import (
     git_status_summary,
     plan_mode_reminder,
 )
-from sema_rpc.protocol import NOTIFICATIONS, EventParams, FileReferenceParams, ToolListItem
+from sema_rpc.protocol import NOTIFICATIONS, EventParams
 from sema_rpc.tools.base import FileSnapshot, Tool
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from sema_rpc.engine.loop.tokens import TokenTracker
     from sema_rpc.engine.store.checkpoints import CheckpointStore
     from sema_rpc.engine.store.history_writer import HistoryStore
-    from sema_rpc.protocol import Mode
+    from sema_rpc.protocol import Mode, ToolListItem
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +210,8 @@ class InputPipeline:
             blocks.append(block)
         refs = await resolve_references_async("\n".join(typed), s.working_dir, s.read_files)
         if refs.references:
+            from sema_rpc.protocol import FileReferenceParams
+
             s.bus.emit(FileReferenceParams(references=refs.references))
         return [*blocks, *(TextBlock(text=r) for r in refs.reminders)]
 
@@ -236,6 +238,7 @@ class InputPipeline:
             self.plan_reminded = False  # entering Plan mode again reminds again
 
     def tool_list(self) -> list[ToolListItem]:
+        from sema_rpc.protocol import ToolListItem
         from sema_rpc.tools.registry import agent_tools, builtin_tools
 
         s = self.session

@@ -25,17 +25,11 @@ from sema_rpc.engine.store.checkpoint_index import Content
 from sema_rpc.engine.store.checkpoints import RestorePlan
 from sema_rpc.engine.store.curated import cut_before, find_message, message_kind, split_parts
 from sema_rpc.engine.store.history_format import Redo
-from sema_rpc.protocol import (
-    ConversationUsageParams,
-    RewindConflict,
-    SessionRewindParams,
-    SessionRewindResult,
-    TurnDiffFile,
-    TurnDiffParams,
-)
+from sema_rpc.protocol import ConversationUsageParams
 
 if TYPE_CHECKING:
     from sema_rpc.engine.session.session import Session
+    from sema_rpc.protocol import SessionRewindParams, SessionRewindResult
 
 
 def transcript_count(history: list[Message]) -> int:
@@ -174,6 +168,8 @@ def _result(
     plan: RestorePlan,
     text: str | None,
 ) -> SessionRewindResult:
+    from sema_rpc.protocol import RewindConflict, SessionRewindResult
+
     root = session.working_dir
     return SessionRewindResult(
         rewound=rewound,
@@ -199,6 +195,8 @@ async def emit_turn_diff(session: Session, message_id: str | None) -> None:
     diffs, truncated = await asyncio.to_thread(store.diffs, message_id)
     if not diffs:
         return
+    from sema_rpc.protocol import TurnDiffFile, TurnDiffParams
+
     session.bus.emit(
         TurnDiffParams(
             message_id=message_id,

@@ -32,22 +32,16 @@ from sema_rpc.engine.store.history_format import Redo
 from sema_rpc.engine.store.history_writer import HistoryStore
 from sema_rpc.engine.store.input_history import InputHistory
 from sema_rpc.protocol import (
-    AskQuestionRequestParams,
-    AskQuestionResult,
     ConversationUsageParams,
     McpServerStatus,
     Mode,
     PermissionMode,
-    PlanExitRequestParams,
-    PlanExitResult,
     SandboxMode,
     SandboxState,
     SessionErrorDetail,
     SessionPromptResult,
     SessionReadyParams,
     StopReasonWire,
-    TodoItem,
-    TodosUpdateParams,
     TokenUsage,
     UsageTotals,
 )
@@ -56,6 +50,7 @@ from sema_rpc.tools.base import FileSnapshot, ToolServices
 if TYPE_CHECKING:
     from sema_rpc.engine.loop.conversation import Conversation
     from sema_rpc.mcp import McpManager, McpServerConfig
+    from sema_rpc.protocol import PlanExitResult, TodoItem
 
 log = logging.getLogger(__name__)
 
@@ -168,11 +163,15 @@ class Session:
     # ---- the services the session lends its tools
 
     def todos_changed(self, todos: list[Any]) -> None:
+        from sema_rpc.protocol import TodosUpdateParams
+
         dicts = as_dicts(todos)
         self.store.append_event("todos", todos=dicts)
         self.bus.emit(TodosUpdateParams(todos=todo_items(dicts)))
 
     async def ask_user(self, questions: Any, call_id: str) -> dict[str, Any] | None:
+        from sema_rpc.protocol import AskQuestionRequestParams, AskQuestionResult
+
         request = AskQuestionRequestParams.model_validate(
             {"toolCallId": call_id, "questions": questions}
         )
@@ -180,6 +179,8 @@ class Session:
         return None if answer is None else {"answers": answer.answers}
 
     async def plan_exit(self, path: str, text: str, call_id: str) -> PlanExitResult | None:
+        from sema_rpc.protocol import PlanExitRequestParams, PlanExitResult
+
         request = PlanExitRequestParams(
             tool_call_id=call_id,
             plan_file_path=str(path),
@@ -280,6 +281,8 @@ def as_dicts(todos: list[Any]) -> list[dict[str, Any]]:
 
 
 def todo_items(todos: list[dict[str, Any]]) -> list[TodoItem]:
+    from sema_rpc.protocol import TodoItem
+
     items = []
     for t in todos:
         try:

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.config import ConfigError, ModelProfile, resolve_model
 from sema_rpc.core.errors import (
@@ -41,28 +41,30 @@ from sema_rpc.protocol import (
     ConfigNoModelsParams,
     Mode,
     SessionCreateParams,
-    SessionDeleteParams,
-    SessionDeleteResult,
-    SessionDisposeParams,
-    SessionDisposeResult,
     SessionErrorDetail,
     SessionErrorParams,
-    SessionForkParams,
-    SessionForkResult,
-    SessionListItem,
-    SessionListParams,
-    SessionListResult,
-    SessionMessagesParams,
-    SessionMessagesResult,
     SessionReadyEventParams,
     SessionReadyParams,
-    SessionRenameParams,
-    SessionRenameResult,
-    TodosUpdateParams,
 )
 from sema_rpc.sandbox import status as sandbox_status
 from sema_rpc.sandbox.settings import SandboxSettings
 from sema_rpc.tools.base import FileSnapshot, ToolServices
+
+if TYPE_CHECKING:
+    from sema_rpc.protocol import (
+        SessionDeleteParams,
+        SessionDeleteResult,
+        SessionDisposeParams,
+        SessionDisposeResult,
+        SessionForkParams,
+        SessionForkResult,
+        SessionListParams,
+        SessionListResult,
+        SessionMessagesParams,
+        SessionMessagesResult,
+        SessionRenameParams,
+        SessionRenameResult,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +195,8 @@ class SessionRegistry:
 
         ready = self._ready(session)
         if session.services.todos:
+            from sema_rpc.protocol import TodosUpdateParams
+
             session.bus.emit(TodosUpdateParams(todos=todo_items(session.services.todos)))
         if session.profile is None:
             session.bus.emit(
@@ -227,6 +231,8 @@ class SessionRegistry:
             session.set_usage(0)
 
     async def list_sessions(self, params: SessionListParams) -> SessionListResult:
+        from sema_rpc.protocol import SessionListItem, SessionListResult
+
         working_dir = None
         if params.working_dir is not None:
             working_dir = checked_working_dir(params.working_dir, must_exist=False)
@@ -265,6 +271,7 @@ class SessionRegistry:
     async def session_messages(self, params: SessionMessagesParams) -> SessionMessagesResult:
         """`session/messages`: the conversation for display, one page (transcript.py)."""
         from sema_rpc.engine.session.transcript import transcript
+        from sema_rpc.protocol import SessionMessagesResult
 
         history, _live, _loaded = await self._conversation(params.session_id)
         entries = transcript(history)
@@ -287,6 +294,7 @@ class SessionRegistry:
         prompt (the whole conversation without `messageId`); the original is untouched.
         The fork's messages keep their ids."""
         from sema_rpc.engine.session.transcript import prompt_text
+        from sema_rpc.protocol import SessionForkResult
 
         history, live, loaded = await self._conversation(params.session_id)
         todos: list[Any] | None = None
@@ -349,6 +357,8 @@ class SessionRegistry:
     async def dispose(self, params: SessionDisposeParams) -> SessionDisposeResult:
         """Interrupt the running turn, wait for it to answer, drop the session from memory.
         Queued prompts answer `interrupted` without running. The history stays on disk."""
+        from sema_rpc.protocol import SessionDisposeResult
+
         session = self.session(params.session_id)
         session.disposed = True
         interrupted = session.control.interrupt("dispose") if session.control else False
@@ -373,6 +383,8 @@ class SessionRegistry:
         """Delete a session for good: dropped from memory (its MCP servers stopped), its
         history, seed and checkpoints removed from disk. A session running a turn (or with
         prompts waiting for one) is refused: interrupt it first."""
+        from sema_rpc.protocol import SessionDeleteResult, SessionDisposeParams
+
         if not valid_session_id(params.session_id):
             raise InvalidArgument(f"invalid sessionId: {params.session_id!r}")
         session = self.sessions.get(params.session_id)
@@ -389,6 +401,8 @@ class SessionRegistry:
     async def rename_session(self, params: SessionRenameParams) -> SessionRenameResult:
         """Give a session (live, or only on disk) a title of its own, kept beside its
         history; an empty title forgets it. Answers the title `session/list` shows now."""
+        from sema_rpc.protocol import SessionRenameResult
+
         session_id = params.session_id
         if not valid_session_id(session_id):
             raise InvalidArgument(f"invalid sessionId: {session_id!r}")

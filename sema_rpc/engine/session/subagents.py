@@ -27,8 +27,6 @@ from sema_rpc.engine.prompt.system_prompt import build_system_prompt
 from sema_rpc.protocol import (
     EventParams,
     SessionInterruptedParams,
-    TaskAgentEndParams,
-    TaskAgentStartParams,
     TextChunkParams,
     ThinkingChunkParams,
     WireModel,
@@ -80,6 +78,8 @@ class SubagentRunner:
     async def __call__(
         self, subagent_type: str, description: str, prompt: str, *, tool_call_id: str = ""
     ) -> str:
+        from sema_rpc.protocol import TaskAgentStartParams
+
         session = self.session
         agent = find_agent(session.working_dir, subagent_type)
         if agent is None or session.profile is None:
@@ -132,6 +132,8 @@ class SubagentRunner:
         )
 
         def end(status: Literal["completed", "failed", "interrupted"], content: str) -> None:
+            from sema_rpc.protocol import TaskAgentEndParams
+
             session.bus.emit(TaskAgentEndParams(task_id=task_id, status=status, content=content))
 
         try:

@@ -10,7 +10,7 @@ added to a prompt left out.
 from __future__ import annotations
 
 import functools
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sema_rpc.core.messages import (
     ImageBlock,
@@ -21,7 +21,9 @@ from sema_rpc.core.messages import (
 )
 from sema_rpc.engine.loop.control import CANCEL_MESSAGE
 from sema_rpc.engine.store.curated import ORPHANED_TOOL_RESULT, infer_kind, split_parts
-from sema_rpc.protocol import TranscriptContent, TranscriptMessage, TranscriptToolCall
+
+if TYPE_CHECKING:
+    from sema_rpc.protocol import TranscriptMessage
 
 RESULT_CHARS = 10_000
 """A tool result longer than this is cut in the middle for display."""
@@ -40,6 +42,8 @@ def prompt_text(blocks: list[Any]) -> str:
 
 
 def transcript(history: list[Message]) -> list[TranscriptMessage]:
+    from sema_rpc.protocol import TranscriptContent, TranscriptMessage
+
     results: dict[str, ToolResultBlock] = {
         b.tool_use_id: b
         for m in history
@@ -75,6 +79,8 @@ def transcript(history: list[Message]) -> list[TranscriptMessage]:
 
 
 def _assistant(message: Message, results: dict[str, ToolResultBlock]) -> TranscriptMessage:
+    from sema_rpc.protocol import TranscriptContent, TranscriptMessage, TranscriptToolCall
+
     calls = []
     for use in message.tool_uses():
         result = results.get(use.id)
