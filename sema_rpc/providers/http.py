@@ -9,7 +9,8 @@ it with the installed SDKs' constants, so an SDK upgrade that changes them fails
 
 - the client: 600 s timeout, 5 s connect, 1000 connections / 100 kept alive, redirects
   followed, TCP keep-alive socket options, proxies and `SSL_CERT_FILE`/`SSL_CERT_DIR`
-  from the environment;
+  from the environment, TLS verified as `httpcore2.default_ssl_context()` verifies it
+  (the CA store is loaded before the first TLS handshake, not before: `tls.py`);
 - retries, at most `max_retries` (SEMA_MAX_RETRIES, default 2) after the first attempt:
   on a connection error or timeout before the response, and on an error status when the
   `x-should-retry` header says `true`, or, without that header, on 408, 409, 429 and
@@ -123,20 +124,29 @@ def _socket_options() -> list[tuple[int, int, int | bool]]:
     return opts
 
 
-def new_client(timeout: float | None = None, idle_timeout: float | None = None) -> Any:
-    """An httpx2.AsyncClient configured as the SDKs configure theirs."""
+def new_client(
+    timeout: float | None = None, idle_timeout: float | None = None, *, load_trust: bool = False
+) -> Any:
+    """An httpx2.AsyncClient configured as the SDKs configure theirs. Its TLS context
+    (`tls.client_ssl_context()`: the SDKs' verification) loads the CA store before the
+    first TLS handshake, or now with `load_trust` (the client will talk https)."""
     import httpx2
     from httpx2._utils import get_environment_proxies
+
+    from sema_rpc.providers.tls import LazyTrustContext, client_ssl_context
 
     limits = httpx2.Limits(
         max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
     )
     options = _socket_options()
+    verify = client_ssl_context()
+    if load_trust and isinstance(verify, LazyTrustContext):
+        verify.load_trust()
     mounts = {
         key: None
         if url is None
         else httpx2.AsyncHTTPTransport(
-            proxy=httpx2.Proxy(url=url), limits=limits, socket_options=options
+            verify=verify, proxy=httpx2.Proxy(url=url), limits=limits, socket_options=options
         )
         for key, url in get_environment_proxies().items()
     }
@@ -144,7 +154,7 @@ def new_client(timeout: float | None = None, idle_timeout: float | None = None) 
         timeout=client_timeout(timeout, idle_timeout),
         limits=limits,
         follow_redirects=True,
-        transport=httpx2.AsyncHTTPTransport(limits=limits, socket_options=options),
+        transport=httpx2.AsyncHTTPTransport(verify=verify, limits=limits, socket_options=options),
         mounts=mounts,
     )
 
@@ -167,15 +177,18 @@ def prewarm_due() -> None:
         _prewarms_due += 1
 
 
-def prewarm() -> None:
-    """Build one default client off the event loop: its TLS context loads the CA store
-    (tens of ms of CPU, which OpenSSL does without the interpreter lock, so it runs beside
-    the loop's own work) that the first request would otherwise pay on the loop. Ends an
-    announced warm-up (`prewarm_due`) whether or not the client could be built."""
+def prewarm(base_url: str | None = None) -> None:
+    """Build one default client off the event loop, for the first request. When that
+    request goes to https (`base_url`; None is the SDKs' default, https), its TLS
+    context loads the CA store here, which the first request would otherwise pay on the
+    loop; for a plain http `base_url` the store is never loaded unless a connection to
+    https (a redirect) needs it. Ends an announced warm-up (`prewarm_due`) whether or
+    not the client could be built."""
     global _prewarms_due
     try:
         if not _prebuilt:
-            _prebuilt.append(new_client())
+            secure = base_url is None or not base_url.lower().startswith("http://")
+            _prebuilt.append(new_client(load_trust=secure))
     finally:
         with _prewarming:
             _prewarms_due = max(0, _prewarms_due - 1)
