@@ -2,7 +2,7 @@
 loop, `open_stream()` (send + the official SDKs' retry policy) and an SSE reader.
 
 Importing this module imports nothing heavy (httpx2 is imported by the functions that need
-it); no SDK is ever imported here.
+it, without `importlib.metadata`: `_httpx2_version`); no SDK is ever imported here.
 
 What the SDKs do and this module does the same way (`SDK_PARITY` below; a test compares
 it with the installed SDKs' constants, so an SDK upgrade that changes them fails loudly):
@@ -37,6 +37,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from sema_rpc.providers import _httpx2_version
+
 if TYPE_CHECKING:
     import httpx2
 
@@ -61,6 +63,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("sema_rpc.providers.http")
+
+_httpx2_version.install()  # a later `import httpx2` skips importlib.metadata
 
 # ------------------------------------------------------------------------ SDK parity
 ANTHROPIC_API_VERSION = "2026-10-21"

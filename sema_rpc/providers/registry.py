@@ -204,7 +204,7 @@ def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
         def run() -> None:
             try:
                 kinds = _kinds_for(profile)
-                mods = [*_TRANSPORT_MODULES, "sema_rpc.providers.http"]
+                mods = ["sema_rpc.providers.http", *_TRANSPORT_MODULES]  # http: first
                 if profile.transport == "sdk":
                     mods += sorted({_SDK_FOR[k] for k in kinds})
                 mods += [_MODULE_FOR[k] for k in kinds]

@@ -26,6 +26,9 @@ ONE_SHOT_NEVER = (
     "tiktoken",
     "mcp",
     "mcp_types",
+    # httpx2 and httpcore2 ask it their versions; the light path answers from their
+    # dist-info (sema_rpc/providers/_httpx2_version.py)
+    "importlib.metadata",
     # our own modules for other paths
     "sema_rpc.acp",
     "sema_rpc.mcp.manager",
