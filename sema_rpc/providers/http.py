@@ -129,23 +129,21 @@ def _socket_options() -> list[tuple[int, int, int | bool]]:
 
 
 def new_client(
-    timeout: float | None = None, idle_timeout: float | None = None, *, load_trust: bool = False
+    timeout: float | None = None, idle_timeout: float | None = None, *, ssl_context: Any = None
 ) -> Any:
     """An httpx2.AsyncClient configured as the SDKs configure theirs. Its TLS context
-    (`tls.client_ssl_context()`: the SDKs' verification) loads the CA store before the
-    first TLS handshake, or now with `load_trust` (the client will talk https)."""
+    (`ssl_context`, else `tls.client_ssl_context()`: the SDKs' verification) loads the
+    CA store before the first TLS handshake."""
     import httpx2
     from httpx2._utils import get_environment_proxies
 
-    from sema_rpc.providers.tls import LazyTrustContext, client_ssl_context
+    from sema_rpc.providers.tls import client_ssl_context
 
     limits = httpx2.Limits(
         max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
     )
     options = _socket_options()
-    verify = client_ssl_context()
-    if load_trust and isinstance(verify, LazyTrustContext):
-        verify.load_trust()
+    verify = client_ssl_context() if ssl_context is None else ssl_context
     mounts = {
         key: None
         if url is None
@@ -182,21 +180,32 @@ def prewarm_due() -> None:
 
 
 def prewarm(base_url: str | None = None) -> None:
-    """Build one default client off the event loop, for the first request. When that
-    request goes to https (`base_url`; None is the SDKs' default, https), its TLS
-    context loads the CA store here, which the first request would otherwise pay on the
-    loop; for a plain http `base_url` the store is never loaded unless a connection to
-    https (a redirect) needs it. Ends an announced warm-up (`prewarm_due`) whether or
-    not the client could be built."""
+    """Build one default client off the event loop, for the first request, and end an
+    announced warm-up (`prewarm_due`) whether or not it could be built. When that request
+    goes to https (`base_url`; None is the SDKs' default, https), its TLS context then
+    loads the CA store here (OpenSSL does that without the interpreter lock, beside the
+    loop's own work), after the client is handed over: the first request does not wait
+    for it, its first TLS handshake does if it is still loading. For a plain http
+    `base_url` the store is never loaded unless a connection to https (a redirect)
+    needs it."""
     global _prewarms_due
+    from sema_rpc.providers.tls import LazyTrustContext, client_ssl_context
+
+    context = None
     try:
         if not _prebuilt:
-            secure = base_url is None or not base_url.lower().startswith("http://")
-            _prebuilt.append(new_client(load_trust=secure))
+            context = client_ssl_context()
+            client = new_client(ssl_context=context)
+            with _prewarming:
+                _prebuilt.append(client)
+                _prewarming.notify_all()
     finally:
         with _prewarming:
             _prewarms_due = max(0, _prewarms_due - 1)
             _prewarming.notify_all()
+    secure = base_url is None or not base_url.lower().startswith("http://")
+    if secure and isinstance(context, LazyTrustContext):
+        context.load_trust()
 
 
 def _make() -> Any:

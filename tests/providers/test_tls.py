@@ -288,25 +288,44 @@ async def test_https_through_a_connect_proxy_is_verified(
 # ---- the warm-up ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("base_url", ["https://api.example.test", None, "http://127.0.0.1:9"])
 def test_the_warm_up_loads_the_ca_store_ahead_only_for_https(
-    pki: Pki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    base_url: str | None, pki: Pki, https_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """For an https base URL (None: the providers' https default) the warm-up reads the
+    CA file: gone before the first handshake, it is not missed. For plain http it is
+    read only by the first handshake, and then it is missed."""
     ca = tmp_path / "ca.pem"
+    ca.write_bytes(pki.ca.read_bytes())
     monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    http._prebuilt.clear()
     try:
-        # Plain http: the client is built without reading the (missing) CA file.
-        http.prewarm("http://127.0.0.1:9")
+        http.prewarm(base_url)
         assert len(http._prebuilt) == 1
-        http._prebuilt.clear()
-        # https (or the providers' https default): read now, so a missing file fails
-        # the warm-up, and the first request builds its own client.
-        for base in ("https://api.example.test", None):
+        ca.unlink()
+
+        async def first_request() -> str:
+            async with http._make() as client:
+                return (await client.get(https_url + "/")).text  # type: ignore[no-any-return]
+
+        if base_url is None or base_url.startswith("https"):
+            assert asyncio.run(first_request()) == "secure hello"
+        else:
             with pytest.raises(FileNotFoundError):
-                http.prewarm(base)
-            assert http._prebuilt == []
-        ca.write_bytes(pki.ca.read_bytes())
-        http.prewarm(None)
-        assert len(http._prebuilt) == 1
+                asyncio.run(first_request())
+    finally:
+        http._prebuilt.clear()
+
+
+def test_a_warm_up_hands_its_client_over_even_when_the_ca_store_cannot_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+    http._prebuilt.clear()
+    try:
+        with pytest.raises(FileNotFoundError):
+            http.prewarm("https://api.example.test")
+        assert len(http._prebuilt) == 1  # the first request is not held up by it
     finally:
         http._prebuilt.clear()
 
