@@ -10,7 +10,8 @@ it with the installed SDKs' constants, so an SDK upgrade that changes them fails
 - the client: 600 s timeout, 5 s connect, 1000 connections / 100 kept alive, redirects
   followed, TCP keep-alive socket options, proxies and `SSL_CERT_FILE`/`SSL_CERT_DIR`
   from the environment, TLS verified as `httpcore2.default_ssl_context()` verifies it
-  (the CA store is loaded before the first TLS handshake, not before: `tls.py`);
+  (its CA store loaded by the first TLS handshake, or ahead for an https base URL:
+  `tls.py`);
 - retries, at most `max_retries` (SEMA_MAX_RETRIES, default 2) after the first attempt:
   on a connection error or timeout before the response, and on an error status when the
   `x-should-retry` header says `true`, or, without that header, on 408, 409, 429 and
@@ -172,8 +173,8 @@ PREWARM_WAIT_S = 10.0
 
 def prewarm_due() -> None:
     """A warm-up thread that will call `prewarm()` is starting: the first request waits
-    for its client rather than building a second one (the same imports and CA store load
-    twice, competing for the same interpreter lock: slower, not faster)."""
+    for its client rather than building a second one (the same imports twice, competing
+    for the same interpreter lock: slower, not faster)."""
     global _prewarms_due
     with _prewarming:
         _prewarms_due += 1

@@ -177,8 +177,9 @@ def _import_quietly(modules: list[str]) -> None:
 
 def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
     """Prepare the profile's first request in a daemon thread, once per provider: import
-    the HTTP library and the provider module, and build the first HTTP client (its TLS
-    context). The SDK only for a `transport: "sdk"` profile. Returns the thread (None
+    the HTTP library and the provider module, and build the first HTTP client (its CA
+    store loaded too when the profile's base URL is https). The SDK only for a
+    `transport: "sdk"` profile. Returns the thread (None
     when there is nothing to do). Safe to call repeatedly."""
     if profile is None:
         return None
@@ -204,7 +205,8 @@ def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
         def run() -> None:
             try:
                 kinds = _kinds_for(profile)
-                mods = ["sema_rpc.providers.http", *_TRANSPORT_MODULES]  # http: first
+                # http first: it lets httpx2 and httpcore2 skip importlib.metadata
+                mods = ["sema_rpc.providers.http", *_TRANSPORT_MODULES]
                 if profile.transport == "sdk":
                     mods += sorted({_SDK_FOR[k] for k in kinds})
                 mods += [_MODULE_FOR[k] for k in kinds]
