@@ -2,14 +2,16 @@
 loop, `open_stream()` (send + the official SDKs' retry policy) and an SSE reader.
 
 Importing this module imports nothing heavy (httpx2 is imported by the functions that need
-it); no SDK is ever imported here.
+it, without `importlib.metadata`: `_httpx2_version`); no SDK is ever imported here.
 
 What the SDKs do and this module does the same way (`SDK_PARITY` below; a test compares
 it with the installed SDKs' constants, so an SDK upgrade that changes them fails loudly):
 
 - the client: 600 s timeout, 5 s connect, 1000 connections / 100 kept alive, redirects
   followed, TCP keep-alive socket options, proxies and `SSL_CERT_FILE`/`SSL_CERT_DIR`
-  from the environment;
+  from the environment, TLS verified as `httpcore2.default_ssl_context()` verifies it
+  (its CA store loaded by the first TLS handshake, or ahead for an https base URL:
+  `tls.py`);
 - retries, at most `max_retries` (SEMA_MAX_RETRIES, default 2) after the first attempt:
   on a connection error or timeout before the response, and on an error status when the
   `x-should-retry` header says `true`, or, without that header, on 408, 409, 429 and
@@ -36,6 +38,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from sema_rpc.providers import _httpx2_version
+
 if TYPE_CHECKING:
     import httpx2
 
@@ -60,6 +64,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("sema_rpc.providers.http")
+
+_httpx2_version.install()  # a later `import httpx2` skips importlib.metadata
 
 # ------------------------------------------------------------------------ SDK parity
 ANTHROPIC_API_VERSION = "2026-10-21"
@@ -123,20 +129,27 @@ def _socket_options() -> list[tuple[int, int, int | bool]]:
     return opts
 
 
-def new_client(timeout: float | None = None, idle_timeout: float | None = None) -> Any:
-    """An httpx2.AsyncClient configured as the SDKs configure theirs."""
+def new_client(
+    timeout: float | None = None, idle_timeout: float | None = None, *, ssl_context: Any = None
+) -> Any:
+    """An httpx2.AsyncClient configured as the SDKs configure theirs. Its TLS context
+    (`ssl_context`, else `tls.client_ssl_context()`: the SDKs' verification) loads the
+    CA store before the first TLS handshake."""
     import httpx2
     from httpx2._utils import get_environment_proxies
+
+    from sema_rpc.providers.tls import client_ssl_context
 
     limits = httpx2.Limits(
         max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
     )
     options = _socket_options()
+    verify = client_ssl_context() if ssl_context is None else ssl_context
     mounts = {
         key: None
         if url is None
         else httpx2.AsyncHTTPTransport(
-            proxy=httpx2.Proxy(url=url), limits=limits, socket_options=options
+            verify=verify, proxy=httpx2.Proxy(url=url), limits=limits, socket_options=options
         )
         for key, url in get_environment_proxies().items()
     }
@@ -144,7 +157,7 @@ def new_client(timeout: float | None = None, idle_timeout: float | None = None) 
         timeout=client_timeout(timeout, idle_timeout),
         limits=limits,
         follow_redirects=True,
-        transport=httpx2.AsyncHTTPTransport(limits=limits, socket_options=options),
+        transport=httpx2.AsyncHTTPTransport(verify=verify, limits=limits, socket_options=options),
         mounts=mounts,
     )
 
@@ -160,26 +173,40 @@ PREWARM_WAIT_S = 10.0
 
 def prewarm_due() -> None:
     """A warm-up thread that will call `prewarm()` is starting: the first request waits
-    for its client rather than building a second one (the same imports and CA store load
-    twice, competing for the same interpreter lock: slower, not faster)."""
+    for its client rather than building a second one (the same imports twice, competing
+    for the same interpreter lock: slower, not faster)."""
     global _prewarms_due
     with _prewarming:
         _prewarms_due += 1
 
 
-def prewarm() -> None:
-    """Build one default client off the event loop: its TLS context loads the CA store
-    (tens of ms of CPU, which OpenSSL does without the interpreter lock, so it runs beside
-    the loop's own work) that the first request would otherwise pay on the loop. Ends an
-    announced warm-up (`prewarm_due`) whether or not the client could be built."""
+def prewarm(base_url: str | None = None) -> None:
+    """Build one default client off the event loop, for the first request, and end an
+    announced warm-up (`prewarm_due`) whether or not it could be built. When that request
+    goes to https (`base_url`; None is the SDKs' default, https), its TLS context then
+    loads the CA store here (OpenSSL does that without the interpreter lock, beside the
+    loop's own work), after the client is handed over: the first request does not wait
+    for it, its first TLS handshake does if it is still loading. For a plain http
+    `base_url` the store is never loaded unless a connection to https (a redirect)
+    needs it."""
     global _prewarms_due
+    from sema_rpc.providers.tls import LazyTrustContext, client_ssl_context
+
+    context = None
     try:
         if not _prebuilt:
-            _prebuilt.append(new_client())
+            context = client_ssl_context()
+            client = new_client(ssl_context=context)
+            with _prewarming:
+                _prebuilt.append(client)
+                _prewarming.notify_all()
     finally:
         with _prewarming:
             _prewarms_due = max(0, _prewarms_due - 1)
             _prewarming.notify_all()
+    secure = base_url is None or not base_url.lower().startswith("http://")
+    if secure and isinstance(context, LazyTrustContext):
+        context.load_trust()
 
 
 def _make() -> Any:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,6 +48,20 @@ _MODULE_FOR = {
 # Imported on the first request otherwise (on the loop): the HTTP transport (httpx2 loads
 # it lazily) and anyio's asyncio backend.
 _TRANSPORT_MODULES = ["httpx2", "httpcore2", "anyio._backends._asyncio"]
+
+
+_BASE_URL_ENV = {
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "openai": "OPENAI_BASE_URL",
+    "openai-responses": "OPENAI_BASE_URL",
+}
+
+
+def _base_url(profile: ModelProfile) -> str | None:
+    """Where the profile's requests go as its provider resolves it (the profile's base
+    URL, else the provider's environment variable); None: the provider's https default."""
+    env = _BASE_URL_ENV.get(profile.provider)
+    return profile.base_url or (os.environ.get(env) if env else None) or None
 
 
 def _cache_key(profile: ModelProfile) -> _Key:
@@ -162,8 +177,9 @@ def _import_quietly(modules: list[str]) -> None:
 
 def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
     """Prepare the profile's first request in a daemon thread, once per provider: import
-    the HTTP library and the provider module, and build the first HTTP client (its TLS
-    context). The SDK only for a `transport: "sdk"` profile. Returns the thread (None
+    the HTTP library and the provider module, and build the first HTTP client (its CA
+    store loaded too when the profile's base URL is https). The SDK only for a
+    `transport: "sdk"` profile. Returns the thread (None
     when there is nothing to do). Safe to call repeatedly."""
     if profile is None:
         return None
@@ -189,7 +205,8 @@ def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
         def run() -> None:
             try:
                 kinds = _kinds_for(profile)
-                mods = [*_TRANSPORT_MODULES, "sema_rpc.providers.http"]
+                # http first: it lets httpx2 and httpcore2 skip importlib.metadata
+                mods = ["sema_rpc.providers.http", *_TRANSPORT_MODULES]
                 if profile.transport == "sdk":
                     mods += sorted({_SDK_FOR[k] for k in kinds})
                 mods += [_MODULE_FOR[k] for k in kinds]
@@ -197,7 +214,7 @@ def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
             finally:
                 if builds:
                     try:
-                        http.prewarm()  # ends the announced warm-up, built or not
+                        http.prewarm(_base_url(profile))  # ends the announced warm-up
                     except Exception:  # the real use reports the problem
                         log.debug("warm-up of the HTTP client failed", exc_info=True)
 

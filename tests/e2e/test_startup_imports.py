@@ -26,6 +26,9 @@ ONE_SHOT_NEVER = (
     "tiktoken",
     "mcp",
     "mcp_types",
+    # httpx2 and httpcore2 ask it their versions; the light path answers from their
+    # dist-info (sema_rpc/providers/_httpx2_version.py)
+    "importlib.metadata",
     # our own modules for other paths
     "sema_rpc.acp",
     "sema_rpc.mcp.manager",
@@ -108,6 +111,25 @@ def test_the_one_shot_imports_nothing_it_does_not_use(
         modules
     )
     assert _hits(modules, ONE_SHOT_NEVER) == []
+
+
+def test_a_plain_http_one_shot_never_reads_the_ca_store(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+) -> None:
+    """The model server is plain http: the CA store is never read (here SSL_CERT_FILE
+    names a file that does not exist, which reading would fail on), and the answer comes."""
+    scripted_llm.script(Reply.text("hello there", chunks=2))
+    env = {**os.environ, **server_env, "SSL_CERT_FILE": str(tmp_path / "no-such-ca.pem")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sema_rpc", "run", "--yes", "--model", "anthropic/claude-test",
+         "--cwd", str(workspace), "hi"],
+        capture_output=True, text=True, timeout=120, cwd=REPO, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert lines[-1]["result"]["stopReason"] == "end_turn"
+    text = [x["params"]["delta"] for x in lines if x.get("method") == "message:text:chunk"]
+    assert "".join(text) == "hello there"
 
 
 def test_a_one_shot_builds_only_the_wire_models_it_uses(
