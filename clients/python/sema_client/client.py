@@ -85,6 +85,9 @@ __all__ = [
 
 log = logging.getLogger("sema_client")
 
+_DECODER = json.JSONDecoder()
+"""`json.loads` without its per-call set-up: a long answer is thousands of messages."""
+
 PERMISSION_METHOD = "tool:permission:request"
 CANCEL_METHOD = "$/cancelRequest"
 
@@ -393,11 +396,12 @@ class SemaClient:
     async def _read_loop(self) -> None:
         reason = "the server closed its stdout"
         try:
-            while (body := await self._reader.read()) is not None:
-                try:
-                    self._on_body(body)
-                except Exception:  # one odd message must not end the connection
-                    log.exception("could not handle a message from the server: %r", body[:200])
+            while bodies := await self._reader.read_many():
+                for body in bodies:
+                    try:
+                        self._on_body(body)
+                    except Exception:  # one odd message must not end the connection
+                        log.exception("could not handle a message from the server: %r", body[:200])
         except FramingError as exc:
             reason = f"unreadable output from the server: {exc}"
             log.error("%s", reason)
@@ -436,7 +440,7 @@ class SemaClient:
 
     def _on_body(self, body: bytes) -> None:
         try:
-            message = json.loads(body)
+            message = _DECODER.decode(body.decode("utf-8"))
         except ValueError as exc:
             log.warning("ignoring unparsable output from the server (%s): %r", exc, body[:200])
             return
