@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -263,6 +264,16 @@ def classify_error(exc: BaseException, *, started: bool) -> ProviderError:
     return classify_other(exc, started=started)
 
 
+_TEXT_DELTA = re.compile(
+    rb'\{"type": ?"content_block_delta", ?"index": ?(0|[1-9][0-9]{0,8}), ?'
+    rb'"delta": ?\{"type": ?"text_delta", ?"text": ?"([^"\\\x00-\x1f]*)"\}\}'
+)
+"""A text delta's data as the API writes it (compact, or with json.dumps's spaces) whose
+text has no escape: its object is built from the match, without the JSON decoder — the
+same object (the text's bytes are the string's UTF-8), at a fraction of the cost. Any
+other shape goes through the decoder."""
+
+
 class _HttpEvents:
     """The light path's stream: a 2xx response's SSE events as the JSON objects (dicts)
     they carry. As the SDK does: `ping` and data-only events are skipped, an `event:
@@ -287,7 +298,14 @@ class _HttpEvents:
                     except ValueError:
                         body = text = payload.decode("utf-8", "replace")
                     raise StatusError(200, body, text or "Error code: 200")
-                yield loads(payload)
+                if (m := _TEXT_DELTA.fullmatch(payload)) is not None:
+                    yield {
+                        "type": "content_block_delta",
+                        "index": int(m[1]),
+                        "delta": {"type": "text_delta", "text": m[2].decode("utf-8")},
+                    }
+                else:
+                    yield loads(payload)
 
     async def close(self) -> None:
         await self._response.aclose()
