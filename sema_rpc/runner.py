@@ -145,6 +145,15 @@ class _Output:
             if isinstance(delta, str):
                 self.text(delta)
 
+    def delta_lines(self, lines: list[bytes]) -> None:
+        """`delta_line` for a run of delta lines (without their b"\n"), as read: in jsonl,
+        one join for the run instead of a call per line."""
+        if self.format != "jsonl":
+            for line in lines:
+                self.delta_line(line)
+        elif not self.broken:
+            self._queue(b"\n".join([line.rstrip(b"\r") for line in lines]) + b"\n")
+
     # ---- text -------------------------------------------------------------------------
     def text(self, delta: str) -> None:
         if self.broken or not delta:
@@ -432,8 +441,11 @@ class _DeltaShortcut:
             while i < count:
                 line = lines[i]
                 if line.startswith(_DELTA_PREFIXES):
-                    self._out.delta_line(line)
+                    start = i
                     i += 1
+                    while i < count and lines[i].startswith(_DELTA_PREFIXES):
+                        i += 1
+                    self._out.delta_lines(lines[start:i])
                 elif not line:
                     i += 1
                 else:
