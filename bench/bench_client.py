@@ -1,16 +1,18 @@
 """Notifications per second at the Python client (`sema_client`) for a 20,000-delta answer.
 
-    .venv/bin/python bench/bench_client.py [--runs N] [--deltas N] [--content-length]
+    .venv/bin/python bench/bench_client.py [--runs N] [--deltas N] [--content-length] [--live]
 
 "At a client" means here what an application built on `sema_client` sees: a server
 spawned by `SemaClient.spawn` (`python -m sema_rpc --jsonl`, real pipes), the answer
-streamed by the scripted model server (`bench/agent_llm.py`, its own process, Anthropic
-format), and every text chunk consumed as a typed event (`TextChunkParams`) from
-`client.notifications(session_id)`. Figures per run (after one warm-up answer on the same
-session): `notif/s` = deltas / (prompt sent → last chunk consumed), `span/s` = the rate
-between the first and the last chunk consumed, the server's CPU per chunk (from /proc)
-and this process's CPU (the client's). Best and median of N runs. The client and the
-server are the ones of the interpreter that runs the script (run it with another
+streamed by the scripted model server (`bench/agent_llm.py --prerender`, its own
+process, Anthropic format: the answer rendered once and sent whole, so the model
+server's own per-event work is not in the figures; `--live` renders each event as it is
+sent), and every text chunk consumed as a typed event (`TextChunkParams`) from
+`client.notifications(session_id)`. Figures per run (after one warm-up answer on the
+same session): `notif/s` = deltas / (prompt sent → last chunk consumed), `span/s` = the
+rate between the first and the last chunk consumed, the server's CPU per chunk (from
+/proc) and this process's CPU (the client's). Best and median of N runs. The client and
+the server are the ones of the interpreter that runs the script (run it with another
 checkout's `.venv/bin/python` for that build's figures). A functional break (a wrong
 count, text or `seq`) exits 1.
 """
@@ -101,12 +103,14 @@ async def measure(
         await client.close()
 
 
-def main(runs: int, deltas: int, jsonl: bool) -> None:
+def main(runs: int, deltas: int, jsonl: bool, live: bool = False) -> None:
+    prerender = [] if live else ["--prerender"]
     with tempfile.TemporaryDirectory(prefix="sema-bench-client-") as tmp:
         port_file = Path(tmp) / "port"
         script = [sys.executable, str(HERE / "agent_llm.py"), "--port-file", str(port_file)]
         llm = subprocess.Popen(
-            [*script, "--chunks", str(deltas), "--chunk", CHUNK], stderr=subprocess.DEVNULL
+            [*script, "--chunks", str(deltas), "--chunk", CHUNK, *prerender],
+            stderr=subprocess.DEVNULL,
         )
         try:
             for _ in range(1000):
@@ -118,7 +122,11 @@ def main(runs: int, deltas: int, jsonl: bool) -> None:
             llm.terminate()
             llm.wait()
     framing = "jsonl" if jsonl else "content-length"
-    print(f"sema_client over pipes ({framing}), {deltas} deltas, {runs} runs, {sys.executable}")
+    source = "rendered as sent" if live else "pre-rendered"
+    print(
+        f"sema_client over pipes ({framing}), {deltas} deltas ({source}), {runs} runs, "
+        f"{sys.executable}"
+    )
     for key, label in (
         ("notif_per_s", "notif/s (prompt sent -> last chunk)"),
         ("span_per_s", "span/s (first -> last chunk)"),
@@ -135,5 +143,8 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--deltas", type=int, default=20_000)
     parser.add_argument("--content-length", action="store_true", help="Content-Length framing")
+    parser.add_argument(
+        "--live", action="store_true", help="the model server renders each event as it sends it"
+    )
     args = parser.parse_args()
-    main(args.runs, args.deltas, not args.content_length)
+    main(args.runs, args.deltas, not args.content_length, args.live)
