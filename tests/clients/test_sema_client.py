@@ -326,14 +326,22 @@ async def test_raw_line_separators_large_lines_and_unknown_notifications():
     assert await client.close() is None
 
 
-async def test_content_length_frames_split_anywhere():
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"Content-Length: %d\r\nContent-Type: x\r\n\r\n",
+        b"Content-Length: %d\r\n\r\n",  # as the server writes it
+        b"content-length:%d\n\n",
+    ],
+)
+async def test_content_length_frames_split_anywhere(header: bytes):
     client, reader, _ = connect(jsonl=False)
     stream = client.notifications()
     body = json.dumps(
         {"jsonrpc": "2.0", "method": "message:text:chunk", "params": {"delta": "é\u2028"}},
         ensure_ascii=False,
     ).encode()
-    data = (b"Content-Length: %d\r\nContent-Type: x\r\n\r\n" % len(body) + body) * 2
+    data = (header % len(body) + body) * 2
     for i in range(0, len(data), 7):
         reader.feed_data(data[i : i + 7])
     reader.feed_eof()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 __all__ = ["STREAM_LIMIT", "FramingError", "MessageReader", "encode_message", "frame_body"]
@@ -108,7 +109,17 @@ class MessageReader:
         buffer += chunk
         bodies: list[bytes] = []
         start = 0
+        plain = _PLAIN_HEADER.match
         while True:
+            m = plain(buffer, start)
+            if m is not None:  # the server's own header: no header parsing
+                length = int(m[1])
+                body_start = m.end()
+                if len(buffer) - body_start < length:
+                    break
+                bodies.append(bytes(buffer[body_start : body_start + length]))
+                start = body_start + length
+                continue
             head_end = buffer.find(b"\r\n\r\n", start)
             sep = 4
             lf_end = buffer.find(b"\n\n", start, head_end if head_end >= 0 else len(buffer))
@@ -129,6 +140,10 @@ class MessageReader:
         if start:
             del buffer[:start]
         return bodies
+
+
+_PLAIN_HEADER = re.compile(rb"Content-Length: ?([0-9]{1,10})\r\n\r\n")
+"""A frame whose only header is Content-Length, as the server writes it."""
 
 
 def _content_length(headers: bytes) -> int:
