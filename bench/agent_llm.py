@@ -16,6 +16,7 @@ Each request is logged as one JSON line to --log (size of system prompt, tools, 
 """
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -26,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ARGS = None
 LOCK = threading.Lock()
 COUNTER = [0]
+PRERENDERED: dict = {}
 
 READ_NAMES = ["Read", "read", "read_file", "view", "ReadFile"]
 SHELL_NAMES = ["Bash", "bash", "shell", "exec_command", "shell_command", "run_shell_command"]
@@ -213,6 +215,20 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.write(data[i : i + 61])
                 return
             calls = []
+        if ARGS.prerender:
+            # The body is rendered once per (format, calls) and sent whole, so this
+            # server's own per-event work is not in what a client measures.
+            key = (fmt, json.dumps(calls))
+            data = PRERENDERED.get(key)
+            if data is None:
+                real, self.wfile = self.wfile, io.BytesIO()
+                try:
+                    getattr(self, "stream_" + fmt)(body, calls)
+                    data = PRERENDERED[key] = self.wfile.getvalue()
+                finally:
+                    self.wfile = real
+            self.wfile.write(data)
+            return
         getattr(self, "stream_" + fmt)(body, calls)
 
     # ---- plain (non-streaming) answers -------------------------------------------------
@@ -613,6 +629,11 @@ def main():
         "--sse-file", help="answer the first streaming request with this recorded body, verbatim"
     )
     p.add_argument("--dump", help="write every request body to DIR/req-NNNN.json")
+    p.add_argument(
+        "--prerender",
+        action="store_true",
+        help="render each streamed answer once and send it in one write (bench_client.py)",
+    )
     ARGS = p.parse_args()
     ARGS.files = [f for f in ARGS.files.split(",") if f]
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)

@@ -145,6 +145,15 @@ class _Output:
             if isinstance(delta, str):
                 self.text(delta)
 
+    def delta_lines(self, lines: list[bytes]) -> None:
+        """`delta_line` for a run of delta lines (without their b"\n"), as read: in jsonl,
+        one join for the run instead of a call per line."""
+        if self.format != "jsonl":
+            for line in lines:
+                self.delta_line(line)
+        elif not self.broken:
+            self._queue(b"\n".join([line.rstrip(b"\r") for line in lines]) + b"\n")
+
     # ---- text -------------------------------------------------------------------------
     def text(self, delta: str) -> None:
         if self.broken or not delta:
@@ -397,16 +406,16 @@ then `method`, then `params`)."""
 
 
 class _DeltaShortcut:
-    """The server's output as the client reads it (`readline`), minus the high-rate delta
+    """The server's output as the client reads it (`read`), minus the high-rate delta
     notifications, which go straight to the output (`_Output.delta_line`).
 
     In `run`, this process reads its own server, and the client (the only one on this
     pipe) has nothing to do with a delta but hand it to the output: its line would be
-    split by the stream reader, parsed, dispatched and (text) validated into a typed
-    event, 20,000 times for a long answer. Here the pipe is read in large chunks, a delta
-    line goes to the output as it comes, and every other line reaches the client in the
-    order written, through `readline` — so the output is the same, message for message
-    and in the same order, as with every line through the client."""
+    parsed, dispatched and (text) validated into a typed event, 20,000 times for a long
+    answer. Here the pipe is read in large chunks, a delta line goes to the output as it
+    comes, and every other line reaches the client in the order written — so the output
+    is the same, message for message and in the same order, as with every line through
+    the client."""
 
     CHUNK = 1 << 16
 
@@ -418,19 +427,33 @@ class _DeltaShortcut:
         self._partial: list[bytes] = []
         self._partial_len = 0
 
-    async def readline(self) -> bytes:
-        """The next line that is not a delta, with its b"\n"; b"" at the end of the stream."""
+    async def read(self, n: int = -1) -> bytes:
+        """StreamReader.read for the client: the next run of lines that are not deltas,
+        each with its b"\n" (the deltas before them already handed to the output); b""
+        at the end of the stream. It returns at the first delta after such a run, so the
+        client handles those lines before the output gets the deltas that follow them."""
         from sema_client.framing import STREAM_LIMIT
 
         while True:
             lines = self._lines
-            while self._next < len(lines):
-                line = lines[self._next]
-                self._next += 1
+            count = len(lines)
+            i = self._next
+            while i < count:
+                line = lines[i]
                 if line.startswith(_DELTA_PREFIXES):
-                    self._out.delta_line(line)
-                elif line:
-                    return line + b"\n"
+                    start = i
+                    i += 1
+                    while i < count and lines[i].startswith(_DELTA_PREFIXES):
+                        i += 1
+                    self._out.delta_lines(lines[start:i])
+                elif not line:
+                    i += 1
+                else:
+                    start = i
+                    while i < count and not lines[i].startswith(_DELTA_PREFIXES):
+                        i += 1
+                    self._next = i
+                    return b"\n".join(lines[start:i]) + b"\n"
             chunk = await self._stream.read(self.CHUNK)
             if not chunk:
                 rest = b"".join(self._partial)

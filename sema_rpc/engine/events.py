@@ -11,12 +11,47 @@ what that means (for permissions, the session's permission mode).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 from sema_rpc.protocol import EventParams, WireModel
 
 _ENVELOPE = ("session_id", "agent_id", "seq")
+
+E = TypeVar("E", bound=EventParams)
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def delta_events(cls: type[E], **fields: Any) -> Callable[[str], E]:
+    """The events of one streamed message (`cls(delta=…, **fields)`, e.g. a response's
+    text chunks), which differ only in `delta`. The first is validated as any event is;
+    each later one is built as a copy of it with its own delta, as pydantic's
+    `model_construct` would build it, without validating again: the other fields hold
+    the values already validated, and a `str` delta validates as itself (anything else
+    still goes through validation). A streamed answer is thousands of these."""
+    template: dict[str, Any] | None = None
+    fields_set: frozenset[str] = frozenset()
+
+    def make(delta: str) -> E:
+        nonlocal template, fields_set
+        if template is None or type(delta) is not str:
+            event = cls(delta=delta, **fields)
+            if template is None:
+                template = dict(event.__dict__)  # before the bus stamps the envelope
+                fields_set = frozenset(event.__pydantic_fields_set__)
+            return event
+        event = _new(cls)
+        values = template.copy()
+        values["delta"] = delta
+        _set(event, "__dict__", values)
+        _set(event, "__pydantic_fields_set__", set(fields_set))
+        _set(event, "__pydantic_extra__", None)
+        _set(event, "__pydantic_private__", None)
+        return event
+
+    return make
 
 
 class ClientBridge(Protocol):

@@ -9,7 +9,9 @@ fast path that gives the same bytes (`DeltaEncoder`) and are batched many per wr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _escape  # type: ignore[attr-defined]
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.rpc.connection import dumps as _dumps
@@ -74,17 +76,22 @@ class DeltaEncoder:
 
     def __init__(self) -> None:
         self._templates: dict[tuple[Any, ...], tuple[bytes, bytes, bytes] | None] = {}
-        self._constant_fields: dict[type[EventParams], tuple[str, ...]] = {}
+        self._constant_fields: dict[type[EventParams], Callable[[dict[str, Any]], Any] | None] = {}
 
     def encode(self, event: EventParams) -> bytes:
         cls = type(event)
-        names = self._constant_fields.get(cls)
-        if names is None:
-            names = self._constant_fields[cls] = _constant_fields(cls)
-        if not names:  # not a text-only class: values equal as keys may dump apart (1, True)
+        try:
+            constants = self._constant_fields[cls]
+        except KeyError:
+            names = _constant_fields(cls)
+            # the constant values in one C call (a tuple, or the value itself for one name)
+            constants = self._constant_fields[cls] = itemgetter(*names) if names else None
+        if (
+            constants is None
+        ):  # not a text-only class: values equal as keys may dump apart (1, True)
             return _dumps(_notification(event))
         values = event.__dict__
-        key = (cls, *[values[n] for n in names])
+        key = (cls, constants(values))
         try:
             template = self._templates[key]
         except KeyError:

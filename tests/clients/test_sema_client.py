@@ -326,14 +326,22 @@ async def test_raw_line_separators_large_lines_and_unknown_notifications():
     assert await client.close() is None
 
 
-async def test_content_length_frames_split_anywhere():
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"Content-Length: %d\r\nContent-Type: x\r\n\r\n",
+        b"Content-Length: %d\r\n\r\n",  # as the server writes it
+        b"content-length:%d\n\n",
+    ],
+)
+async def test_content_length_frames_split_anywhere(header: bytes):
     client, reader, _ = connect(jsonl=False)
     stream = client.notifications()
     body = json.dumps(
         {"jsonrpc": "2.0", "method": "message:text:chunk", "params": {"delta": "é\u2028"}},
         ensure_ascii=False,
     ).encode()
-    data = (b"Content-Length: %d\r\nContent-Type: x\r\n\r\n" % len(body) + body) * 2
+    data = (header % len(body) + body) * 2
     for i in range(0, len(data), 7):
         reader.feed_data(data[i : i + 7])
     reader.feed_eof()
@@ -483,3 +491,65 @@ async def test_a_deferred_server_request_is_answered_by_the_caller_later():
     )
     reader.feed_eof()
     await client.close()
+
+
+async def test_jsonl_lines_in_any_pieces_crlf_blank_lines_and_an_unterminated_last_line():
+    client, reader, _ = connect()
+    stream = client.notifications()
+
+    def chunk(seq: int) -> bytes:
+        params = {"seq": seq, "delta": f"d{seq}"}
+        return json.dumps(
+            {"jsonrpc": "2.0", "method": "message:text:chunk", "params": params}
+        ).encode()
+
+    data = b"".join(
+        chunk(i) + (b"\r\n" if i % 3 == 0 else b"\n") + (b"  \n\n" if i % 5 == 0 else b"")
+        for i in range(1, 200)
+    )
+    for i in range(0, len(data), 97):  # lines cut anywhere, many lines per piece
+        reader.feed_data(data[i : i + 97])
+    reader.feed_data(chunk(200))  # no newline before the end of the stream
+    reader.feed_eof()
+    events = [e async for e in stream]
+    assert [e.delta for e in events] == [f"d{i}" for i in range(1, 201)]
+    assert [e.seq for e in events] == list(range(1, 201))
+
+
+async def test_a_negative_content_length_ends_the_connection_with_the_reason():
+    client, reader, _ = connect(jsonl=False)
+    reader.feed_data(b"Content-Length: -5\r\n\r\n{}")
+    await asyncio.wait_for(client.wait_closed(), 5)
+    with pytest.raises(SemaConnectionError, match="Content-Length"):
+        await client.request("session/interrupt", {"sessionId": "s"})
+
+
+async def test_a_notification_iterator_survives_timeouts_and_shares_items_between_readers():
+    client, reader, _ = connect()
+    stream = client.notifications()
+    with pytest.raises(TimeoutError):
+        await stream.next(timeout=0.05)
+
+    def chunk(seq: int) -> bytes:
+        return line(
+            {
+                "jsonrpc": "2.0",
+                "method": "message:text:chunk",
+                "params": {"seq": seq, "delta": str(seq)},
+            }
+        )
+
+    # two readers wait on one iterator: each item goes to exactly one of them
+    readers = [asyncio.ensure_future(stream.next(timeout=5)) for _ in range(2)]
+    await asyncio.sleep(0)
+    reader.feed_data(chunk(1) + chunk(2))
+    got = sorted(e.seq for e in await asyncio.gather(*readers))
+    assert got == [1, 2]
+    reader.feed_data(chunk(3))
+    assert (await stream.next(timeout=5)).seq == 3
+    assert stream.pending() == 0
+    reader.feed_data(chunk(4) + chunk(5))
+    await asyncio.sleep(0.05)
+    assert stream.pending() == 2
+    reader.feed_eof()
+    assert [e.seq async for e in stream] == [4, 5]

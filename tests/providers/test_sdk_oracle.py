@@ -262,3 +262,79 @@ def test_error_body_parsing_matches_the_sdk() -> None:
         body, message = http.parse_error_body(status, raw)
         assert (body, message) == (sdk_err.body, str(sdk_err)), raw
         assert json.dumps(body)  # a JSON-safe value for ProviderError
+
+
+def _anthropic_sse(texts: list[str], *, spaced: bool, tail: bytes = b"") -> bytes:
+    """A text answer as the API streams it (compact JSON, or json.dumps's spaces)."""
+    separators = (", ", ": ") if spaced else (",", ":")
+
+    def event(name: str, data: dict[str, Any]) -> bytes:
+        payload = json.dumps(data, separators=separators, ensure_ascii=False)
+        return f"event: {name}\ndata: {payload}\n\n".encode()
+
+    usage = {"input_tokens": 5, "output_tokens": 1}
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m"}
+    out = [
+        event("message_start", {"type": "message_start", "message": {**message, "usage": usage}})
+    ]
+    block = {"type": "text", "text": ""}
+    out.append(
+        event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": block},
+        )
+    )
+    for text in texts:
+        delta = {"type": "text_delta", "text": text}
+        out.append(
+            event(
+                "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+            )
+        )
+    out.append(tail)
+    out.append(event("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    stop = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": usage}
+    out.append(event("message_delta", stop))
+    out.append(event("message_stop", {"type": "message_stop"}))
+    return b"".join(out)
+
+
+TRICKY_TEXTS = [
+    "plain ",
+    'a "quote" ',
+    "back\\slash ",
+    "tab\t",
+    "new\nline ",
+    "é 日本 😀 ",
+    "\u2028",
+    "",
+    "</x>",
+]
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+@pytest.mark.parametrize("piece_size", [61, 1 << 20])
+async def test_text_deltas_read_the_same_on_both_paths(
+    llm: ScriptedLLM, spaced: bool, piece_size: int
+) -> None:
+    # The light path reads a plain text delta without the JSON decoder: any text, in
+    # either JSON style, in small reads or in one, gives the SDK's events.
+    reply = Reply.raw(_anthropic_sse(TRICKY_TEXTS, spaced=spaced), piece_size=piece_size)
+    light, sdk, _ = await _both("anthropic", llm, reply)
+    assert light == sdk
+    final = light[-1]
+    assert isinstance(final, ResponseDone) and final.message.text() == "".join(TRICKY_TEXTS)
+
+
+async def test_a_bad_event_after_deltas_in_the_same_read_fails_as_the_sdk_does(
+    llm: ScriptedLLM,
+) -> None:
+    # Events of one network read are handled one by one: the deltas before a malformed
+    # one still stream, then the stream fails the same way on both paths.
+    body = _anthropic_sse(
+        ["one ", "two "], spaced=False, tail=b"event: content_block_delta\ndata: {nope\n\n"
+    )
+    light, sdk, _ = await _both("anthropic", llm, Reply.raw(body, piece_size=1 << 20))
+    assert light == sdk
+    assert isinstance(light[-1], ResponseFailed)
+    assert len(light) == 3  # two deltas, then the failure

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
 import inspect
 import itertools
@@ -75,6 +76,24 @@ __all__ = [
 ]
 
 log = logging.getLogger("sema_client")
+
+_DECODER = json.JSONDecoder()
+_SCAN = _DECODER.scan_once
+
+
+def _loads(body: bytes) -> Any:
+    """`json.loads(body)` for a message body, without its per-call set-up (a long answer
+    is thousands of messages): the scanner straight away when the body is exactly one
+    JSON value, else `decode` (whitespace around it, or its ValueError)."""
+    text = body.decode("utf-8")
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, ValueError):
+        end = -1
+    if end != len(text):
+        return _DECODER.decode(text)
+    return value
+
 
 PERMISSION_METHOD = "tool:permission:request"
 CANCEL_METHOD = "$/cancelRequest"
@@ -145,19 +164,35 @@ class NotificationStream:
     def __init__(self, client: SemaClient, session_id: str | None):
         self._client = client
         self.session_id = session_id
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        # A deque and the waiting readers' futures rather than an asyncio.Queue: the
+        # same order and wake-ups without its per-item bookkeeping (thousands a second).
+        self._items: collections.deque[Any] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._done = False
         if client.is_connected:
             client._subscribers.append(self)
         else:
-            self._queue.put_nowait(_END)
+            self._items.append(_END)
+
+    def _put(self, item: Any) -> None:
+        self._items.append(item)
+        if self._waiters:
+            self._put_wakeup()
+
+    def _put_wakeup(self) -> None:
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                break
 
     def _offer(self, event: Event) -> None:
         if self.session_id is None or event.session_id == self.session_id:
-            self._queue.put_nowait(event)
+            self._put(event)
 
     def _end(self) -> None:
-        self._queue.put_nowait(_END)
+        self._put(_END)
 
     def __aiter__(self) -> NotificationStream:
         return self
@@ -165,7 +200,22 @@ class NotificationStream:
     async def __anext__(self) -> Event:
         if self._done:
             raise StopAsyncIteration
-        item = await self._queue.get()
+        items = self._items
+        while not items:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                # cancelled (a timeout): a wake-up meant for it goes to the next reader
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+                if items and not waiter.cancelled():
+                    self._put_wakeup()
+                raise
+        item = items.popleft()
+        if items and self._waiters:
+            self._put_wakeup()
         if item is _END:
             self.close()
             raise StopAsyncIteration
@@ -177,7 +227,7 @@ class NotificationStream:
 
     def pending(self) -> int:
         """Events received but not consumed yet."""
-        return self._queue.qsize()
+        return len(self._items)
 
     def close(self) -> None:
         """Unsubscribe. Events already queued are dropped."""
@@ -386,11 +436,12 @@ class SemaClient:
     async def _read_loop(self) -> None:
         reason = "the server closed its stdout"
         try:
-            while (body := await self._reader.read()) is not None:
-                try:
-                    self._on_body(body)
-                except Exception:  # one odd message must not end the connection
-                    log.exception("could not handle a message from the server: %r", body[:200])
+            while bodies := await self._reader.read_many():
+                for body in bodies:
+                    try:
+                        self._on_body(body)
+                    except Exception:  # one odd message must not end the connection
+                        log.exception("could not handle a message from the server: %r", body[:200])
         except FramingError as exc:
             reason = f"unreadable output from the server: {exc}"
             log.error("%s", reason)
@@ -429,7 +480,7 @@ class SemaClient:
 
     def _on_body(self, body: bytes) -> None:
         try:
-            message = json.loads(body)
+            message = _loads(body)
         except ValueError as exc:
             log.warning("ignoring unparsable output from the server (%s): %r", exc, body[:200])
             return

@@ -52,7 +52,8 @@ def parse_notification(method: str, params: Any) -> Event:
     model = NOTIFICATIONS.get(method)
     if model is not None and isinstance(params, dict):
         try:
-            return model.model_validate(params)
+            # `model_validate` without its Python wrapper: the same validator, per chunk
+            return model.__pydantic_validator__.validate_python(params)  # type: ignore[no-any-return]
         except ValidationError as exc:
             log.debug("%s params do not validate (%s); passing them on untyped", method, exc)
     return Notification(method, params if params is not None else {})

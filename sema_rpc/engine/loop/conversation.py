@@ -49,7 +49,7 @@ from sema_rpc.core.stream import (
     ThinkingDelta,
     ToolSpec,
 )
-from sema_rpc.engine.events import EventBus
+from sema_rpc.engine.events import EventBus, delta_events
 from sema_rpc.engine.loop.budget import batch_budgets, cap_results
 from sema_rpc.engine.loop.compaction import CompactionResult, Compactor
 from sema_rpc.engine.loop.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
@@ -372,13 +372,15 @@ class Conversation:
         outcome: ResponseDone | ResponseFailed | None = None
         # The response's id is known before its first chunk: every chunk carries it.
         message_id = new_message_id()
+        text_chunk = delta_events(TextChunkParams, message_id=message_id)
+        thinking_chunk = delta_events(ThinkingChunkParams, message_id=message_id)
         with self.hooks.control.cancellable():
             async with aclosing(self.hooks.provider.stream(request)) as events:
                 async for event in events:
                     if isinstance(event, TextDelta):
-                        self._emit(TextChunkParams(delta=event.text, message_id=message_id))
+                        self._emit(text_chunk(event.text))
                     elif isinstance(event, ThinkingDelta):
-                        self._emit(ThinkingChunkParams(delta=event.text, message_id=message_id))
+                        self._emit(thinking_chunk(event.text))
                     elif isinstance(event, ResponseDone | ResponseFailed):
                         outcome = event
         if isinstance(outcome, ResponseDone):

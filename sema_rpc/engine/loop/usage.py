@@ -128,6 +128,9 @@ class UsageMeter:
         self.session = totals
 
 
+_DELTAS = (TextDelta, ThinkingDelta)
+
+
 class _Metered:
     """A provider whose complete responses are counted on a meter."""
 
@@ -143,11 +146,11 @@ class _Metered:
         try:
             async with aclosing(self.inner.stream(request)) as events:
                 async for event in events:
-                    if isinstance(event, ResponseDone):
+                    if isinstance(event, _DELTAS):  # first: nearly every event is one
+                        streamed = (streamed or 0) + len(event.text)
+                    elif isinstance(event, ResponseDone):
                         streamed = None
                         self.meter.add(event.usage, self.price)
-                    elif isinstance(event, TextDelta | ThinkingDelta):
-                        streamed = (streamed or 0) + len(event.text)
                     else:
                         streamed = None  # failed: the provider bills nothing it reports
                     yield event
