@@ -35,7 +35,6 @@ from sema_rpc.engine.prompt.system_prompt import (
     git_status_summary,
     plan_mode_reminder,
 )
-from sema_rpc.protocol import NOTIFICATIONS, EventParams
 from sema_rpc.tools.base import FileSnapshot, Tool
 
 if TYPE_CHECKING:
@@ -104,7 +103,8 @@ class InputPipeline:
         one-time work in a background task on the loop, so the first prompt costs what a
         later one does — the history file (created on the writer thread), the git
         snapshot, the checkpoint index (on a thread), the tools' modules and schemas, the
-        skills and rules scan, the wire models (and the models their fields hold).
+        skills and rules scan, the wire models of a turn that calls no tool (and the
+        models their fields hold).
         Nothing here is sent anywhere; a failure only means the first prompt does the
         work itself (and reports what goes wrong there)."""
         if self._warming is None:
@@ -128,12 +128,9 @@ class InputPipeline:
             self.session.tokens.set_overhead(setup.system_prompt, setup.specs)
             await asyncio.sleep(0)
             load_rules(self.session.working_dir)
-            for model in _turn_models():
+            for model in _first_turn_models():
                 await asyncio.sleep(0)  # one at a time: the loop keeps serving
                 model.model_rebuild()
-            for event in NOTIFICATIONS.values():
-                await asyncio.sleep(0)
-                _stamp(event)
         except Exception:
             log.debug("first-turn warm-up failed", exc_info=True)
 
@@ -280,30 +277,35 @@ def subagent_setup(
     return TurnSetup(tools, by_name, specs, system_prompt)
 
 
-def _stamp(model: type[EventParams]) -> None:
-    """Assign the envelope fields the event bus stamps on every event: pydantic builds
-    (and keeps) a field's assignment handler per class on its first assignment."""
-    event = model.model_construct()
-    event.session_id, event.agent_id, event.seq = "", "main", 0
+def _first_turn_models() -> list[Any]:
+    """The models a turn that calls no tool validates or emits, not built yet
+    (`defer_build`): the prompt's, the events of every turn (`protocol_events`) and the
+    messages. The rest (a tool call's events, a setting's) build their own validator
+    on first use, about a millisecond each, so a session that never needs them (most
+    servers a script or a test starts) does not pay for them."""
+    from sema_rpc import protocol_events
+    from sema_rpc.protocol_events import EventParams
+
+    events = [getattr(protocol_events, name) for name in protocol_events.__all__]
+    roots = [m for m in events if isinstance(m, type) and issubclass(m, EventParams)]
+    return [m for m in turn_model_classes(roots) if not m.__pydantic_complete__]
 
 
-def _turn_models() -> list[Any]:
-    """The models of `turn_model_classes()` not built yet (`defer_build`)."""
-    return [m for m in turn_model_classes() if not m.__pydantic_complete__]
-
-
-def turn_model_classes() -> list[Any]:
+def turn_model_classes(events: list[Any] | None = None) -> list[Any]:
     """The pydantic models a turn validates or emits: the prompt's params and result,
-    every notification, the messages, and the models their fields hold. A nested model
-    has a validator of its own, built when the turn validates it directly (the usage
-    totals, a `turn:diff` file entry); building the outer model does not build it."""
+    `events` (every notification by default), the messages, and the models their fields
+    hold. A nested model has a validator of its own, built when the turn validates it
+    directly (the usage totals, a `turn:diff` file entry); building the outer model does
+    not build it."""
     from pydantic import BaseModel
 
     from sema_rpc.core import messages
     from sema_rpc.protocol import METHODS, NOTIFICATIONS
 
     prompt = METHODS["session/prompt"]
-    roots: list[Any] = [prompt.params, prompt.result, *NOTIFICATIONS.values()]
+    if events is None:
+        events = list(NOTIFICATIONS.values())
+    roots: list[Any] = [prompt.params, prompt.result, *events]
     roots += [
         m
         for m in vars(messages).values()
