@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { SemaConnection, type SessionEvent, type TranscriptMessage } from "../src/client";
-import { allLiveSessions, discoverServers, runDir } from "../src/endpoints";
+import { allLiveSessions, discoverServers, type LiveSession, runDir } from "../src/endpoints";
 import { MODEL, SEMA_RPC, ScriptedModel, TempHome, waitFor } from "./support/harness";
 
 let model: ScriptedModel;
@@ -146,7 +146,16 @@ describe("Attach to a running session", { timeout: 180000 }, () => {
         "the one-shot's endpoint file",
       );
       const [server] = discoverServers(runDir({ SEMA_ROOT: home.semaRoot })).filter((s) => s.pid === run.pid);
-      const { sessions } = await allLiveSessions([server], "lister");
+      // The endpoint file is written once the listener is up; the session is created a
+      // moment later, so a client that comes that early finds the server with no session.
+      let sessions: LiveSession[] = [];
+      for (const deadline = Date.now() + 30000; sessions.length === 0; ) {
+        ({ sessions } = await allLiveSessions([server], "lister"));
+        if (sessions.length === 0) {
+          assert.ok(Date.now() < deadline, "the one-shot's session is listed");
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      }
       const conn = await SemaConnection.connect(server.endpoint);
       await conn.initialize("attach-test", "0");
       const events: SessionEvent[] = [];
