@@ -217,15 +217,48 @@ class Tool:
         """The JSON Schema of `Input` as the model sees it: generated ahead for the
         built-in tools (tools/schemas.py), else built here, once per class."""
         if cls.__dict__.get("_schema_cache") is None:
-            schema = _generated_schemas().get(schema_key(cls))
-            cls._schema_cache = schema if schema is not None else build_input_schema(cls)
+            card = generated_cards().get(schema_key(cls))
+            cls._schema_cache = card.input_schema if card is not None else build_input_schema(cls)
         assert cls._schema_cache is not None
         return cls._schema_cache
 
 
+class ToolCard:
+    """What a model request and a tool list need of a tool class, without its module:
+    generated ahead for the built-in tools (tools/schemas.py) so that offering a tool
+    does not import it (tools/registry.py)."""
+
+    __slots__ = ("description", "input_schema", "name", "read_only", "ref")
+
+    def __init__(
+        self, ref: str, name: str, description: str, read_only: bool, input_schema: dict[str, Any]
+    ) -> None:
+        self.ref = ref  # `module:QualName` of the class (`schema_key`)
+        self.name = name
+        self.description = description
+        self.read_only = read_only
+        self.input_schema = input_schema
+
+    @classmethod
+    def of(cls, tool: type[Tool]) -> ToolCard:
+        """The card of a tool class as it is now (what the generated file stores)."""
+        return cls(
+            schema_key(tool), tool.name, tool.description, tool.read_only, build_input_schema(tool)
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "read_only": self.read_only,
+            "input_schema": self.input_schema,
+        }
+
+
 TOOL_SCHEMAS_FILE = Path(__file__).resolve().parent.parent / "data" / "tool_schemas.json"
-"""The built-in tools' input schemas, written by `make generate` (tools/schemas.py)."""
-_generated: list[dict[str, Any]] = []
+"""The built-in tools' cards (name, description, read-only flag, input schema), keyed
+`module:QualName`, written by `make generate` (tools/schemas.py)."""
+_generated: list[dict[str, ToolCard]] = []
 
 
 def schema_key(cls: type[Tool]) -> str:
@@ -240,10 +273,18 @@ def build_input_schema(cls: type[Tool]) -> dict[str, Any]:
     return schema
 
 
-def _generated_schemas() -> dict[str, Any]:
+def generated_cards() -> dict[str, ToolCard]:
+    """TOOL_SCHEMAS_FILE's cards by key; empty when the file is missing or unreadable (a
+    source checkout mid-change: the tools are then imported and described as they are)."""
     if not _generated:
+        cards: dict[str, ToolCard] = {}
         try:
-            _generated.append(json.loads(TOOL_SCHEMAS_FILE.read_text("utf-8")))
-        except (OSError, ValueError):  # not generated (a source checkout mid-change): built
-            _generated.append({})
+            stored = json.loads(TOOL_SCHEMAS_FILE.read_text("utf-8"))
+            for ref, c in stored.items():
+                cards[ref] = ToolCard(
+                    ref, c["name"], c["description"], c["read_only"], c["input_schema"]
+                )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            cards = {}
+        _generated.append(cards)
     return _generated[0]

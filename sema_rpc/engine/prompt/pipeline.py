@@ -28,7 +28,6 @@ from sema_rpc.core.project.rules import load_rules
 from sema_rpc.core.project.skills import list_skills, skill_summaries
 from sema_rpc.core.stream import ToolSpec
 from sema_rpc.engine.prompt.inputs import is_resource
-from sema_rpc.engine.prompt.references import resolve_references_async
 from sema_rpc.engine.prompt.system_prompt import (
     build_system_prompt,
     first_query_reminders,
@@ -119,9 +118,14 @@ class InputPipeline:
             await asyncio.sleep(0)  # a prompt that came meanwhile is read
             import sema_rpc.engine.loop.compaction
             import sema_rpc.engine.loop.conversation
-            import sema_rpc.engine.loop.run_tools  # noqa: F401
+            import sema_rpc.engine.loop.run_tools
+            import sema_rpc.engine.prompt.references  # noqa: F401
+            from sema_rpc.tools.registry import AGENT_REFS, BUILTIN_REFS, load
 
-            setup = self.turn_setup()  # imports the tools, builds their schemas (cached per class)
+            setup = self.turn_setup()  # the tools' cards (generated schemas)
+            for ref in (*BUILTIN_REFS, *AGENT_REFS):  # their modules, for a first call
+                await asyncio.sleep(0)
+                load(ref)
             await asyncio.sleep(0)
             # The prompt's fixed part, counted once per distinct content: the first turn
             # finds it counted (same git snapshot, same tools).
@@ -208,7 +212,12 @@ class InputPipeline:
                 typed.append(text)
                 block = TextBlock(text=text)
             blocks.append(block)
-        refs = await resolve_references_async("\n".join(typed), s.working_dir, s.read_files)
+        text = "\n".join(typed)
+        if "@" not in text:  # no reference: the references module (and Read) stay unloaded
+            return blocks
+        from sema_rpc.engine.prompt.references import resolve_references_async
+
+        refs = await resolve_references_async(text, s.working_dir, s.read_files)
         if refs.references:
             s.bus.emit(FileReferenceParams(references=refs.references))
         return [*blocks, *(TextBlock(text=r) for r in refs.reminders)]
