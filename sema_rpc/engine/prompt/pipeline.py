@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import anyio
 
 from sema_rpc.core.messages import ContentBlock, TextBlock
-from sema_rpc.core.project.custom_commands import expand
 from sema_rpc.core.project.rules import load_rules
 from sema_rpc.core.project.skills import list_skills, skill_summaries
 from sema_rpc.core.stream import ToolSpec
@@ -208,7 +207,7 @@ class InputPipeline:
         typed: list[str] = []
         for i, block in enumerate(content):
             if isinstance(block, TextBlock) and not is_resource(block):
-                text = (expand(block.text, s.working_dir) if i == 0 else None) or block.text
+                text = (_expand(block.text, s.working_dir) if i == 0 else None) or block.text
                 typed.append(text)
                 block = TextBlock(text=text)
             blocks.append(block)
@@ -291,6 +290,15 @@ def _stamp(model: type[EventParams]) -> None:
     (and keeps) a field's assignment handler per class on its first assignment."""
     event = model.model_construct()
     event.session_id, event.agent_id, event.seq = "", "main", 0
+
+
+def _expand(text: str, working_dir: Path) -> str | None:
+    """The custom command `text` names, expanded; its module loads only for a `/`."""
+    if not text.lstrip().startswith("/"):
+        return None
+    from sema_rpc.core.project.custom_commands import expand
+
+    return expand(text, working_dir)
 
 
 def _turn_models() -> list[Any]:
