@@ -36,14 +36,31 @@ class ToolError(Exception):
     """A failure to report to the model as an error tool result (not a bug)."""
 
 
-@dataclass(slots=True)
+# FileSnapshot, FileEffect, RebuildContext and ToolServices are plain classes rather than
+# dataclasses: every session's start loads this module, and a dataclass costs its
+# creation there (ToolContext and ToolOutput are copied with `dataclasses.replace`).
+
+
 class FileSnapshot:
     """What a file looked like when the Read tool last returned it (Write/Edit precondition)."""
 
-    mtime_ns: int
-    size: int
-    inode: int
-    """Catches a file renamed over the one that was read (same size, copied mtime)."""
+    __slots__ = ("inode", "mtime_ns", "size")
+
+    def __init__(self, mtime_ns: int, size: int, inode: int) -> None:
+        self.mtime_ns = mtime_ns
+        self.size = size
+        self.inode = inode
+        """Catches a file renamed over the one that was read (same size, copied mtime)."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileSnapshot):
+            return NotImplemented
+        return (self.mtime_ns, self.size, self.inode) == (other.mtime_ns, other.size, other.inode)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return f"FileSnapshot(mtime_ns={self.mtime_ns}, size={self.size}, inode={self.inode})"
 
 
 class SubagentRun(Protocol):
@@ -56,16 +73,20 @@ class SubagentRun(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
 class FileEffect:
     """The files a call may change (`Tool.changes_files`)."""
 
-    paths: tuple[Path, ...] = ()
-    """Files it names (Write, Edit)."""
-    workspace: bool = False
-    """It may change any file in the workspace (a command)."""
-    mentions: str = ""
-    """Text that may name the files it changes (a command line)."""
+    __slots__ = ("mentions", "paths", "workspace")
+
+    def __init__(
+        self, paths: tuple[Path, ...] = (), workspace: bool = False, mentions: str = ""
+    ) -> None:
+        self.paths = paths
+        """Files it names (Write, Edit)."""
+        self.workspace = workspace
+        """It may change any file in the workspace (a command)."""
+        self.mentions = mentions
+        """Text that may name the files it changes (a command line)."""
 
 
 class ChangeWatch(Protocol):
@@ -106,44 +127,55 @@ class CommandRunner(Protocol):
         ...
 
 
-@dataclass
 class ToolServices:
     """What the engine lends the tools of one session (the main agent's and its
     subagents'). A service left None is not available: the tool says so to the model."""
 
-    todos: list[dict[str, Any]] = field(default_factory=list)
-    """The session's todo list (TodoWrite replaces it; `/clear` empties it)."""
-    on_todos: Callable[[list[dict[str, Any]]], None] | None = None
-    """Called with the new list after TodoWrite (the engine records and announces it)."""
-    ask_user: Callable[[list[dict[str, Any]], str], Awaitable[Any]] | None = None
-    """AskUserQuestion: (wire-shaped questions, the asking call's id) →
-    `{"answers": {question: answer}}`, or None when the client cannot answer."""
-    plan_exit: Callable[[str, str, str], Awaitable[Any]] | None = None
-    """ExitPlanMode: (plan path, plan text, the asking call's id) → the client's decision,
-    or None when the client cannot answer."""
-    run_subagent: SubagentRun | None = None
-    """Task: set for the duration of a main-agent turn."""
-    changes: ChangeWatch | None = None
-    """Sees the files each call that changes files touches (`Tool.changes_files`)."""
+    def __init__(
+        self,
+        todos: list[dict[str, Any]] | None = None,
+        on_todos: Callable[[list[dict[str, Any]]], None] | None = None,
+        ask_user: Callable[[list[dict[str, Any]], str], Awaitable[Any]] | None = None,
+        plan_exit: Callable[[str, str, str], Awaitable[Any]] | None = None,
+        run_subagent: SubagentRun | None = None,
+        changes: ChangeWatch | None = None,
+        editor_files: EditorFiles | None = None,
+        sandbox: SandboxSettings | None = None,
+        command_runner: CommandRunner | None = None,
+    ) -> None:
+        self.todos: list[dict[str, Any]] = [] if todos is None else todos
+        """The session's todo list (TodoWrite replaces it; `/clear` empties it)."""
+        self.on_todos = on_todos
+        """Called with the new list after TodoWrite (the engine records and announces it)."""
+        self.ask_user = ask_user
+        """AskUserQuestion: (wire-shaped questions, the asking call's id) →
+        `{"answers": {question: answer}}`, or None when the client cannot answer."""
+        self.plan_exit = plan_exit
+        """ExitPlanMode: (plan path, plan text, the asking call's id) → the client's
+        decision, or None when the client cannot answer."""
+        self.run_subagent = run_subagent
+        """Task: set for the duration of a main-agent turn."""
+        self.changes = changes
+        """Sees the files each call that changes files touches (`Tool.changes_files`)."""
+        self.editor_files = editor_files
+        """Files through the editor (see EditorFiles); None: the disk."""
+        self.sandbox: SandboxSettings = SandboxSettings() if sandbox is None else sandbox
+        """The session's OS sandbox for the commands the model runs (mode `off`: none)."""
+        self.command_runner = command_runner
+        """Where Bash runs its command (e.g. the ACP client's terminal); None: a child
+        process of this server. Bash's checks and consent come first either way."""
 
-    editor_files: EditorFiles | None = None
-    """Files through the editor (see EditorFiles); None: the disk."""
-    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
-    """The session's OS sandbox for the commands the model runs (mode `off`: none)."""
 
-    command_runner: CommandRunner | None = None
-    """Where Bash runs its command (e.g. the ACP client's terminal); None: a child
-    process of this server. Bash's checks and consent come first either way."""
-
-
-@dataclass(frozen=True, slots=True)
 class RebuildContext:
     """A tool's result that changes the turn itself (ExitPlanMode approved): the loop
     switches to `new_mode` and rebuilds its tools and system prompt; with a
     `rebuild_message` the conversation restarts from that user message."""
 
-    new_mode: Mode = "Agent"
-    rebuild_message: str | None = None
+    __slots__ = ("new_mode", "rebuild_message")
+
+    def __init__(self, new_mode: Mode = "Agent", rebuild_message: str | None = None) -> None:
+        self.new_mode: Mode = new_mode
+        self.rebuild_message = rebuild_message
 
 
 @dataclass

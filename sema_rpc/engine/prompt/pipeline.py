@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -47,16 +46,26 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass
 class TurnSetup:
-    offered: list[Tool]
-    """Tools the model is offered this turn (their specs are sent)."""
-    accepted: dict[str, Tool]
-    """Tools the runner accepts by name: like `offered`, but in Plan mode also the write
-    tools, so that calling one by name is refused as a Plan-mode violation rather than
-    reported as unknown."""
-    specs: list[ToolSpec]
-    system_prompt: str
+    # TurnSetup and InputPipeline are plain classes: a dataclass costs its creation on
+    # every start, and neither is compared or copied.
+    __slots__ = ("accepted", "offered", "specs", "system_prompt")
+
+    def __init__(
+        self,
+        offered: list[Tool],
+        accepted: dict[str, Tool],
+        specs: list[ToolSpec],
+        system_prompt: str,
+    ) -> None:
+        self.offered = offered
+        """Tools the model is offered this turn (their specs are sent)."""
+        self.accepted = accepted
+        """Tools the runner accepts by name: like `offered`, but in Plan mode also the
+        write tools, so that calling one by name is refused as a Plan-mode violation
+        rather than reported as unknown."""
+        self.specs = specs
+        self.system_prompt = system_prompt
 
 
 class PipelineSession(Protocol):
@@ -87,15 +96,15 @@ class PipelineSession(Protocol):
     def client_system_prompt(self) -> tuple[str, str] | None: ...
 
 
-@dataclass
 class InputPipeline:
-    session: PipelineSession
-    mcp_tools: Sequence[Tool] = ()
-    git_status: str | None = None
-    _git_checked: bool = False
-    _git_task: asyncio.Future[str | None] | None = None
-    _warming: asyncio.Task[None] | None = None
-    plan_reminded: bool = False
+    def __init__(self, session: PipelineSession) -> None:
+        self.session = session
+        self.mcp_tools: Sequence[Tool] = ()
+        self.git_status: str | None = None
+        self._git_checked = False
+        self._git_task: asyncio.Future[str | None] | None = None
+        self._warming: asyncio.Task[None] | None = None
+        self.plan_reminded = False
 
     def warm_up(self) -> None:
         """Once the session has its model (after `session/create`): do the first turn's
