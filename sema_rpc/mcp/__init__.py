@@ -2,7 +2,8 @@
 
 Importing this package is cheap: the `mcp` SDK is imported only when a server starts, and
 the names below load their module on first use (PEP 562), so a session without MCP
-servers reads its configuration (`.config`) and never loads the manager or the tool.
+servers never loads the manager or the tool, nor its configuration (`.config`) when no
+MCP file exists and the editor names no server (`.paths`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ if TYPE_CHECKING:
         load_mcp_config,
         parse_editor_servers,
         parse_mcp_file,
-        project_mcp_path,
-        user_mcp_path,
     )
     from .manager import McpManager, ServerErrorCallback, ServerState
+    from .paths import project_mcp_path, user_mcp_path
     from .tool import McpCallError, McpInput, McpTool, mcp_tool_name, result_text
 
 _MODULE_OF = {
@@ -31,8 +31,8 @@ _MODULE_OF = {
     "load_mcp_config": "config",
     "parse_editor_servers": "config",
     "parse_mcp_file": "config",
-    "project_mcp_path": "config",
-    "user_mcp_path": "config",
+    "project_mcp_path": "paths",
+    "user_mcp_path": "paths",
     "McpManager": "manager",
     "ServerErrorCallback": "manager",
     "ServerState": "manager",

@@ -43,8 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sema_rpc.core.config import sema_root
 from sema_rpc.core.trust import definition_digest, project_env_allowed, project_env_names
+
+from .paths import project_mcp_path, user_mcp_path
 
 __all__ = [
     "McpConfig",
@@ -111,14 +112,6 @@ class McpConfig:
     def project_servers(self) -> list[McpServerConfig]:
         """The servers the project's file defines that would start (not disabled)."""
         return [s for s in self.servers if s.source == self.project_file and not s.disabled]
-
-
-def project_mcp_path(working_dir: Path) -> Path:
-    return working_dir / ".sema" / "mcp.json"
-
-
-def user_mcp_path() -> Path:
-    return sema_root() / "mcp.json"
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -5,18 +5,20 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 
 
-@dataclass
 class SandboxSettings:
     """A session's sandbox: its mode, whether TCP is allowed, its private temp dir."""
 
-    mode: str = "off"
-    network: bool = False
-    reason: str | None = None
-    """Why the sandbox is unavailable here (then `mode` is `off`)."""
-    _temp: str | None = None
+    # A plain class: every session loads this module, and a dataclass costs its creation.
+    __slots__ = ("_temp", "mode", "network", "reason")
+
+    def __init__(self, mode: str = "off", network: bool = False, reason: str | None = None) -> None:
+        self.mode = mode
+        self.network = network
+        self.reason = reason
+        """Why the sandbox is unavailable here (then `mode` is `off`)."""
+        self._temp: str | None = None
 
     @property
     def active(self) -> bool:

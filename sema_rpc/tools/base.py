@@ -36,14 +36,31 @@ class ToolError(Exception):
     """A failure to report to the model as an error tool result (not a bug)."""
 
 
-@dataclass(slots=True)
+# FileSnapshot, FileEffect, RebuildContext and ToolServices are plain classes rather than
+# dataclasses: every session's start loads this module, and a dataclass costs its
+# creation there (ToolContext and ToolOutput are copied with `dataclasses.replace`).
+
+
 class FileSnapshot:
     """What a file looked like when the Read tool last returned it (Write/Edit precondition)."""
 
-    mtime_ns: int
-    size: int
-    inode: int
-    """Catches a file renamed over the one that was read (same size, copied mtime)."""
+    __slots__ = ("inode", "mtime_ns", "size")
+
+    def __init__(self, mtime_ns: int, size: int, inode: int) -> None:
+        self.mtime_ns = mtime_ns
+        self.size = size
+        self.inode = inode
+        """Catches a file renamed over the one that was read (same size, copied mtime)."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileSnapshot):
+            return NotImplemented
+        return (self.mtime_ns, self.size, self.inode) == (other.mtime_ns, other.size, other.inode)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return f"FileSnapshot(mtime_ns={self.mtime_ns}, size={self.size}, inode={self.inode})"
 
 
 class SubagentRun(Protocol):
@@ -56,16 +73,20 @@ class SubagentRun(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
 class FileEffect:
     """The files a call may change (`Tool.changes_files`)."""
 
-    paths: tuple[Path, ...] = ()
-    """Files it names (Write, Edit)."""
-    workspace: bool = False
-    """It may change any file in the workspace (a command)."""
-    mentions: str = ""
-    """Text that may name the files it changes (a command line)."""
+    __slots__ = ("mentions", "paths", "workspace")
+
+    def __init__(
+        self, paths: tuple[Path, ...] = (), workspace: bool = False, mentions: str = ""
+    ) -> None:
+        self.paths = paths
+        """Files it names (Write, Edit)."""
+        self.workspace = workspace
+        """It may change any file in the workspace (a command)."""
+        self.mentions = mentions
+        """Text that may name the files it changes (a command line)."""
 
 
 class ChangeWatch(Protocol):
@@ -106,44 +127,55 @@ class CommandRunner(Protocol):
         ...
 
 
-@dataclass
 class ToolServices:
     """What the engine lends the tools of one session (the main agent's and its
     subagents'). A service left None is not available: the tool says so to the model."""
 
-    todos: list[dict[str, Any]] = field(default_factory=list)
-    """The session's todo list (TodoWrite replaces it; `/clear` empties it)."""
-    on_todos: Callable[[list[dict[str, Any]]], None] | None = None
-    """Called with the new list after TodoWrite (the engine records and announces it)."""
-    ask_user: Callable[[list[dict[str, Any]], str], Awaitable[Any]] | None = None
-    """AskUserQuestion: (wire-shaped questions, the asking call's id) →
-    `{"answers": {question: answer}}`, or None when the client cannot answer."""
-    plan_exit: Callable[[str, str, str], Awaitable[Any]] | None = None
-    """ExitPlanMode: (plan path, plan text, the asking call's id) → the client's decision,
-    or None when the client cannot answer."""
-    run_subagent: SubagentRun | None = None
-    """Task: set for the duration of a main-agent turn."""
-    changes: ChangeWatch | None = None
-    """Sees the files each call that changes files touches (`Tool.changes_files`)."""
+    def __init__(
+        self,
+        todos: list[dict[str, Any]] | None = None,
+        on_todos: Callable[[list[dict[str, Any]]], None] | None = None,
+        ask_user: Callable[[list[dict[str, Any]], str], Awaitable[Any]] | None = None,
+        plan_exit: Callable[[str, str, str], Awaitable[Any]] | None = None,
+        run_subagent: SubagentRun | None = None,
+        changes: ChangeWatch | None = None,
+        editor_files: EditorFiles | None = None,
+        sandbox: SandboxSettings | None = None,
+        command_runner: CommandRunner | None = None,
+    ) -> None:
+        self.todos: list[dict[str, Any]] = [] if todos is None else todos
+        """The session's todo list (TodoWrite replaces it; `/clear` empties it)."""
+        self.on_todos = on_todos
+        """Called with the new list after TodoWrite (the engine records and announces it)."""
+        self.ask_user = ask_user
+        """AskUserQuestion: (wire-shaped questions, the asking call's id) →
+        `{"answers": {question: answer}}`, or None when the client cannot answer."""
+        self.plan_exit = plan_exit
+        """ExitPlanMode: (plan path, plan text, the asking call's id) → the client's
+        decision, or None when the client cannot answer."""
+        self.run_subagent = run_subagent
+        """Task: set for the duration of a main-agent turn."""
+        self.changes = changes
+        """Sees the files each call that changes files touches (`Tool.changes_files`)."""
+        self.editor_files = editor_files
+        """Files through the editor (see EditorFiles); None: the disk."""
+        self.sandbox: SandboxSettings = SandboxSettings() if sandbox is None else sandbox
+        """The session's OS sandbox for the commands the model runs (mode `off`: none)."""
+        self.command_runner = command_runner
+        """Where Bash runs its command (e.g. the ACP client's terminal); None: a child
+        process of this server. Bash's checks and consent come first either way."""
 
-    editor_files: EditorFiles | None = None
-    """Files through the editor (see EditorFiles); None: the disk."""
-    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
-    """The session's OS sandbox for the commands the model runs (mode `off`: none)."""
 
-    command_runner: CommandRunner | None = None
-    """Where Bash runs its command (e.g. the ACP client's terminal); None: a child
-    process of this server. Bash's checks and consent come first either way."""
-
-
-@dataclass(frozen=True, slots=True)
 class RebuildContext:
     """A tool's result that changes the turn itself (ExitPlanMode approved): the loop
     switches to `new_mode` and rebuilds its tools and system prompt; with a
     `rebuild_message` the conversation restarts from that user message."""
 
-    new_mode: Mode = "Agent"
-    rebuild_message: str | None = None
+    __slots__ = ("new_mode", "rebuild_message")
+
+    def __init__(self, new_mode: Mode = "Agent", rebuild_message: str | None = None) -> None:
+        self.new_mode: Mode = new_mode
+        self.rebuild_message = rebuild_message
 
 
 @dataclass
@@ -217,15 +249,48 @@ class Tool:
         """The JSON Schema of `Input` as the model sees it: generated ahead for the
         built-in tools (tools/schemas.py), else built here, once per class."""
         if cls.__dict__.get("_schema_cache") is None:
-            schema = _generated_schemas().get(schema_key(cls))
-            cls._schema_cache = schema if schema is not None else build_input_schema(cls)
+            card = generated_cards().get(schema_key(cls))
+            cls._schema_cache = card.input_schema if card is not None else build_input_schema(cls)
         assert cls._schema_cache is not None
         return cls._schema_cache
 
 
+class ToolCard:
+    """What a model request and a tool list need of a tool class, without its module:
+    generated ahead for the built-in tools (tools/schemas.py) so that offering a tool
+    does not import it (tools/registry.py)."""
+
+    __slots__ = ("description", "input_schema", "name", "read_only", "ref")
+
+    def __init__(
+        self, ref: str, name: str, description: str, read_only: bool, input_schema: dict[str, Any]
+    ) -> None:
+        self.ref = ref  # `module:QualName` of the class (`schema_key`)
+        self.name = name
+        self.description = description
+        self.read_only = read_only
+        self.input_schema = input_schema
+
+    @classmethod
+    def of(cls, tool: type[Tool]) -> ToolCard:
+        """The card of a tool class as it is now (what the generated file stores)."""
+        return cls(
+            schema_key(tool), tool.name, tool.description, tool.read_only, build_input_schema(tool)
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "read_only": self.read_only,
+            "input_schema": self.input_schema,
+        }
+
+
 TOOL_SCHEMAS_FILE = Path(__file__).resolve().parent.parent / "data" / "tool_schemas.json"
-"""The built-in tools' input schemas, written by `make generate` (tools/schemas.py)."""
-_generated: list[dict[str, Any]] = []
+"""The built-in tools' cards (name, description, read-only flag, input schema), keyed
+`module:QualName`, written by `make generate` (tools/schemas.py)."""
+_generated: list[dict[str, ToolCard]] = []
 
 
 def schema_key(cls: type[Tool]) -> str:
@@ -240,10 +305,18 @@ def build_input_schema(cls: type[Tool]) -> dict[str, Any]:
     return schema
 
 
-def _generated_schemas() -> dict[str, Any]:
+def generated_cards() -> dict[str, ToolCard]:
+    """TOOL_SCHEMAS_FILE's cards by key; empty when the file is missing or unreadable (a
+    source checkout mid-change: the tools are then imported and described as they are)."""
     if not _generated:
+        cards: dict[str, ToolCard] = {}
         try:
-            _generated.append(json.loads(TOOL_SCHEMAS_FILE.read_text("utf-8")))
-        except (OSError, ValueError):  # not generated (a source checkout mid-change): built
-            _generated.append({})
+            stored = json.loads(TOOL_SCHEMAS_FILE.read_text("utf-8"))
+            for ref, c in stored.items():
+                cards[ref] = ToolCard(
+                    ref, c["name"], c["description"], c["read_only"], c["input_schema"]
+                )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            cards = {}
+        _generated.append(cards)
     return _generated[0]

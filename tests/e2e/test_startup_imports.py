@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,6 +46,27 @@ ONE_SHOT_NEVER = (
     "sema_rpc.ts_gen",
     "sema_rpc.client_gen",
     "sema_rpc.spec_tables",
+    # offered from their generated cards: a tool's module loads when it is first called
+    "sema_rpc.tools.read",
+    "sema_rpc.tools.glob",
+    "sema_rpc.tools.grep",
+    "sema_rpc.tools.bash",
+    "sema_rpc.tools.write",
+    "sema_rpc.tools.edit",
+    "sema_rpc.tools.todo_write",
+    "sema_rpc.tools.task",
+    "sema_rpc.tools.skill",
+    "sema_rpc.tools.ask_user_question",
+    "sema_rpc.tools.exit_plan_mode",
+    "sema_rpc.core.policy.bash_safety",
+    "sema_rpc.core.policy.bash_targets",
+    "sema_rpc.core.policy.shell_lexer",
+    # loaded where a turn that calls no tool never goes
+    "sema_rpc.engine.prompt.references",
+    "sema_rpc.core.project.custom_commands",
+    "sema_rpc.engine.session.subagents",
+    "sema_rpc.engine.store.listing",
+    "sema_rpc.mcp.config",
 )
 """Never imported by `sema-rpc run --yes --model anthropic/… PROMPT` answering in text,
 with no MCP server configured (a module and its submodules)."""
@@ -130,6 +153,39 @@ def test_a_plain_http_one_shot_never_reads_the_ca_store(
     assert lines[-1]["result"]["stopReason"] == "end_turn"
     text = [x["params"]["delta"] for x in lines if x.get("method") == "message:text:chunk"]
     assert "".join(text) == "hello there"
+
+
+MOVED_OFF = tuple(
+    m
+    for m in ONE_SHOT_NEVER
+    if m.startswith(("sema_rpc.tools.", "sema_rpc.core.", "sema_rpc.engine.", "sema_rpc.mcp."))
+)
+"""The modules a turn that calls no tool does without (tools, @references, custom commands,
+subagents, the session listing, the MCP configuration): none of them on either path."""
+
+
+@pytest.mark.parametrize("dialect", ["--jsonl", "--acp"], ids=["native", "acp"])
+def test_initialize_and_its_end_load_none_of_the_modules_a_turn_does_without(
+    server_env: dict[str, str], tmp_path: Path, dialect: str
+) -> None:
+    """A server spawned, answering `initialize`, then seeing its input end: everything
+    it imported by its exit leaves out the modules a plain turn does without."""
+    out = tmp_path / "modules.json"
+    version: int | str = 1 if dialect == "--acp" else "1"
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": version}}  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", _DUMP_AT_EXIT, dialect],
+        input=json.dumps(request) + "\n", capture_output=True, text=True, timeout=120,
+        cwd=REPO, env={**os.environ, **server_env, "SEMA_TEST_MODULES_OUT": str(out)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answer = json.loads(proc.stdout.splitlines()[0])
+    assert answer["id"] == 1 and answer["result"]["protocolVersion"] == 1
+    modules = json.loads(out.read_text())
+    assert "sema_rpc.rpc.connection" in modules
+    assert _hits(modules, MOVED_OFF) == []
+    assert _hits(modules, ("sema_rpc.engine", "sema_rpc.tools", "sema_rpc.mcp")) == []
 
 
 def test_a_one_shot_builds_only_the_wire_models_it_uses(

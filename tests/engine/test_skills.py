@@ -38,7 +38,8 @@ def test_sources_precedence_and_fields(ws: Path, sema_home: Path) -> None:
     assert release.when_to_use == "When releasing."
     assert release.body == "# Release\nSteps for $ARGUMENTS."
     assert release.base_dir == ws / ".sema/skills/release"
-    assert find_skill(ws, "pdf") == skills[1]
+    pdf = find_skill(ws, "pdf")
+    assert pdf is not None and (pdf.path, pdf.source) == (skills[1].path, "user")
     assert find_skill(ws, "nope") is None
 
 

@@ -28,8 +28,10 @@ def test_agent_tools_selection(workspace: Path, sema_home: Path) -> None:
 
 def test_task_lists_project_agents(workspace: Path, sema_home: Path) -> None:
     write(workspace / ".sema/agents/fixer.md", "---\ndescription: Fixes bugs\n---\nFix.")
-    [task] = [t for t in agent_tools(workspace) if isinstance(t, TaskTool)]
+    [task] = [t for t in agent_tools(workspace) if t.name == "Task"]
     assert "fixer" in task.description
+    # offered from its card, it says what the tool itself says once imported
+    assert task.description == TaskTool(workspace).description
 
 
 def test_every_agent_tool_is_described() -> None:

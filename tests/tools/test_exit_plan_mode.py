@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from sema_rpc.protocol import PlanExitRequestParams, PlanExitResult
-from sema_rpc.tools.base import RebuildContext, ToolContext, ToolServices
+from sema_rpc.tools.base import ToolContext, ToolServices
 from sema_rpc.tools.exit_plan_mode import (
     PLAN_EXIT_OPTIONS,
     ExitPlanModeTool,
@@ -56,7 +56,8 @@ async def test_start_editing(workspace: Path, ctx: ToolContext) -> None:
     assert Path(path).parent == workspace / ".sema/plans" and Path(path).read_text() == PLAN
     assert text == PLAN.strip()
     assert not out.is_error and "approved" in out.content
-    assert out.control == RebuildContext(new_mode="Agent", rebuild_message=None)
+    assert out.control is not None
+    assert (out.control.new_mode, out.control.rebuild_message) == ("Agent", None)
 
 
 async def test_clear_context_and_start(workspace: Path, ctx: ToolContext) -> None:

@@ -5,12 +5,13 @@ model the file's schema, key order included (a reordered schema is another reque
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from pydantic import Field
 
 from sema_rpc.tools.base import TOOL_SCHEMAS_FILE, build_input_schema
 from sema_rpc.tools.read import ReadTool
-from sema_rpc.tools.registry import AGENT_TOOLS, BUILTIN_TOOLS
+from sema_rpc.tools.registry import AGENT_TOOLS, BUILTIN_TOOLS, agent_tools, builtin_tools
 from sema_rpc.tools.schemas import render
 
 
@@ -27,8 +28,20 @@ def test_every_built_in_tool_offers_the_generated_schema():
     for cls in [*BUILTIN_TOOLS, *AGENT_TOOLS]:
         offered = cls.input_schema()
         assert json.dumps(offered) == json.dumps(build_input_schema(cls)), cls.name
-        assert offered == stored[f"{cls.__module__}:{cls.__qualname__}"]
+        assert offered == stored[f"{cls.__module__}:{cls.__qualname__}"]["input_schema"]
         assert "title" not in offered
+
+
+def test_the_registry_offers_each_tool_as_its_class_describes_it(tmp_path: Path) -> None:
+    """The tools a turn is offered come from the generated cards, their modules not
+    imported; each says what its class says."""
+    offered = [*builtin_tools(), *agent_tools(tmp_path, plan_mode=True)]
+    classes = [*BUILTIN_TOOLS, *AGENT_TOOLS]
+    assert [t.name for t in offered] == [c.name for c in classes]
+    for tool, cls in zip(offered, classes, strict=True):
+        assert tool.description == cls.description, cls.name
+        assert tool.read_only == cls.read_only, cls.name
+        assert json.dumps(tool.input_schema()) == json.dumps(cls.input_schema()), cls.name
 
 
 def test_a_tool_the_file_does_not_name_builds_its_own():

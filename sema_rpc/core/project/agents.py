@@ -20,7 +20,6 @@ user (AskUserQuestion, ExitPlanMode), no touching the session's todo list (TodoW
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -64,17 +63,28 @@ problem well.
 the order of the steps, the risks and edge cases, and how to verify the result (tests)."""
 
 
-@dataclass(frozen=True, slots=True)
 class AgentDef:
-    name: str
-    description: str
-    system_prompt: str
-    tools: tuple[str, ...] | None = None
-    """Tool names; None = every tool the main agent has (minus SUBAGENT_EXCLUDED)."""
-    model: str = "inherit"
-    """`inherit` | `quick` | `main` | a model spec (`provider/model-id` or a profile)."""
-    source: Literal["builtin", "project", "user"] = "builtin"
-    path: Path | None = None
+    __slots__ = ("description", "model", "name", "path", "source", "system_prompt", "tools")
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        system_prompt: str,
+        tools: tuple[str, ...] | None = None,
+        model: str = "inherit",
+        source: Literal["builtin", "project", "user"] = "builtin",
+        path: Path | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.system_prompt = system_prompt
+        self.tools = tools
+        """Tool names; None = every tool the main agent has (minus SUBAGENT_EXCLUDED)."""
+        self.model = model
+        """`inherit` | `quick` | `main` | a model spec (`provider/model-id` or a profile)."""
+        self.source: Literal["builtin", "project", "user"] = source
+        self.path = path
 
     @property
     def read_only(self) -> bool:

@@ -29,7 +29,6 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -42,13 +41,17 @@ MAX_DEPTH = 8
 _KEY = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_.-]*)\s*:(?:\s+(.*)|\s*)$")
 
 
-@dataclass(frozen=True, slots=True)
 class MarkdownFile:
-    path: Path
-    rel: str
-    """Path below the scanned root, `/`-separated (`frontend/test.md`)."""
-    meta: dict[str, str]
-    body: str
+    # A plain class, as _Entry below, AgentDef and Skill: the project's definitions are
+    # read on every start, and a dataclass costs its creation there.
+    __slots__ = ("body", "meta", "path", "rel")
+
+    def __init__(self, path: Path, rel: str, meta: dict[str, str], body: str) -> None:
+        self.path = path
+        self.rel = rel
+        """Path below the scanned root, `/`-separated (`frontend/test.md`)."""
+        self.meta = meta
+        self.body = body
 
 
 def _unquote(value: str) -> str:
@@ -130,13 +133,21 @@ RACY_NS = 200_000_000
 in git's "racy" index entries): such a scan is not trusted and the next call rescans."""
 
 
-@dataclass(slots=True)
 class _Entry:
-    signature: dict[str, int]
-    """mtime_ns of every directory and file seen by the last scan (absent root: {})."""
-    root_exists: bool
-    files: list[MarkdownFile]
-    racy: bool = False
+    __slots__ = ("files", "racy", "root_exists", "signature")
+
+    def __init__(
+        self,
+        signature: dict[str, int],
+        root_exists: bool,
+        files: list[MarkdownFile],
+        racy: bool = False,
+    ) -> None:
+        self.signature = signature
+        """mtime_ns of every directory and file seen by the last scan (absent root: {})."""
+        self.root_exists = root_exists
+        self.files = files
+        self.racy = racy
 
 
 _cache: dict[tuple[str, str, int], _Entry] = {}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -30,16 +29,27 @@ _VALID_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]*$")
 _warned: set[tuple[str, str]] = set()
 
 
-@dataclass(frozen=True, slots=True)
 class Skill:
-    name: str
-    description: str
-    body: str
-    path: Path
-    """The SKILL.md file; its directory is the skill's base directory."""
-    source: Literal["project", "user"]
-    allowed_tools: list[str] | None = None
-    when_to_use: str | None = None
+    __slots__ = ("allowed_tools", "body", "description", "name", "path", "source", "when_to_use")
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        body: str,
+        path: Path,
+        source: Literal["project", "user"],
+        allowed_tools: list[str] | None = None,
+        when_to_use: str | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.body = body
+        self.path = path
+        """The SKILL.md file; its directory is the skill's base directory."""
+        self.source: Literal["project", "user"] = source
+        self.allowed_tools = allowed_tools
+        self.when_to_use = when_to_use
 
     @property
     def base_dir(self) -> Path:

@@ -115,24 +115,40 @@ def compact_threshold() -> float:
     return value
 
 
-@dataclass
+# CompactionState and CompactionResult are plain classes: every session loads this
+# module, and a dataclass costs its creation there.
+
+
 class CompactionState:
     """Per session: automatic compaction pauses after one that could not get below the
     threshold, until a prompt is measured below the threshold again."""
 
-    armed: bool = True
-    count: int = 0
+    __slots__ = ("armed", "count")
+
+    def __init__(self, armed: bool = True, count: int = 0) -> None:
+        self.armed = armed
+        self.count = count
 
 
-@dataclass
 class CompactionResult:
-    trigger: Trigger
-    strategy: Strategy
-    token_before: int
-    token_compact: int
-    err_msg: str | None = None
-    messages: list[Message] | None = field(default=None, repr=False)
-    """The new curated history; None when nothing changed."""
+    __slots__ = ("err_msg", "messages", "strategy", "token_before", "token_compact", "trigger")
+
+    def __init__(
+        self,
+        trigger: Trigger,
+        strategy: Strategy,
+        token_before: int,
+        token_compact: int,
+        err_msg: str | None = None,
+        messages: list[Message] | None = None,
+    ) -> None:
+        self.trigger: Trigger = trigger
+        self.strategy: Strategy = strategy
+        self.token_before = token_before
+        self.token_compact = token_compact
+        self.err_msg = err_msg
+        self.messages = messages
+        """The new curated history; None when nothing changed."""
 
     @property
     def changed(self) -> bool:

@@ -16,19 +16,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
 from sema_rpc.core.messages import ContentBlock, TextBlock
-from sema_rpc.core.project.custom_commands import expand
 from sema_rpc.core.project.rules import load_rules
 from sema_rpc.core.project.skills import list_skills, skill_summaries
 from sema_rpc.core.stream import ToolSpec
 from sema_rpc.engine.prompt.inputs import is_resource
-from sema_rpc.engine.prompt.references import resolve_references_async
 from sema_rpc.engine.prompt.system_prompt import (
     build_system_prompt,
     first_query_reminders,
@@ -48,16 +45,26 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass
 class TurnSetup:
-    offered: list[Tool]
-    """Tools the model is offered this turn (their specs are sent)."""
-    accepted: dict[str, Tool]
-    """Tools the runner accepts by name: like `offered`, but in Plan mode also the write
-    tools, so that calling one by name is refused as a Plan-mode violation rather than
-    reported as unknown."""
-    specs: list[ToolSpec]
-    system_prompt: str
+    # TurnSetup and InputPipeline are plain classes: a dataclass costs its creation on
+    # every start, and neither is compared or copied.
+    __slots__ = ("accepted", "offered", "specs", "system_prompt")
+
+    def __init__(
+        self,
+        offered: list[Tool],
+        accepted: dict[str, Tool],
+        specs: list[ToolSpec],
+        system_prompt: str,
+    ) -> None:
+        self.offered = offered
+        """Tools the model is offered this turn (their specs are sent)."""
+        self.accepted = accepted
+        """Tools the runner accepts by name: like `offered`, but in Plan mode also the
+        write tools, so that calling one by name is refused as a Plan-mode violation
+        rather than reported as unknown."""
+        self.specs = specs
+        self.system_prompt = system_prompt
 
 
 class PipelineSession(Protocol):
@@ -88,15 +95,15 @@ class PipelineSession(Protocol):
     def client_system_prompt(self) -> tuple[str, str] | None: ...
 
 
-@dataclass
 class InputPipeline:
-    session: PipelineSession
-    mcp_tools: Sequence[Tool] = ()
-    git_status: str | None = None
-    _git_checked: bool = False
-    _git_task: asyncio.Future[str | None] | None = None
-    _warming: asyncio.Task[None] | None = None
-    plan_reminded: bool = False
+    def __init__(self, session: PipelineSession) -> None:
+        self.session = session
+        self.mcp_tools: Sequence[Tool] = ()
+        self.git_status: str | None = None
+        self._git_checked = False
+        self._git_task: asyncio.Future[str | None] | None = None
+        self._warming: asyncio.Task[None] | None = None
+        self.plan_reminded = False
 
     def warm_up(self) -> None:
         """Once the session has its model (after `session/create`): do the first turn's
@@ -119,9 +126,14 @@ class InputPipeline:
             await asyncio.sleep(0)  # a prompt that came meanwhile is read
             import sema_rpc.engine.loop.compaction
             import sema_rpc.engine.loop.conversation
-            import sema_rpc.engine.loop.run_tools  # noqa: F401
+            import sema_rpc.engine.loop.run_tools
+            import sema_rpc.engine.prompt.references  # noqa: F401
+            from sema_rpc.tools.registry import AGENT_REFS, BUILTIN_REFS, load
 
-            setup = self.turn_setup()  # imports the tools, builds their schemas (cached per class)
+            setup = self.turn_setup()  # the tools' cards (generated schemas)
+            for ref in (*BUILTIN_REFS, *AGENT_REFS):  # their modules, for a first call
+                await asyncio.sleep(0)
+                load(ref)
             await asyncio.sleep(0)
             # The prompt's fixed part, counted once per distinct content: the first turn
             # finds it counted (same git snapshot, same tools).
@@ -201,11 +213,16 @@ class InputPipeline:
         typed: list[str] = []
         for i, block in enumerate(content):
             if isinstance(block, TextBlock) and not is_resource(block):
-                text = (expand(block.text, s.working_dir) if i == 0 else None) or block.text
+                text = (_expand(block.text, s.working_dir) if i == 0 else None) or block.text
                 typed.append(text)
                 block = TextBlock(text=text)
             blocks.append(block)
-        refs = await resolve_references_async("\n".join(typed), s.working_dir, s.read_files)
+        text = "\n".join(typed)
+        if "@" not in text:  # no reference: the references module (and Read) stay unloaded
+            return blocks
+        from sema_rpc.engine.prompt.references import resolve_references_async
+
+        refs = await resolve_references_async(text, s.working_dir, s.read_files)
         if refs.references:
             from sema_rpc.protocol import FileReferenceParams
 
@@ -289,6 +306,15 @@ def _first_turn_models() -> list[Any]:
     events = [getattr(protocol_events, name) for name in protocol_events.__all__]
     roots = [m for m in events if isinstance(m, type) and issubclass(m, EventParams)]
     return [m for m in turn_model_classes(roots) if not m.__pydantic_complete__]
+
+
+def _expand(text: str, working_dir: Path) -> str | None:
+    """The custom command `text` names, expanded; its module loads only for a `/`."""
+    if not text.lstrip().startswith("/"):
+        return None
+    from sema_rpc.core.project.custom_commands import expand
+
+    return expand(text, working_dir)
 
 
 def turn_model_classes(events: list[Any] | None = None) -> list[Any]:

@@ -19,7 +19,6 @@ from sema_rpc.engine.loop.compaction import CompactionResult, Compactor, compact
 from sema_rpc.engine.loop.control import TurnControl
 from sema_rpc.engine.loop.run_tools import ToolRunner
 from sema_rpc.engine.loop.usage import metered
-from sema_rpc.engine.session.subagents import SubagentRunner
 from sema_rpc.tools.base import ToolContext
 
 if TYPE_CHECKING:
@@ -105,10 +104,20 @@ def arm_subagents(
     policy: PermissionPolicy,
     server_record_dir: Path | str | None,
 ) -> None:
-    """The Task tool's service for this turn (and its tools, after a context rebuild)."""
-    session.services.run_subagent = SubagentRunner(
-        session, setup, control, policy, subagent_providers(session, server_record_dir)
-    )
+    """The Task tool's service for this turn (and its tools, after a context rebuild).
+    The subagent runner's module loads when a Task call runs, not for every turn."""
+
+    async def run_subagent(
+        subagent_type: str, description: str, prompt: str, *, tool_call_id: str = ""
+    ) -> str:
+        from sema_rpc.engine.session.subagents import SubagentRunner
+
+        runner = SubagentRunner(
+            session, setup, control, policy, subagent_providers(session, server_record_dir)
+        )
+        return await runner(subagent_type, description, prompt, tool_call_id=tool_call_id)
+
+    session.services.run_subagent = run_subagent
 
 
 def continuation_check(

@@ -35,7 +35,6 @@ from sema_rpc.engine.store.history_format import HistoryError, LoadedHistory, va
 from sema_rpc.engine.store.history_reader import has_history, load_history
 from sema_rpc.engine.store.history_writer import HistoryStore
 from sema_rpc.engine.store.input_history import InputHistory
-from sema_rpc.engine.store.listing import delete_history, list_sessions
 from sema_rpc.engine.store.titles import TITLE_CHARS, write_title
 from sema_rpc.protocol import (
     ConfigNoModelsParams,
@@ -237,6 +236,8 @@ class SessionRegistry:
         if params.working_dir is not None:
             working_dir = checked_working_dir(params.working_dir, must_exist=False)
             working_dir = await asyncio.to_thread(working_dir.resolve)
+        from sema_rpc.engine.store.listing import list_sessions
+
         summaries = await asyncio.to_thread(list_sessions, working_dir)
         return SessionListResult(
             sessions=[
@@ -395,6 +396,8 @@ class SessionRegistry:
                     session.id,
                 )
             await self.dispose(SessionDisposeParams(session_id=session.id))
+        from sema_rpc.engine.store.listing import delete_history
+
         deleted = await asyncio.to_thread(delete_history, params.session_id)
         return SessionDeleteResult(deleted=deleted)
 
@@ -413,11 +416,17 @@ class SessionRegistry:
         await asyncio.to_thread(write_title, session_id, title or None)
         if title:
             return SessionRenameResult(title=title)
+        from sema_rpc.engine.store.listing import list_sessions
+
         listed = await asyncio.to_thread(list_sessions)
         first = next((s.title for s in listed if s.session_id == session_id), None)
         return SessionRenameResult(title=first)
 
     async def _start_mcp(self, session: Session, params: SessionCreateParams) -> None:
+        from sema_rpc.mcp.paths import any_mcp_file
+
+        if params.mcp_servers is None and not any_mcp_file(session.working_dir):
+            return  # nothing configured: the configuration's module is not loaded
         from sema_rpc.mcp import load_mcp_config
 
         editor = (

@@ -22,16 +22,12 @@ guarded by one lock.
 from __future__ import annotations
 
 import contextlib
-import difflib
-import glob as globmod
 import hashlib
 import itertools
 import logging
 import os
-import shlex
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,38 +63,59 @@ DIFF_TOTAL_MAX_CHARS = 256 * 1024
 """`turn:diff` caps: a file's diff, and the whole notification's diffs."""
 
 
-@dataclass(slots=True)
+# Plain classes rather than dataclasses: a session that changes no file still loads this
+# module, and a dataclass costs its creation on every start.
+
+
 class Conflict:
-    path: str
-    reason: Literal["modified", "notCaptured"]
+    __slots__ = ("path", "reason")
+
+    def __init__(self, path: str, reason: Literal["modified", "notCaptured"]) -> None:
+        self.path = path
+        self.reason = reason
 
 
-@dataclass(slots=True)
 class RestorePlan:
     """What a rewind (or redo) would write: path → the content to put back."""
 
-    targets: dict[str, Content] = field(default_factory=dict)
-    conflicts: list[Conflict] = field(default_factory=list)
-    current: dict[str, Content] = field(default_factory=dict)
-    """What each target path holds now."""
+    __slots__ = ("conflicts", "current", "targets")
+
+    def __init__(self) -> None:
+        self.targets: dict[str, Content] = {}
+        self.conflicts: list[Conflict] = []
+        self.current: dict[str, Content] = {}
+        """What each target path holds now."""
 
 
-@dataclass(slots=True)
 class FileDiff:
-    path: str
-    status: Literal["added", "modified", "deleted"]
-    additions: int
-    deletions: int
-    diff: str
+    __slots__ = ("additions", "deletions", "diff", "path", "status")
+
+    def __init__(
+        self,
+        path: str,
+        status: Literal["added", "modified", "deleted"],
+        additions: int,
+        deletions: int,
+        diff: str,
+    ) -> None:
+        self.path = path
+        self.status = status
+        self.additions = additions
+        self.deletions = deletions
+        self.diff = diff
 
 
-@dataclass(slots=True)
 class BashWatch:
-    before: dict[str, Stamp]
-    kept: dict[str, Content]
-    capped: bool = False
-    """The scan before the command stopped at the limit: a file it did not list may have
-    existed (its earlier content is then unknown, never "absent")."""
+    __slots__ = ("before", "capped", "kept")
+
+    def __init__(
+        self, before: dict[str, Stamp], kept: dict[str, Content], capped: bool = False
+    ) -> None:
+        self.before = before
+        self.kept = kept
+        self.capped = capped
+        """The scan before the command stopped at the limit: a file it did not list may
+        have existed (its earlier content is then unknown, never "absent")."""
 
 
 class CheckpointStore:
@@ -313,6 +330,8 @@ class CheckpointStore:
         or written."""
         root = str(self.working_dir)
         try:
+            import shlex
+
             words = shlex.split(command, comments=True)
         except ValueError:
             words = command.split()
@@ -350,6 +369,8 @@ class CheckpointStore:
             literal, _rest = split_glob(pattern)
             if not is_inside(Path(os.path.realpath(literal or "/")), self.working_dir):
                 return  # never walk outside the workspace
+            import glob as globmod
+
             candidates = itertools.islice(globmod.iglob(pattern, recursive=True), NAMED_MAX_FILES)
         for c in candidates:
             resolved = os.path.realpath(c)
@@ -432,12 +453,15 @@ class CheckpointStore:
 
     def diffs(self, turn_id: str | None) -> tuple[list[FileDiff], bool]:
         """The turn's changes as unified diffs (capped; the flag says some were cut)."""
+        changes = self.turn_changes(turn_id)
+        if not changes:  # a turn that changed nothing loads no diffing
+            return [], False
         from sema_rpc.tools.write import diff_stats
 
         out: list[FileDiff] = []
         truncated = False
         total = 0
-        for path, (before, after) in sorted(self.turn_changes(turn_id).items()):
+        for path, (before, after) in sorted(changes.items()):
             shown = display_path(Path(path), self.working_dir)
             status: Literal["added", "modified", "deleted"] = (
                 "added"
@@ -466,6 +490,8 @@ class CheckpointStore:
             return f"Binary files a/{shown} and b/{shown} differ\n"
         from_file = "/dev/null" if before.sha is None else f"a/{shown}"
         to_file = "/dev/null" if after.sha is None else f"b/{shown}"
+        import difflib
+
         lines = difflib.unified_diff(
             old.splitlines(keepends=True),
             new.splitlines(keepends=True),

@@ -7,7 +7,6 @@ The loop and the loader (`history_reader`) share these, so both build the same l
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 from sema_rpc.core.messages import (
     ContentBlock,
@@ -74,18 +73,21 @@ def find_message(history: list[Message], message_id: str) -> tuple[int, int] | N
     return None
 
 
-@dataclass
 class Located:
     """One message of a curated history, also one merged into another."""
 
-    index: int
-    """Its place in the history (the merged message's, for a part)."""
-    role: str
-    kind: str | None
-    """`prompt`, `summary`, `notice` (inferred for messages written before kinds were
-    stored); None for tool results and assistant messages."""
-    blocks: list[ContentBlock]
-    """Its own blocks."""
+    # A plain class (every session loads this module; a dataclass costs its creation).
+    __slots__ = ("blocks", "index", "kind", "role")
+
+    def __init__(self, index: int, role: str, kind: str | None, blocks: list[ContentBlock]) -> None:
+        self.index = index
+        """Its place in the history (the merged message's, for a part)."""
+        self.role = role
+        self.kind = kind
+        """`prompt`, `summary`, `notice` (inferred for messages written before kinds
+        were stored); None for tool results and assistant messages."""
+        self.blocks = blocks
+        """Its own blocks."""
 
 
 def locate(history: list[Message], message_id: str) -> Located | None:

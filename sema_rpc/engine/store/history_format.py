@@ -97,15 +97,20 @@ class LoadedHistory:
     `/clear` drop nothing): what a client shows. Only when asked for (`whole`)."""
 
 
-@dataclass
 class Redo:
     """What `session/rewind {redo: true}` puts back: the last rewind, undone."""
 
-    restore: str
-    history: list[Message] | None
-    """The curated history before the rewind (None: it left the conversation alone)."""
-    files: list[dict[str, Any]]
-    """`{path, found, wrote}` per file the rewind wrote, as its history entry has them."""
+    # A plain class (every session loads this module; a dataclass costs its creation).
+    __slots__ = ("files", "history", "restore")
+
+    def __init__(
+        self, restore: str, history: list[Message] | None, files: list[dict[str, Any]]
+    ) -> None:
+        self.restore = restore
+        self.history = history
+        """The curated history before the rewind (None: it left the conversation alone)."""
+        self.files = files
+        """`{path, found, wrote}` per file the rewind wrote, as its history entry has them."""
 
 
 def history_dir() -> Path:
