@@ -106,19 +106,19 @@ class _VersionLoader(SourceFileLoader):
 
 
 class _Finder:
-    """On `sys.meta_path` until both modules are imported."""
+    """On `sys.meta_path` for good once installed: a dict lookup per import. It never
+    takes itself off: another thread may be walking `sys.meta_path` at that moment (the
+    warm-up imports httpx2 while the main thread imports), and a list that shrinks
+    under a walk skips the finder after the one removed, failing that thread's import
+    with ModuleNotFoundError."""
 
     @classmethod
     def find_spec(
         cls, fullname: str, path: Sequence[str] | None = None, target: Any = None
     ) -> ModuleSpec | None:
         dist = _TARGETS.get(fullname)
-        if dist is None:
+        if dist is None or fullname in sys.modules:
             return None
-        with _lock:
-            _pending.discard(fullname)
-            if not _pending and cls in sys.meta_path:
-                sys.meta_path.remove(cls)  # type: ignore[arg-type]
         spec = PathFinder.find_spec(fullname, path)
         if spec is None or type(spec.loader) is not SourceFileLoader or not spec.origin:
             return None  # the usual import
@@ -133,15 +133,10 @@ class _Finder:
         pass
 
 
-_pending: set[str] = set()
-
-
 def install() -> None:
-    """Serve the modules as above when they are imported later (a no-op for one
-    already imported)."""
+    """Serve the modules as above when they are imported later (a no-op once both are
+    imported). `sys.meta_path` is replaced, not changed in place, for the same reason."""
     with _lock:
-        if _Finder in sys.meta_path:
+        if _Finder in sys.meta_path or all(name in sys.modules for name in _TARGETS):
             return
-        _pending.update(name for name in _TARGETS if name not in sys.modules)
-        if _pending:
-            sys.meta_path.insert(0, _Finder)  # type: ignore[arg-type]
+        sys.meta_path = [_Finder, *sys.meta_path]  # type: ignore[list-item]

@@ -65,3 +65,26 @@ def test_the_version_comes_only_from_one_plain_dist_info(tmp_path: Path) -> None
     (other / "pkg").mkdir(parents=True)
     _dist(other, "pkg-1.0.dist-info", "Name: something-else\nVersion: 1.0")
     assert dist_version(str(other / "pkg"), "pkg") is None  # not its distribution
+
+
+_WALK = """
+import sys, threading
+from sema_rpc.providers import _httpx2_version
+_httpx2_version.install()
+walked = sys.meta_path
+before = list(walked)
+# Another thread importing while httpx2 loads walks `walked` as it is: it must neither
+# shrink nor grow under that walk (a finder removed mid-walk made the next one skipped,
+# and an import of anyio on the main thread failed with ModuleNotFoundError).
+t = threading.Thread(target=lambda: (__import__("httpx2"), __import__("httpcore2")))
+t.start()
+import anyio._core._streams  # noqa: F401
+t.join()
+assert list(walked) == before, (before, list(walked))
+print("ok")
+"""
+
+
+def test_importing_httpx2_never_changes_the_finder_list_another_thread_walks() -> None:
+    out = subprocess.run([sys.executable, "-c", _WALK], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
