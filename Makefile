@@ -34,10 +34,12 @@ demo: $(STAMP)
 		--format $(FORMAT) "$(DEMO_PROMPT)"; rc=$$?; rm -rf "$$root"; exit $$rc
 
 # The suite on TEST_WORKERS parallel workers (pytest-xdist): most tests wait on a server
-# subprocess, so more workers than cores keeps the cores busy. TEST_WORKERS=0 runs it in
-# one process. Every test is parallel-safe (CONTRIBUTING.md, "Tests in parallel").
+# subprocess, so one worker more than the cores keeps them busy; each worker more collects
+# every module again and makes the servers contend (on two cores, 4 workers cost ~15 % more
+# CPU than 3 for the same tests). TEST_WORKERS=0 runs it in one process.
+# Every test is parallel-safe (CONTRIBUTING.md, "Tests in parallel").
 # Tests marked `slow` (minutes of real installs) run in `make test-slow`; CI runs both.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 3
 
 # The extension's unit tests run beside pytest (their output printed after it): the suite is
 # CPU-bound on two cores, and they fill the cores pytest leaves idle while it starts its
