@@ -31,7 +31,6 @@ it with the installed SDKs' constants, so an SDK upgrade that changes them fails
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
 import math
@@ -428,7 +427,11 @@ def retry_after(headers: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         pass
-    parsed = email.utils.parsedate_tz(value) if value else None
+    if not value:
+        return None
+    import email.utils  # an HTTP date: rare, and email costs ~20 ms to import
+
+    parsed = email.utils.parsedate_tz(value)
     if parsed is None:
         return None
     return float(email.utils.mktime_tz(parsed) - time.time())

@@ -32,7 +32,7 @@ ONE_SHOT_NEVER = (
     "httpx2",
     "httpcore2",
     "urllib.request",
-    "email.parser",
+    "email",
     "truststore",
     # httpx2 and httpcore2 ask it their versions; the light path answers from their
     # dist-info (sema_rpc/providers/_httpx2_version.py)
