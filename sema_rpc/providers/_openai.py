@@ -83,7 +83,7 @@ def network_errors() -> tuple[type[BaseException], ...]:
     from sema_rpc.providers import transport
 
     httpx2 = sys.modules.get("httpx2")  # only its client can raise its errors
-    ours = (transport.TransportError, ssl.SSLError, anyio.EndOfStream)
+    ours = (transport.RequestError, ssl.SSLError, anyio.EndOfStream)
     if httpx2 is None:
         return ours
     return (httpx2.TimeoutException, httpx2.RequestError, *ours)

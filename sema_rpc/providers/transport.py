@@ -26,9 +26,11 @@ What it does, the way the SDKs' httpx2 client does it for a streamed POST:
   POST, 303 anything but HEAD, into a GET without body; `Authorization` and
   `x-api-key` are not sent to another origin.
 
-Errors are this module's classes, named and nested as httpx2's (`TransportError` ⊃
-`TimeoutException` ⊃ `ConnectTimeout`/`ReadTimeout`/...; `ConnectError`, `ReadError`,
-`WriteError`, `RemoteProtocolError`, `ProxyError`), so `http.py` classifies both alike.
+Errors are this module's classes, named and nested as httpx2's (`RequestError` ⊃
+`TransportError` ⊃ `TimeoutException` ⊃ `ConnectTimeout`/`ReadTimeout`/...;
+`ConnectError`, `ReadError`, `WriteError`, `RemoteProtocolError`, `ProxyError`; beside
+`TransportError`: `DecodingError`, `TooManyRedirects`), so `http.py` and the providers
+classify both alike.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ __all__ = [
     "ReadError",
     "ReadTimeout",
     "RemoteProtocolError",
+    "RequestError",
     "Response",
     "TimeoutException",
     "Timeouts",
@@ -70,7 +73,12 @@ _READ_SIZE = 65536
 # ------------------------------------------------------------------------ errors
 
 
-class TransportError(Exception):
+class RequestError(Exception):
+    """The request failed (httpx2's `RequestError`): a transport error, a body that does
+    not decode, too many redirects."""
+
+
+class TransportError(RequestError):
     """No (complete) response: the connection failed, timed out or broke the protocol."""
 
 
@@ -118,7 +126,7 @@ class ProxyError(TransportError):
     pass
 
 
-class TooManyRedirects(TransportError):
+class TooManyRedirects(RequestError):
     pass
 
 
@@ -358,7 +366,7 @@ class _Conn:
                 raise RemoteProtocolError(str(exc)) from exc
 
 
-class DecodingError(TransportError):
+class DecodingError(RequestError):
     """A gzip or deflate body that does not decode."""
 
 
