@@ -190,16 +190,18 @@ class Headers:
 
 
 class _Url:
-    __slots__ = ("host", "port", "scheme", "target")
+    __slots__ = ("host", "port", "scheme", "target", "userinfo")
 
     def __init__(self, url: str) -> None:
         scheme, sep, rest = url.partition("://")
         if not sep or scheme.lower() not in ("http", "https"):
             raise ConnectError(f"unsupported URL: {url!r}")
         self.scheme = scheme.lower()
-        authority, slash, path = rest.partition("/")
-        path, _, _ = (slash + path).partition("#")
-        authority = authority.rpartition("@")[2]
+        cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+        authority, path = rest[:cut], rest[cut:]
+        path = path.partition("#")[0]
+        userinfo, _, authority = authority.rpartition("@")
+        self.userinfo = userinfo
         if authority.startswith("["):
             host, _, port_text = authority[1:].partition("]")
             port_text = port_text.removeprefix(":")
@@ -226,6 +228,17 @@ class _Url:
 
     def __str__(self) -> str:
         return f"{self.scheme}://{self.authority}{self.target}"
+
+    def proxy_authorization(self) -> list[tuple[str, str]]:
+        """A proxy URL's `user:password@` as the Basic credentials httpx2 sends it."""
+        if not self.userinfo:
+            return []
+        import base64
+        from urllib.parse import unquote
+
+        user, _, password = self.userinfo.partition(":")
+        token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+        return [("Proxy-Authorization", f"Basic {token}")]
 
     def join(self, location: str) -> str:
         """`location` (a redirect's) resolved against this URL."""
@@ -595,6 +608,8 @@ class AsyncClient:
         if "connection" not in names:
             lines.append(("Connection", "keep-alive"))
         lines.extend(headers.items())
+        if forward and proxy is not None:
+            lines.extend(proxy.proxy_authorization())
         if method not in ("GET", "HEAD") or body:
             lines.append(("Content-Length", str(len(body))))
         request = h11.Request(method=method, target=target, headers=lines)
@@ -681,7 +696,9 @@ class AsyncClient:
                 await tunnel_conn.send(
                     tunnel.send(
                         h11.Request(
-                            method="CONNECT", target=authority, headers=[("Host", authority)]
+                            method="CONNECT",
+                            target=authority,
+                            headers=[("Host", authority), *proxy.proxy_authorization()],
                         )
                     ),
                     t.write,

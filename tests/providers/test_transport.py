@@ -263,10 +263,11 @@ async def test_an_http_url_goes_through_the_environments_proxy_unless_no_proxy_s
 ) -> None:
     proxy_url, proxied = await serve(_ok)  # answers itself: enough to see the request line
     url, direct = await serve(_ok)
-    monkeypatch.setenv("HTTP_PROXY", proxy_url)
+    monkeypatch.setenv("HTTP_PROXY", proxy_url.replace("http://", "http://me:pw@"))
     async with http.new_transport() as client:
         await _post(client, url + "/v1?x=1")
     assert proxied.requests[0].startswith(b"POST " + url.encode() + b"/v1?x=1 HTTP/1.1")
+    assert b"\r\nproxy-authorization: basic bwu6chc=\r\n" in proxied.requests[0].lower()
     assert direct.requests == []
     monkeypatch.setenv("no_proxy", "example.test, 127.0.0.1")
     async with http.new_transport() as client:
