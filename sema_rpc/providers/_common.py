@@ -131,8 +131,8 @@ class SdkProvider:
         return f"{type(self).__name__}(base_url={self.base_url!r})"
 
     def _http(self) -> Any:
-        """The httpx2 client of the light path: the one given (recording, replay), else
-        this loop's own, built with the SDKs' defaults."""
+        """The client of the light path: the httpx2 client given (recording, replay),
+        else this loop's own (our transport), built with the SDKs' defaults."""
         if self._http_client is not None:
             return self._http_client
         return self._client.http()
@@ -143,7 +143,7 @@ class SdkProvider:
         """The light path's request: the streaming 2xx response, after the SDKs' retries.
         The timeouts (the stream idle timeout as the read timeout) go with the request, so
         they hold on a client given from outside (recording, replay) too."""
-        from sema_rpc.providers.http import client_timeout, open_stream
+        from sema_rpc.providers.http import light_timeout, open_stream
 
         return await open_stream(
             self._http(),
@@ -152,7 +152,7 @@ class SdkProvider:
             body,
             max_retries=self.max_retries,
             max_retry_after=max_retry_after,
-            timeout=client_timeout(self.timeout, self.idle_timeout),
+            timeout=light_timeout(self.timeout, self.idle_timeout),
         )
 
     def _sdk_client(self, **kwargs: Any) -> Any:

@@ -79,9 +79,14 @@ def network_errors() -> tuple[type[BaseException], ...]:
     import ssl
 
     import anyio
-    import httpx2
 
-    return (httpx2.TimeoutException, httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
+    from sema_rpc.providers import transport
+
+    httpx2 = sys.modules.get("httpx2")  # only its client can raise its errors
+    ours = (transport.RequestError, ssl.SSLError, anyio.EndOfStream)
+    if httpx2 is None:
+        return ours
+    return (httpx2.TimeoutException, httpx2.RequestError, *ours)
 
 
 def openai_request_parts(

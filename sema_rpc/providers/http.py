@@ -1,8 +1,12 @@
-"""The light request path the providers use in production: one httpx2 client per event
-loop, `open_stream()` (send + the official SDKs' retry policy) and an SSE reader.
+"""The light request path the providers use in production: one client of our own HTTP/1.1
+transport (`transport.py`) per event loop, `open_stream()` (send + the official SDKs'
+retry policy) and an SSE reader.
 
-Importing this module imports nothing heavy (httpx2 is imported by the functions that need
-it, without `importlib.metadata`: `_httpx2_version`); no SDK is ever imported here.
+Importing this module imports nothing heavy, and the production path never imports httpx2:
+`open_stream()` and the error classification take our transport's client and errors, and
+an httpx2 client (recording, replay, tests' oracles: `new_client()`) and its errors alike;
+httpx2 is imported by the functions that need it, without `importlib.metadata`
+(`_httpx2_version`). No SDK is ever imported here.
 
 What the SDKs do and this module does the same way (`SDK_PARITY` below; a test compares
 it with the installed SDKs' constants, so an SDK upgrade that changes them fails loudly):
@@ -27,7 +31,6 @@ it with the installed SDKs' constants, so an SDK upgrade that changes them fails
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
 import math
@@ -38,11 +41,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.providers import _httpx2_version
+from sema_rpc.providers import _httpx2_version, transport
 
 if TYPE_CHECKING:
-    import httpx2
-
     from sema_rpc.core.stream import ProviderError
 
 __all__ = [
@@ -55,7 +56,9 @@ __all__ = [
     "classify_other",
     "classify_transport",
     "client_timeout",
+    "light_timeout",
     "new_client",
+    "new_transport",
     "open_stream",
     "prewarm",
     "retry_delay",
@@ -112,6 +115,61 @@ def client_timeout(timeout: float | None, idle_timeout: float | None) -> Any:
     return httpx2.Timeout(base, read=idle_timeout, connect=min(CONNECT_TIMEOUT, base, idle_timeout))
 
 
+def light_timeout(timeout: float | None, idle_timeout: float | None) -> transport.Timeouts:
+    """`client_timeout()` for our transport (the same figures, no httpx2 import)."""
+    base = timeout if timeout is not None else DEFAULT_TIMEOUT
+    if idle_timeout is None:
+        return transport.Timeouts(base, connect=min(CONNECT_TIMEOUT, base))
+    return transport.Timeouts(
+        base, read=idle_timeout, connect=min(CONNECT_TIMEOUT, base, idle_timeout)
+    )
+
+
+def _httpx2_timeout(value: Any) -> Any:
+    """An httpx2 client's per-request timeout from either kind."""
+    if isinstance(value, transport.Timeouts):
+        import httpx2
+
+        return httpx2.Timeout(value.read, connect=value.connect, write=value.write, pool=value.pool)
+    return value
+
+
+_user_agent: list[str] = []
+
+
+def user_agent() -> str:
+    """The User-Agent httpx2's client sends (`python-httpx2/<version>`), found without
+    importing it."""
+    if not _user_agent:
+        import importlib.util
+
+        version = None
+        spec = importlib.util.find_spec("httpx2")
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            version = _httpx2_version.dist_version(location, "httpx2")
+            if version:
+                break
+        _user_agent.append(f"python-httpx2/{version}" if version else "python-httpx2")
+    return _user_agent[0]
+
+
+def new_transport(
+    timeout: float | None = None, idle_timeout: float | None = None, *, ssl_context: Any = None
+) -> transport.AsyncClient:
+    """The production client: our transport, configured as `new_client()` configures
+    httpx2's (limits, TCP keep-alive, proxies from the environment, redirects, TLS
+    context: `ssl_context`, else `tls.client_ssl_context()` made at the first https
+    connection)."""
+    return transport.AsyncClient(
+        ssl_context=ssl_context,
+        timeout=light_timeout(timeout, idle_timeout),
+        max_connections=MAX_CONNECTIONS,
+        max_keepalive=MAX_KEEPALIVE_CONNECTIONS,
+        socket_options=_socket_options(),
+        user_agent=user_agent(),
+    )
+
+
 def _socket_options() -> list[tuple[int, int, int | bool]]:
     """TCP keep-alive as the SDKs set it (a dead peer is noticed on a long stream)."""
     opts: list[tuple[int, int, int | bool]] = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, True)]
@@ -163,7 +221,7 @@ def new_client(
 
 
 _prebuilt: list[Any] = []
-"""Default clients built ahead by `prewarm()` (in the warm-up thread) for the first use."""
+"""Default clients (our transport's) built ahead by `prewarm()` (in the warm-up thread) for the first use."""
 _prewarming = threading.Condition()
 _prewarms_due = 0
 """Warm-ups announced (`prewarm_due`) whose `prewarm()` has not returned yet."""
@@ -196,7 +254,7 @@ def prewarm(base_url: str | None = None) -> None:
     try:
         if not _prebuilt:
             context = client_ssl_context()
-            client = new_client(ssl_context=context)
+            client = new_transport(ssl_context=context)
             with _prewarming:
                 _prebuilt.append(client)
                 _prewarming.notify_all()
@@ -214,7 +272,7 @@ def _make() -> Any:
         _prewarming.wait_for(lambda: _prebuilt or not _prewarms_due, PREWARM_WAIT_S)
         if _prebuilt:
             return _prebuilt.pop()
-    return new_client()
+    return new_transport()
 
 
 class LoopBoundClient:
@@ -238,7 +296,7 @@ class LoopBoundClient:
         return self._client
 
     def http(self) -> Any:
-        """The running loop's httpx2 client (the SDKs' defaults; the provider's own
+        """The running loop's transport client (the SDKs' defaults; the provider's own
         timeouts go with each request)."""
         return self.get(_make)
 
@@ -264,6 +322,9 @@ def _abandon(client: Any) -> None:
     cannot be closed from another one; marking the httpx client closed stops its (or the
     SDK's) `__del__` from scheduling an `aclose()` on the current loop, which would fail
     with "Event loop is closed"."""
+    if isinstance(client, transport.AsyncClient):
+        client.abandon()
+        return
     http = getattr(client, "_client", client)
     if http is None or getattr(http, "is_closed", True):
         return
@@ -276,6 +337,34 @@ def _abandon(client: Any) -> None:
 
 
 # ------------------------------------------------------------------------ send + retry
+
+
+def _httpx2() -> Any:
+    """httpx2 when something has imported it, else None: an error can only be one of its
+    exceptions when it is loaded, so the production path never imports it to ask."""
+    return sys.modules.get("httpx2")
+
+
+def _timeout_errors() -> tuple[type[BaseException], ...]:
+    httpx2 = _httpx2()
+    if httpx2 is None:
+        return (transport.TimeoutException,)
+    return (transport.TimeoutException, httpx2.TimeoutException)
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Either transport's errors for "no (complete) response"."""
+    httpx2 = _httpx2()
+    if httpx2 is None:
+        return (transport.TransportError,)
+    return (transport.TransportError, httpx2.TimeoutException, httpx2.TransportError)
+
+
+def _read_timeouts() -> tuple[type[BaseException], ...]:
+    httpx2 = _httpx2()
+    if httpx2 is None:
+        return (transport.ReadTimeout,)
+    return (transport.ReadTimeout, httpx2.ReadTimeout)
 
 
 class StatusError(Exception):
@@ -303,11 +392,9 @@ class TransportFailure(Exception):
 
 
 def transport_failure(exc: BaseException) -> TransportFailure:
-    """`exc` (an httpx2 timeout or transport error) as the OpenAI SDK raises it while
-    reading a body: "Request timed out." / "Connection error.", caused by `exc`."""
-    import httpx2
-
-    timed_out = isinstance(exc, httpx2.TimeoutException)
+    """`exc` (a timeout or transport error, ours or httpx2's) as the OpenAI SDK raises it
+    while reading a body: "Request timed out." / "Connection error.", caused by `exc`."""
+    timed_out = isinstance(exc, _timeout_errors())
     failure = TransportFailure("Request timed out." if timed_out else "Connection error.")
     failure.__cause__ = exc
     return failure
@@ -340,7 +427,11 @@ def retry_after(headers: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         pass
-    parsed = email.utils.parsedate_tz(value) if value else None
+    if not value:
+        return None
+    import email.utils  # an HTTP date: rare, and email costs ~20 ms to import
+
+    parsed = email.utils.parsedate_tz(value)
     if parsed is None:
         return None
     return float(email.utils.mktime_tz(parsed) - time.time())
@@ -379,27 +470,37 @@ async def open_stream(
     max_retries: int,
     max_retry_after: float | None = None,
     timeout: Any = None,
-) -> httpx2.Response:
-    """POST `body` and return the streaming 2xx response (the caller closes it).
-    `timeout` (an httpx2.Timeout) applies to this request whatever the client's own is.
+) -> Any:
+    """POST `body` and return the streaming 2xx response (the caller closes it): a
+    `transport.Response` from our client, an httpx2.Response from an httpx2 client.
+    `timeout` (`light_timeout()` or an httpx2.Timeout) applies to this request whatever
+    the client's own is.
 
     Raises StatusError or TransportFailure once the retries are spent or the answer is
     not retryable. An idle timeout waiting for the response is a timeout: retried.
     """
-    import httpx2
-
+    ours = isinstance(client, transport.AsyncClient)
+    if not ours and timeout is not None:
+        timeout = _httpx2_timeout(timeout)
+    errors = _transport_errors() if ours else ()
     retries_left = max_retries
     headers = {**headers, "x-stainless-retry-count": "0"}
     while True:
-        if timeout is None:
+        if ours:
+            send = client.stream("POST", url, headers, body, timeout=timeout)
+        elif timeout is None:
             request = client.build_request("POST", url, headers=headers, content=body)
+            send = client.send(request, stream=True)
         else:
             request = client.build_request(
                 "POST", url, headers=headers, content=body, timeout=timeout
             )
+            send = client.send(request, stream=True)
+        if not ours:
+            errors = _transport_errors()  # the httpx2 client has imported httpx2
         try:
-            response = await client.send(request, stream=True)
-        except (httpx2.TimeoutException, httpx2.TransportError) as exc:
+            response = await send
+        except errors as exc:
             if retries_left > 0:
                 await asyncio.sleep(retry_delay(max_retries, retries_left, None))
                 retries_left -= 1
@@ -410,7 +511,7 @@ async def open_stream(
             return response  # type: ignore[no-any-return]
         try:
             raw = await response.aread()
-        except (httpx2.TimeoutException, httpx2.TransportError):
+        except errors:
             raw = b""
         finally:
             await response.aclose()
@@ -432,24 +533,22 @@ async def open_stream(
 def is_idle_timeout(exc: BaseException | None) -> bool:
     """A read that waited longer than the stream idle timeout (the HTTP read timeout),
     raw or wrapped (`TransportFailure` / the SDKs' `APITimeoutError ... from ReadTimeout`)."""
-    import httpx2
-
-    return isinstance(exc, httpx2.ReadTimeout) or isinstance(
-        getattr(exc, "__cause__", None), httpx2.ReadTimeout
+    read_timeouts = _read_timeouts()
+    return isinstance(exc, read_timeouts) or isinstance(
+        getattr(exc, "__cause__", None), read_timeouts
     )
 
 
 def classify_transport(exc: BaseException, *, started: bool) -> ProviderError | None:
-    """A transport failure (ours, the SDKs' connection errors, or a raw httpx2 error) →
-    ProviderError; None when `exc` is not one. `started`: the response had arrived."""
-    import httpx2
-
+    """A transport failure (ours, the SDKs' connection errors, or a raw error of either
+    transport) → ProviderError; None when `exc` is not one. `started`: the response had
+    arrived."""
     from sema_rpc.core.stream import ProviderError
 
     cause = exc.__cause__ if isinstance(exc, TransportFailure) else exc
     sdk_wrapped = type(exc).__name__ in ("APIConnectionError", "APITimeoutError")
     if not (isinstance(exc, TransportFailure) or sdk_wrapped) and not isinstance(
-        exc, httpx2.TimeoutException | httpx2.TransportError
+        exc, _transport_errors()
     ):
         return None
     if is_idle_timeout(exc):
@@ -459,7 +558,7 @@ def classify_transport(exc: BaseException, *, started: bool) -> ProviderError | 
             return ProviderError("stream_cut", f"connection lost mid-stream: {exc}")
         return ProviderError("connection", str(exc) or "connection error")
     text = f"{type(cause).__name__}: {cause}"
-    if isinstance(exc, httpx2.TimeoutException):
+    if isinstance(exc, _timeout_errors()):
         return ProviderError("connection", f"timed out: {text}")
     if started:
         return ProviderError("stream_cut", f"connection lost mid-stream: {text}")

@@ -47,7 +47,8 @@ _MODULE_FOR = {
 }
 # Imported on the first request otherwise (on the loop): the HTTP transport (httpx2 loads
 # it lazily) and anyio's asyncio backend.
-_TRANSPORT_MODULES = ["httpx2", "httpcore2", "anyio._backends._asyncio"]
+_TRANSPORT_MODULES = ["sema_rpc.providers.transport", "anyio._backends._asyncio"]
+_SDK_TRANSPORT_MODULES = ["httpx2", "httpcore2"]
 
 
 _BASE_URL_ENV = {
@@ -205,10 +206,11 @@ def warm_up(profile: ModelProfile | None) -> threading.Thread | None:
         def run() -> None:
             try:
                 kinds = _kinds_for(profile)
-                # http first: it lets httpx2 and httpcore2 skip importlib.metadata
+                # http first: it lets httpx2 and httpcore2 skip importlib.metadata. The
+                # light path's own transport needs neither; only the SDKs' does.
                 mods = ["sema_rpc.providers.http", *_TRANSPORT_MODULES]
                 if profile.transport == "sdk":
-                    mods += sorted({_SDK_FOR[k] for k in kinds})
+                    mods += [*_SDK_TRANSPORT_MODULES, *sorted({_SDK_FOR[k] for k in kinds})]
                 mods += [_MODULE_FOR[k] for k in kinds]
                 _import_quietly(mods)
             finally:

@@ -28,6 +28,12 @@ ONE_SHOT_NEVER = (
     "tiktoken",
     "mcp",
     "mcp_types",
+    # the light path's HTTP is our own transport (asyncio streams + h11)
+    "httpx2",
+    "httpcore2",
+    "urllib.request",
+    "email",
+    "truststore",
     # httpx2 and httpcore2 ask it their versions; the light path answers from their
     # dist-info (sema_rpc/providers/_httpx2_version.py)
     "importlib.metadata",

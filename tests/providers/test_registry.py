@@ -53,9 +53,9 @@ def _warm(profile: str) -> list[str]:
 
 
 def test_warm_up_prepares_the_light_path_without_the_sdk() -> None:
-    # The HTTP library, the provider module and one HTTP client; no SDK.
+    # The provider module and one client of our own transport; no SDK, no httpx2.
     got = _warm("ModelProfile('o', 'openai', 'gpt-4o')")
-    assert got == ["False", "False", "True", "True", "1"]
+    assert got == ["False", "False", "False", "True", "1"]
     assert registry.warm_up(None) is None
 
 

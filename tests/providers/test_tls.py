@@ -13,6 +13,7 @@ import socket
 import socketserver
 import ssl
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ import httpcore2
 import httpx2
 import pytest
 
-from sema_rpc.providers import http
+from sema_rpc.providers import http, transport
 from sema_rpc.providers.tls import LazyTrustContext, client_ssl_context
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
@@ -340,3 +341,63 @@ def test_a_context_loads_its_trust_once_from_many_threads(pki: Pki) -> None:
         t.join(30)
     assert ctx.trust_loaded
     assert ctx.cert_store_stats()["x509_ca"] == 1
+
+
+# ---- the same, through the light path's own transport ------------------------------------
+
+
+async def test_our_transport_verifies_https_against_the_trust_store(
+    pki: Pki, https_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with http.new_transport() as client:
+        with pytest.raises(transport.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            await client.get(https_url + "/")
+    monkeypatch.setenv("SSL_CERT_FILE", str(pki.ca))
+    async with http.new_transport() as client:
+        assert (await client.get(https_url + "/")).text == "secure hello"
+
+
+async def test_our_transport_verifies_a_redirect_from_http_to_https_the_same_way(
+    pki: Pki, http_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with http.new_transport() as client:
+        with pytest.raises(transport.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            await client.get(http_url + "/to-https")
+    monkeypatch.setenv("SSL_CERT_FILE", str(pki.ca))
+    async with http.new_transport() as client:
+        response = await client.get(http_url + "/to-https")
+    assert (response.status_code, response.text) == (200, "secure hello")
+    assert str(response.url).startswith("https://")
+
+
+async def test_our_transport_tunnels_https_through_a_connect_proxy_verified(
+    pki: Pki,
+    https_url: str,
+    connect_proxy: tuple[str, list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proxy, targets = connect_proxy
+    monkeypatch.setenv("HTTPS_PROXY", proxy)
+    async with http.new_transport() as client:
+        with pytest.raises(transport.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            await client.get(https_url + "/")
+    monkeypatch.setenv("SSL_CERT_FILE", str(pki.ca))
+    async with http.new_transport() as client:
+        assert (await client.get(https_url + "/")).text == "secure hello"
+    assert targets == [https_url.removeprefix("https://")] * 2
+
+
+def test_our_transport_talks_plain_http_without_httpx2_or_a_trust_store(http_url: str) -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from sema_rpc.providers import http\n"
+        "async def main():\n"
+        "    async with http.new_transport() as client:\n"
+        f"        return (await client.get({http_url + '/'!r})).text\n"
+        "mods = ('httpx2', 'httpcore2', 'urllib.request', 'truststore')\n"
+        "print(asyncio.run(main()), *(m in sys.modules for m in mods))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.split() == ["plain", "hello", "False", "False", "False", "False"]
