@@ -58,11 +58,10 @@ from sema_rpc.providers._common import (
 from sema_rpc.providers.http import (
     ANTHROPIC_API_VERSION,
     ANTHROPIC_BASE_URL,
-    SseReader,
     StatusError,
     classify_other,
-    loads,
 )
+from sema_rpc.providers.sse import SseReader, loads
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterator

@@ -77,11 +77,10 @@ from sema_rpc.providers._openai import (
 )
 from sema_rpc.providers.http import (
     OPENAI_MAX_RETRY_AFTER,
-    SseReader,
     StreamError,
-    loads_obj,
     transport_failure,
 )
+from sema_rpc.providers.sse import SseReader, loads_obj
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator
