@@ -109,10 +109,9 @@ class InputPipeline:
         """Once the session has its model (after `session/create`): do the first turn's
         one-time work in a background task on the loop, so the first prompt costs what a
         later one does — the history file (created on the writer thread), the git
-        snapshot, the checkpoint index (on a thread), the tools' modules and schemas, the
-        skills and rules scan, the wire models of a turn that calls no tool (and the
-        models their fields hold).
-        Nothing here is sent anywhere; a failure only means the first prompt does the
+        snapshot, the checkpoint index (on a thread), the tools' cards, the skills and
+        rules scan, the wire models of a turn that calls no tool (and the models their
+        fields hold). Nothing here is sent anywhere; a failure only means the first prompt does the
         work itself (and reports what goes wrong there)."""
         if self._warming is None:
             self._warming = asyncio.get_running_loop().create_task(self._warm())
@@ -126,14 +125,12 @@ class InputPipeline:
             await asyncio.sleep(0)  # a prompt that came meanwhile is read
             import sema_rpc.engine.loop.compaction
             import sema_rpc.engine.loop.conversation
-            import sema_rpc.engine.loop.run_tools
-            import sema_rpc.engine.prompt.references  # noqa: F401
-            from sema_rpc.tools.registry import AGENT_REFS, BUILTIN_REFS, load
+            import sema_rpc.engine.loop.run_tools  # noqa: F401
 
-            setup = self.turn_setup()  # the tools' cards (generated schemas)
-            for ref in (*BUILTIN_REFS, *AGENT_REFS):  # their modules, for a first call
-                await asyncio.sleep(0)
-                load(ref)
+            # The tools' cards (generated schemas). Their modules load at a tool's first
+            # call, a few ms for the one called, as in a one-shot: loading all of them
+            # here cost every session ~45 ms of CPU whether or not it ever called one.
+            setup = self.turn_setup()
             await asyncio.sleep(0)
             # The prompt's fixed part, counted once per distinct content: the first turn
             # finds it counted (same git snapshot, same tools).
