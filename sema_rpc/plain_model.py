@@ -1,0 +1,574 @@
+"""Plain models: the running form of a pydantic declaration, without pydantic.
+
+Importing pydantic costs a one-shot `hi` a third of its time. The wire's models
+(`protocol_plain.py`, generated from the declarations in `protocol_*.py`) and the
+conversation's (`core/messages.py`) are therefore plain classes built on `PlainModel`: each
+class holds a table of its fields (`Field`: name, wire alias, a check, a default) and the
+path of its pydantic declaration, which stays the source of truth (the JSON Schema, the
+clients' types and the error messages come from it).
+
+Contract (tests/test_plain_model.py checks it against the declarations, input by input):
+- Input that is *plainly* valid — every value already of its field's exact type (`str`,
+  `int`, `bool`, a `float` or an `int` for a float, a listed literal, a list of such, a
+  nested model as an instance or a plainly valid dict) — is taken by the table, and the
+  instance equals what the declaration would build from it (values, fields set, dump).
+- Anything else (a value to coerce, a constraint the table does not check, a custom
+  validator, an error) is validated by the declaration, imported then: the result is the
+  declaration's, converted, and an error is pydantic's own `ValidationError` (a
+  `ValueError`), so messages and error codes do not depend on which path ran.
+- The API is the subset of pydantic's this project uses: keyword construction,
+  `model_validate`, `model_dump` (`mode`, `by_alias`, `exclude_none`, `exclude_unset`,
+  `include`, `exclude`), `model_dump_json`, `wire()`, `model_copy`, `model_construct`,
+  `model_fields_set`; `model_fields` and `model_json_schema` answer from the declaration.
+  Instances are not `pydantic.BaseModel`s.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, TypeVar
+
+__all__ = [
+    "BAD",
+    "Field",
+    "PlainModel",
+    "check_any",
+    "check_bool",
+    "check_dict",
+    "check_float",
+    "check_int",
+    "check_int_range",
+    "check_list",
+    "check_literal",
+    "check_model",
+    "check_optional",
+    "check_str",
+    "check_tagged",
+    "check_union",
+    "never",
+    "to_camel",
+    "to_plain",
+]
+
+BAD: Any = object()
+"""A check's answer for a value that is not plainly valid: the declaration decides."""
+
+_MISSING: Any = object()
+_REQUIRED: Any = object()
+
+Check = Callable[[Any], Any]
+"""A field's check: the value to store (the input, or a copy of it), or `BAD`."""
+
+P = TypeVar("P", bound="PlainModel")
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def check_str(value: Any) -> Any:
+    return value if type(value) is str else BAD
+
+
+def check_int(value: Any) -> Any:
+    return value if type(value) is int else BAD
+
+
+def check_bool(value: Any) -> Any:
+    return value if type(value) is bool else BAD
+
+
+def check_float(value: Any) -> Any:
+    kind = type(value)
+    if kind is float:
+        return value
+    return float(value) if kind is int else BAD
+
+
+def check_any(value: Any) -> Any:
+    return value
+
+
+def never(value: Any) -> Any:
+    """A field the table does not check (the declaration validates any value given)."""
+    return BAD
+
+
+def check_int_range(low: int | None, high: int | None) -> Check:
+    def check(value: Any) -> Any:
+        if type(value) is not int:
+            return BAD
+        if (low is not None and value < low) or (high is not None and value > high):
+            return BAD
+        return value
+
+    return check
+
+
+def check_optional(inner: Check) -> Check:
+    def check(value: Any) -> Any:
+        return None if value is None else inner(value)
+
+    return check
+
+
+def check_literal(*allowed: Any) -> Check:
+    # A literal's values are strings, ints or bools: the type must match too (True == 1).
+    kinds = {(type(v), v) for v in allowed}
+
+    def check(value: Any) -> Any:
+        return value if (type(value), value) in kinds else BAD
+
+    return check
+
+
+def check_list(item: Check) -> Check:
+    if item is check_str or item is check_any:
+        kind = str if item is check_str else None
+
+        def check_flat(value: Any) -> Any:
+            if type(value) is not list:
+                return BAD
+            if kind is not None and not all(type(x) is kind for x in value):
+                return BAD
+            return value.copy()
+
+        return check_flat
+
+    def check(value: Any) -> Any:
+        if type(value) is not list:
+            return BAD
+        out = []
+        for x in value:
+            y = item(x)
+            if y is BAD:
+                return BAD
+            out.append(y)
+        return out
+
+    return check
+
+
+def check_dict(item: Check = check_any) -> Check:
+    """`dict[str, X]`: a copy, as pydantic makes one."""
+
+    def check(value: Any) -> Any:
+        if type(value) is not dict or not all(type(k) is str for k in value):
+            return BAD
+        if item is check_any:
+            return value.copy()
+        out = {}
+        for k, x in value.items():
+            y = item(x)
+            if y is BAD:
+                return BAD
+            out[k] = y
+        return out
+
+    return check
+
+
+def check_model(resolve: Callable[[], type[PlainModel]]) -> Check:
+    """A nested model: an instance as it is (pydantic does not validate it again), a dict
+    that is plainly valid for it. `resolve` names the class late (it may be defined
+    further down)."""
+    cls: type[PlainModel] | None = None
+
+    def check(value: Any) -> Any:
+        nonlocal cls
+        if cls is None:
+            cls = resolve()
+        if isinstance(value, cls):
+            return value
+        if type(value) is dict:
+            built = cls._plain(value)
+            return BAD if built is None else built
+        return BAD
+
+    return check
+
+
+def check_union(*members: Check) -> Check:
+    """A union whose members a value cannot match twice (`str | list[...]`, a model or
+    None...): the first member that takes it."""
+
+    def check(value: Any) -> Any:
+        for member in members:
+            out = member(value)
+            if out is not BAD:
+                return out
+        return BAD
+
+    return check
+
+
+def check_tagged(key: str, resolve: Callable[[], dict[str, type[PlainModel]]]) -> Check:
+    """A union of models told apart by a literal field (pydantic's `discriminator=key`):
+    an instance of one of them, or a dict whose tag names one and that is plainly valid
+    for it. A dict without a known tag is the declaration's to reject."""
+    by_tag: dict[str, type[PlainModel]] | None = None
+    classes: tuple[type[PlainModel], ...] = ()
+
+    def check(value: Any) -> Any:
+        nonlocal by_tag, classes
+        if by_tag is None:
+            by_tag = resolve()
+            classes = tuple(by_tag.values())
+        if type(value) is dict:
+            cls = by_tag.get(value.get(key))  # type: ignore[arg-type]
+            if cls is None:
+                return BAD
+            built = cls._plain(value)
+            return BAD if built is None else built
+        return value if isinstance(value, classes) else BAD
+
+    return check
+
+
+# --------------------------------------------------------------------------- fields
+
+
+class Field:
+    """One field of a plain model: its Python name, its alias (the key in dumps by alias;
+    both are accepted on input), its check, and its default or default factory."""
+
+    __slots__ = ("alias", "check", "default", "factory", "name", "other", "required", "scalar")
+
+    def __init__(
+        self,
+        name: str,
+        check: Check,
+        *,
+        alias: str | None = None,
+        default: Any = _REQUIRED,
+        factory: Callable[[], Any] | None = None,
+        scalar: bool = False,
+    ):
+        self.name = name
+        self.alias = alias or name
+        self.other = name if self.alias != name else None
+        """The key also accepted on input (the name, when an alias differs from it)."""
+        self.check = check
+        self.default = default
+        self.factory = factory
+        self.required = default is _REQUIRED and factory is None
+        # A scalar value (str, int, float, bool, a literal, None) dumps as itself.
+        self.scalar = scalar
+
+    def __repr__(self) -> str:
+        return f"Field({self.name!r}, alias={self.alias!r})"
+
+
+# --------------------------------------------------------------------------- the base
+
+
+_PLAIN_OF: dict[str, type[PlainModel]] = {}
+"""Declaration (`module.Qualname`) → its plain class: how a declaration's result (from the
+fallback) becomes plain again."""
+
+
+class _ClassProperty:
+    def __init__(self, getter: Callable[[Any], Any]):
+        self.getter = getter
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        return self.getter(owner)
+
+
+class PlainModel:
+    """Base of every plain model. Subclasses set `__plain_fields__` (every field, the
+    inherited ones first, as the declaration orders them) and `__plain_source__`
+    (`"module:Name"` of the declaration); `__plain_fast__ = False` sends every input to
+    the declaration (a class with a validator of its own)."""
+
+    __slots__ = ("__dict__", "_plain_set")
+
+    __plain_fields__: ClassVar[tuple[Field, ...]] = ()
+    __plain_source__: ClassVar[str] = ""
+    __plain_fast__: ClassVar[bool] = True
+    __plain_empty_list_is_empty__: ClassVar[bool] = False
+    """A top-level `[]` validates as `{}` (a Lua encoder writes an empty table as `[]`)."""
+    __plain_names__: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__plain_names__ = frozenset(f.name for f in cls.__plain_fields__)
+        source = cls.__dict__.get("__plain_source__")
+        if source:
+            module, _, name = source.partition(":")
+            _PLAIN_OF[f"{module}.{name}"] = cls
+
+    # ------------------------------------------------------------------ building
+
+    def __init__(self, **data: Any) -> None:
+        built = type(self)._plain(data)
+        if built is None:
+            built = type(self)._declared(data)
+        _set(self, "__dict__", built.__dict__)
+        _set(self, "_plain_set", built._plain_set)
+
+    @classmethod
+    def _plain(cls: type[P], data: dict[str, Any]) -> P | None:
+        """The instance for plainly valid `data` (keys by alias or by name), else None."""
+        if not cls.__plain_fast__:
+            return None
+        values: dict[str, Any] = {}
+        given: set[str] = set()
+        for f in cls.__plain_fields__:
+            value = data.get(f.alias, _MISSING)
+            if value is _MISSING and f.other is not None:
+                value = data.get(f.other, _MISSING)
+            if value is _MISSING:
+                if f.required:
+                    return None
+                values[f.name] = f.factory() if f.factory is not None else f.default
+                continue
+            value = f.check(value)
+            if value is BAD:
+                return None
+            values[f.name] = value
+            given.add(f.name)
+        instance = _new(cls)
+        _set(instance, "__dict__", values)
+        _set(instance, "_plain_set", given)
+        return instance
+
+    @classmethod
+    def declaration(cls) -> Any:
+        """The pydantic class this one is the plain form of (imports it)."""
+        module, _, name = cls.__plain_source__.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    @classmethod
+    def _declared(cls: type[P], data: Any) -> P:
+        """`data` validated by the declaration: its result made plain, or its error."""
+        result = cls.declaration().model_validate(_declaration_input(data))
+        plain = to_plain(result)
+        if not isinstance(plain, cls):
+            raise TypeError(f"{cls.__name__}: the declaration gave {type(result).__name__}")
+        return plain
+
+    @classmethod
+    def model_validate(cls: type[P], obj: Any) -> P:
+        if isinstance(obj, cls):
+            return obj
+        if type(obj) is dict:
+            built = cls._plain(obj)
+            if built is not None:
+                return built
+        elif obj == [] and cls.__plain_empty_list_is_empty__:
+            built = cls._plain({})
+            if built is not None:
+                return built
+        return cls._declared(obj)
+
+    @classmethod
+    def model_validate_json(cls: type[P], data: str | bytes) -> P:
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            return cls._declared_json(data)
+        return cls.model_validate(obj)
+
+    @classmethod
+    def _declared_json(cls: type[P], data: str | bytes) -> P:
+        result = cls.declaration().model_validate_json(data)
+        return to_plain(result)  # type: ignore[no-any-return]
+
+    @classmethod
+    def model_construct(cls: type[P], **values: Any) -> P:
+        """An instance from trusted values, unchecked (pydantic's `model_construct`)."""
+        instance = _new(cls)
+        out: dict[str, Any] = {}
+        for f in cls.__plain_fields__:
+            if f.name in values:
+                out[f.name] = values[f.name]
+            elif f.alias in values:
+                out[f.name] = values[f.alias]
+            elif not f.required:
+                out[f.name] = f.factory() if f.factory is not None else f.default
+        given = {f.name for f in cls.__plain_fields__ if f.name in values or f.alias in values}
+        _set(instance, "__dict__", out)
+        _set(instance, "_plain_set", given)
+        return instance
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def model_fields_set(self) -> set[str]:
+        return self._plain_set
+
+    model_fields = _ClassProperty(lambda cls: cls.declaration().model_fields)
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return cls.declaration().model_json_schema(*args, **kwargs)  # type: ignore[no-any-return]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self.__plain_names__:
+            raise ValueError(f'"{type(self).__name__}" object has no field "{name}"')
+        self.__dict__[name] = value
+        self._plain_set.add(name)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        return iter(self.__dict__.items())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        return f"{type(self).__name__}({fields})"
+
+    def __copy__(self: P) -> P:
+        return self.model_copy()
+
+    def __deepcopy__(self: P, memo: dict[int, Any]) -> P:
+        return self.model_copy(deep=True)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (type(self), self.__dict__, self._plain_set))
+
+    # ------------------------------------------------------------------ writing
+
+    def model_copy(self: P, *, update: dict[str, Any] | None = None, deep: bool = False) -> P:
+        values = copy.deepcopy(self.__dict__) if deep else self.__dict__.copy()
+        given = set(self._plain_set)
+        if update:
+            values.update(update)
+            given.update(update)
+        instance = _new(type(self))
+        _set(instance, "__dict__", values)
+        _set(instance, "_plain_set", given)
+        return instance
+
+    def model_dump(
+        self,
+        *,
+        mode: str = "python",
+        by_alias: bool | None = None,
+        exclude_none: bool = False,
+        exclude_unset: bool = False,
+        include: set[str] | None = None,
+        exclude: set[str] | None = None,
+    ) -> dict[str, Any]:
+        options = (mode, bool(by_alias), exclude_none, exclude_unset)
+        out: dict[str, Any] = {}
+        values = self.__dict__
+        for f in self.__plain_fields__:
+            name = f.name
+            if (include is not None and name not in include) or (exclude and name in exclude):
+                continue
+            if exclude_unset and name not in self._plain_set:
+                continue
+            value = values[name]
+            if value is None and exclude_none:
+                continue
+            out[f.alias if by_alias else name] = value if f.scalar else _dump(value, options)
+        return out
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        """As pydantic writes it: compact, UTF-8 (not ASCII-escaped)."""
+        data = self.model_dump(mode="json", **kwargs)
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+    def wire(self) -> dict[str, Any]:
+        """The wire form: camelCase keys, None left out (`model_dump(mode="json",
+        by_alias=True, exclude_none=True)`)."""
+        out: dict[str, Any] = {}
+        values = self.__dict__
+        for f in self.__plain_fields__:
+            value = values[f.name]
+            if value is not None:
+                out[f.alias] = value if f.scalar else _dump(value, _WIRE)
+        return out
+
+
+_WIRE = ("json", True, True, False)
+
+
+def _rebuild(cls: type[P], values: dict[str, Any], given: set[str]) -> P:
+    instance = _new(cls)
+    _set(instance, "__dict__", dict(values))
+    _set(instance, "_plain_set", set(given))
+    return instance
+
+
+def _dump(value: Any, options: tuple[str, bool, bool, bool]) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if isinstance(value, PlainModel):
+        if options is _WIRE:
+            return value.wire()
+        mode, by_alias, exclude_none, exclude_unset = options
+        return value.model_dump(
+            mode=mode, by_alias=by_alias, exclude_none=exclude_none, exclude_unset=exclude_unset
+        )
+    if kind is list or (kind is tuple and options[0] == "json"):
+        return [_dump(x, options) for x in value]
+    if kind is dict:
+        return {k: _dump(x, options) for k, x in value.items()}
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:  # a pydantic model kept as it is (see `to_plain`)
+        mode, by_alias, exclude_none, exclude_unset = options
+        return dump(
+            mode=mode, by_alias=by_alias, exclude_none=exclude_none, exclude_unset=exclude_unset
+        )
+    return value
+
+
+def _declaration_input(value: Any) -> Any:
+    """What the declaration is given: plain instances inside `value` as their fields (by
+    name), which pydantic validates as it would a dict."""
+    if isinstance(value, PlainModel):
+        return {k: _declaration_input(v) for k, v in value.__dict__.items()}
+    kind = type(value)
+    if kind is dict:
+        return {k: _declaration_input(v) for k, v in value.items()}
+    if kind is list:
+        return [_declaration_input(v) for v in value]
+    return value
+
+
+def to_plain(value: Any) -> Any:
+    """A declaration's result (or a value holding some) in plain form: each pydantic model
+    with a plain class becomes an instance of it (fields and fields set as they were);
+    one without stays as it is."""
+    fields = getattr(value, "__pydantic_fields__", None)
+    if fields is not None and not isinstance(value, type):
+        kind = type(value)
+        cls = _PLAIN_OF.get(f"{kind.__module__}.{kind.__qualname__}")
+        if cls is None:
+            return value
+        instance = _new(cls)
+        _set(instance, "__dict__", {k: to_plain(v) for k, v in value.__dict__.items()})
+        _set(instance, "_plain_set", set(value.model_fields_set))
+        return instance
+    kind = type(value)
+    if kind is list:
+        return [to_plain(v) for v in value]
+    if kind is dict:
+        return {k: to_plain(v) for k, v in value.items()}
+    return value
+
+
+@functools.cache
+def to_camel(snake: str) -> str:
+    """A field's wire alias, as pydantic's `alias_generators.to_camel` makes it (its rules,
+    without importing pydantic); cached, as every model repeats the same few names."""
+    if re.match("^[a-z]+[A-Za-z0-9]*$", snake) and not re.search(r"\d[a-z]", snake):
+        return snake
+    pascal = re.sub("([0-9A-Za-z])_(?=[0-9A-Z])", lambda m: m.group(1), snake.title())
+    return re.sub("(^_*[A-Z])", lambda m: m.group(1).lower(), pascal)
