@@ -47,6 +47,7 @@ __all__ = [
     "check_literal",
     "check_model",
     "check_optional",
+    "check_optional_str",
     "check_str",
     "check_tagged",
     "check_union",
@@ -117,6 +118,11 @@ def check_optional(inner: Check) -> Check:
         return None if value is None else inner(value)
 
     return check
+
+
+def check_optional_str(value: Any) -> Any:
+    """`str | None` (the commonest optional field, shared so a reader can tell it)."""
+    return value if value is None or type(value) is str else BAD
 
 
 def check_literal(*allowed: Any) -> Check:

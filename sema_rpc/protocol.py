@@ -8,15 +8,17 @@ Conventions: field names are snake_case in Python and camelCase on the wire; par
 ignore unknown fields (forward compatibility) and reject wrong types (-32602); results
 are dumped with `by_alias=True`.
 
-Import every model from here. The models live in five modules by when they are needed
-(`_MODULES`), and this module loads one only when a name it holds is first read (PEP 562
-`__getattr__`): creating a pydantic class costs about a millisecond, so a one-shot `hi`
-creates the classes of the handshake, a session and a text turn only, and the server
-answers a plainly valid `initialize` before creating any (from `protocol_names`, the
-registries' names, and `protocol_core`, the version and the error codes, re-exported
-here). The registries hold the models' names: `MethodSpec.params`, `NOTIFICATIONS[name]`
-and `ServerRequestSpec.params` load a model when read. Models also use `defer_build` (a
-validator is built on first use).
+Import every model from here. The models are declared with pydantic in five modules by
+when they are needed (`_MODULES`): the declarations are the schema's source of truth (the
+JSON Schema, the clients' types, the spec tables) and the judges of input that is not
+plainly valid. What the running server and clients build are their plain forms
+(`protocol_plain.py`, generated from the declarations; `plain_model.py` says how they
+follow them): importing pydantic alone would cost a one-shot `hi` a third of its time.
+This module loads a model only when a name it holds is first read (PEP 562
+`__getattr__`), so the server answers a plainly valid `initialize` before loading any
+(from `protocol_names`, the registries' names, and `protocol_core`, the version and the
+error codes, re-exported here). The registries hold the models' names: `MethodSpec.params`,
+`NOTIFICATIONS[name]` and `ServerRequestSpec.params` load a model when read.
 """
 
 # ruff: noqa: F403, F405 (for the type checker, the models come from the star imports below)
@@ -34,16 +36,11 @@ from sema_rpc.protocol_core import ErrorCode as ErrorCode
 from sema_rpc.protocol_core import RpcError as RpcError
 
 if TYPE_CHECKING:
-    from pydantic.alias_generators import to_camel as to_camel
-
-    from sema_rpc.protocol_events import *
-    from sema_rpc.protocol_sessions import *
-    from sema_rpc.protocol_settings import *
-    from sema_rpc.protocol_tools import *
-    from sema_rpc.protocol_wire import *
+    from sema_rpc.plain_model import to_camel as to_camel
+    from sema_rpc.protocol_plain import *
 
 _MODULES: dict[str, tuple[str, ...]] = {
-    "pydantic.alias_generators": ("to_camel",),  # the alias rule of every wire field
+    "sema_rpc.plain_model": ("to_camel",),  # the alias rule of every wire field
     # the handshake, session/create, session/prompt, session/interrupt (every one-shot turn)
     "sema_rpc.protocol_wire": (
         "ClientCapabilities",
@@ -179,7 +176,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "TurnDiffParams",
     ),
 }
-"""Each model's module (tests/test_protocol.py checks it against their `__all__`)."""
+"""Each model's declaring module (tests/test_protocol.py checks it against their
+`__all__`)."""
 
 _WHERE: dict[str, str] = {name: module for module, names in _MODULES.items() for name in names}
 
@@ -197,14 +195,20 @@ __all__ = [
 
 
 def _load(name: str) -> Any:
-    """A model (or a wire type) by name, its module imported on first use; from then on a
-    plain attribute of this module."""
+    """A model (or a wire type) by name, loaded on first use; from then on a plain
+    attribute of this module. A model declared in a `protocol_*` module is its plain form
+    (`protocol_plain`), except those that stay pydantic (`protocol_plain.KEPT`)."""
     value = globals().get(name)
     if value is None:
         module = _WHERE.get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = globals()[name] = getattr(importlib.import_module(module), name)
+        if module.startswith("sema_rpc.protocol_"):
+            plain = importlib.import_module("sema_rpc.protocol_plain")
+            value = getattr(plain, name, None)
+        if value is None:
+            value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
     return value
 
 

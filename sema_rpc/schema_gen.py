@@ -29,6 +29,12 @@ SCHEMA_FILE = "sema-rpc.schema.json"
 NAMES_FILE = Path(__file__).resolve().parent / "protocol_names.py"
 
 
+def declared(model: Any) -> Any:
+    """The pydantic declaration of a model the registry names (its plain form's source)."""
+    declaration = getattr(model, "declaration", None)
+    return declaration() if declaration is not None else model
+
+
 def build_schema() -> dict[str, Any]:
     # What the server accepts is described in validation mode, what it sends in
     # serialization mode (defaults are then always present).
@@ -38,7 +44,10 @@ def build_schema() -> dict[str, Any]:
     sent += list(NOTIFICATIONS.values())
     sent += [req.params for req in SERVER_REQUESTS.values()]
     keys = list(
-        dict.fromkeys([(m, "validation") for m in accepted] + [(m, "serialization") for m in sent])
+        dict.fromkeys(
+            [(declared(m), "validation") for m in accepted]
+            + [(declared(m), "serialization") for m in sent]
+        )
     )
     refs, schema = models_json_schema(
         keys,  # type: ignore[arg-type]
@@ -47,7 +56,7 @@ def build_schema() -> dict[str, Any]:
     )
 
     def ref(model: Any, mode: str = "serialization") -> dict[str, str]:
-        return refs[(model, mode)]  # type: ignore[index]
+        return refs[(declared(model), mode)]  # type: ignore[index]
 
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -4,15 +4,16 @@ packages import each other (directly or round a ring).
     0  protocol, sema_rpc/__init__    the wire's types and method table; the version
        (protocol_core, protocol_names: its parts that need no pydantic, for `initialize`;
        protocol_wire, protocol_events, protocol_tools, protocol_settings, protocol_sessions:
-       its models, by when they are needed)
+       its models' declarations, by when they are needed; protocol_plain: their plain
+       forms, which the server and clients build; plain_model: what a plain form is)
     1  core                           shared vocabulary: messages, stream events, errors,
                                       config, secrets, text, project files, policy
        sandbox                        the OS sandbox commands run in (stdlib only)
     2  tools, providers, mcp          what the agent uses; they know core, never the engine
     3  engine                         the agent: sessions, turns, the loop, assembly
     4  rpc, acp, record               wire dialects (native, ACP) and recording, over the engine
-    5  cli, runner, attach, log, login, schema_gen, ts_gen, client_gen, spec_tables   entry points
-       and generators
+    5  cli, runner, attach, log, login, schema_gen, ts_gen, client_gen, spec_tables,
+       plain_gen                      entry points and generators
 
 Inside the engine the same rule holds between its sub-packages (grouped by job), and its
 root modules:
@@ -73,6 +74,9 @@ LAYERS: dict[str, int] = {
     "spec_tables": 5,
     "__init__": 0,
     "protocol_core": 0,
+    "plain_model": 0,
+    "protocol_plain": 0,
+    "plain_gen": 5,
     "protocol_names": 0,
     "protocol_wire": 0,
     "protocol_events": 0,

@@ -1,6 +1,7 @@
-"""`sema_rpc.protocol` is one module to import from, whose models live in five modules
-loaded when first read: every model is reachable from it under its name, the table saying
-where each lives agrees with the modules, and reading one model loads its module only."""
+"""`sema_rpc.protocol` is one module to import from, whose models are declared in five
+modules and built, when first read, as their plain forms (protocol_plain.py): every model
+is reachable from it under its name, the table saying where each is declared agrees with
+the modules, and reading a model loads neither pydantic nor any declaration."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sema_rpc import protocol, protocol_names
+from sema_rpc import protocol, protocol_names, protocol_plain
+from sema_rpc.plain_model import PlainModel
 from sema_rpc.rpc.notifications import _batched
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,10 +36,18 @@ def test_the_table_of_modules_is_each_modules_all() -> None:
 
 
 def test_every_name_is_the_models_own() -> None:
+    """A model is the plain form of its declaration (or the declaration itself, for the
+    few that stay pydantic); a literal type is the declared one."""
     for module_name, names in protocol._MODULES.items():
         module = importlib.import_module(module_name)
         for name in names:
-            assert getattr(protocol, name) is getattr(module, name), name
+            value, declared = getattr(protocol, name), getattr(module, name)
+            if isinstance(value, type) and issubclass(value, PlainModel):
+                assert value.declaration() is declared, name
+            elif name in protocol_plain.KEPT or not module_name.startswith("sema_rpc.protocol_"):
+                assert value is declared, name
+            elif "Literal" in repr(declared):
+                assert value == declared, name
     assert set(protocol._WHERE) <= set(dir(protocol))
     assert set(protocol._WHERE) <= set(protocol.__all__)
 
@@ -85,10 +95,11 @@ def _fresh(code: str) -> dict[str, list[str]]:
         "mods = sorted(m for m in sys.modules if m.startswith('sema_rpc.protocol') "
         "or m == 'pydantic')\n"
         "classes = []\n"
-        "if 'sema_rpc.protocol_wire' in sys.modules:\n"
-        "    todo = [sys.modules['sema_rpc.protocol_wire'].WireModel]\n"
-        "    while todo:\n"
-        "        c = todo.pop(); classes.append(c.__name__); todo += c.__subclasses__()\n"
+        "for name in ('sema_rpc.protocol_wire', 'sema_rpc.protocol_plain'):\n"
+        "    if name in sys.modules:\n"
+        "        todo = [sys.modules[name].WireModel]\n"
+        "        while todo:\n"
+        "            c = todo.pop(); classes.append(c.__name__); todo += c.__subclasses__()\n"
         "print(json.dumps({'modules': mods, 'classes': sorted(set(classes))}))\n"
     )
     run = subprocess.run(
@@ -112,18 +123,25 @@ def test_importing_the_protocol_creates_no_model() -> None:
     }
 
 
-def test_reading_a_model_loads_its_module_only() -> None:
+def test_reading_a_model_loads_no_declaration() -> None:
+    """The running server and clients build plain models: reading one loads their module
+    (protocol_plain), neither pydantic nor the declarations."""
     seen = _fresh("from sema_rpc.protocol import SessionPromptParams\n")
     assert seen["modules"] == [
-        "pydantic",
         "sema_rpc.protocol",
         "sema_rpc.protocol_core",
-        "sema_rpc.protocol_wire",
+        "sema_rpc.protocol_plain",
     ]
-    assert "SessionPromptParams" in seen["classes"] and "EventParams" not in seen["classes"]
+    assert "SessionPromptParams" in seen["classes"]
 
-    seen = _fresh("import sema_rpc.protocol as p\nassert p.NOTIFICATIONS['model:update']\n")
-    assert "sema_rpc.protocol_settings" in seen["modules"]
-    assert "sema_rpc.protocol_tools" not in seen["modules"]
-    assert "sema_rpc.protocol_sessions" not in seen["modules"]
-    assert "ModelUpdateParams" in seen["classes"] and "TurnDiffParams" not in seen["classes"]
+    seen = _fresh(
+        "import sema_rpc.protocol as p\n"
+        "assert p.NOTIFICATIONS['model:update']\n"
+        "p.SessionPromptParams.model_validate({'sessionId': 's', 'input': 'hi'}).wire()\n"
+        "p.TextChunkParams(delta='x').wire()\n"
+    )
+    assert seen["modules"] == [
+        "sema_rpc.protocol",
+        "sema_rpc.protocol_core",
+        "sema_rpc.protocol_plain",
+    ]

@@ -1,6 +1,6 @@
 """The per-session event bus.
 
-Events are the protocol's `*Params` models (sema_rpc/protocol.py); the bus stamps the
+Events are the protocol's `*Params` models (sema_rpc/protocol.py, in their plain form); the bus stamps the
 envelope (sessionId, agentId, seq) and hands each event to the client bridge (the rpc
 layer forwards events 1:1 as notifications).
 
@@ -26,11 +26,11 @@ _set = object.__setattr__
 
 def delta_events(cls: type[E], **fields: Any) -> Callable[[str], E]:
     """The events of one streamed message (`cls(delta=…, **fields)`, e.g. a response's
-    text chunks), which differ only in `delta`. The first is validated as any event is;
-    each later one is built as a copy of it with its own delta, as pydantic's
-    `model_construct` would build it, without validating again: the other fields hold
-    the values already validated, and a `str` delta validates as itself (anything else
-    still goes through validation). A streamed answer is thousands of these."""
+    text chunks), which differ only in `delta`. The first is checked as any event is;
+    each later one is built as a copy of it with its own delta, without checking again:
+    the other fields hold the values already checked, and a `str` delta is valid as it
+    is (anything else still goes through the check). A streamed answer is thousands of
+    these."""
     template: dict[str, Any] | None = None
     fields_set: frozenset[str] = frozenset()
 
@@ -40,15 +40,13 @@ def delta_events(cls: type[E], **fields: Any) -> Callable[[str], E]:
             event = cls(delta=delta, **fields)
             if template is None:
                 template = dict(event.__dict__)  # before the bus stamps the envelope
-                fields_set = frozenset(event.__pydantic_fields_set__)
+                fields_set = frozenset(event.model_fields_set)
             return event
         event = _new(cls)
         values = template.copy()
         values["delta"] = delta
         _set(event, "__dict__", values)
-        _set(event, "__pydantic_fields_set__", set(fields_set))
-        _set(event, "__pydantic_extra__", None)
-        _set(event, "__pydantic_private__", None)
+        _set(event, "_plain_set", set(fields_set))
         return event
 
     return make
@@ -86,15 +84,15 @@ class EventBus:
         """The session is closed: nothing more of it reaches the client (lifecycle.py)."""
 
     def _stamp(self, event: EventParams, agent_id: str) -> None:
-        # What pydantic's `__setattr__` does for a plain field of a model that does not
-        # validate assignments (the value into `__dict__`, the name into the fields set),
-        # without its dispatch: every streamed delta is stamped, three fields each.
+        # What the model's `__setattr__` does (the value into `__dict__`, the name into
+        # the fields set), without its dispatch: every streamed delta is stamped, three
+        # fields each.
         self.seq += 1
         values = event.__dict__
         values["session_id"] = self.session_id
         values["agent_id"] = agent_id
         values["seq"] = self.seq
-        event.__pydantic_fields_set__.update(_ENVELOPE)
+        event.model_fields_set.update(_ENVELOPE)
 
     def emit(self, event: EventParams, agent_id: str = "main") -> None:
         if self.closed:

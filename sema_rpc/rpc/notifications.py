@@ -14,6 +14,7 @@ from json.encoder import encode_basestring_ascii as _escape  # type: ignore[attr
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from sema_rpc.plain_model import check_optional_str, check_str
 from sema_rpc.rpc.connection import dumps as _dumps
 from sema_rpc.rpc.framing import FrameWriter
 
@@ -41,14 +42,16 @@ def _notification(event: EventParams) -> dict[str, Any]:
 def _constant_fields(cls: type[EventParams]) -> tuple[str, ...]:
     """The fields of a delta class other than `seq` and `delta`, when each is a string
     (or an optional one); () otherwise (the class is serialised the generic way)."""
-    fields = cls.model_fields
+    fields = {f.name: f for f in cls.__plain_fields__}
     if "seq" not in fields or "delta" not in fields:
         return ()
     names = tuple(n for n in fields if n not in _VARYING)
-    if any(fields[n].annotation not in (str, str | None) for n in names):
+    if any(fields[n].check not in _STRING_CHECKS for n in names):
         return ()
     return names
 
+
+_STRING_CHECKS = (check_str, check_optional_str)
 
 _SEQ_MARK = "\x00seq"
 _DELTA_MARK = "\x00delta"

@@ -6,16 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
 
 from sema_rpc.engine.engine import SemaEngine
-from sema_rpc.engine.prompt.pipeline import _models_in, turn_model_classes
-from sema_rpc.protocol import (
-    SessionCreateParams,
-    SessionPromptParams,
-    TurnDiffFile,
-    UsageTotals,
-)
+from sema_rpc.protocol import SessionCreateParams, SessionPromptParams
 from tests.engine._bridge import RecordingBridge
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
@@ -28,19 +21,6 @@ def engine_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, scripted_llm: Sc
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     return workspace
-
-
-def test_the_models_a_turn_builds_include_the_ones_nested_in_its_events():
-    """The usage totals and a `turn:diff` file entry are validated on their own during
-    a turn: building the event that holds them does not build them."""
-    classes = turn_model_classes()
-    assert UsageTotals in classes
-    assert TurnDiffFile in classes
-    for model in classes:
-        for field in model.model_fields.values():
-            for nested in _models_in(field.annotation):
-                assert nested in classes, f"{model.__name__}.{field} holds {nested.__name__}"
-                assert issubclass(nested, BaseModel)
 
 
 async def test_a_resumed_sessions_checkpoint_index_is_read_before_its_first_prompt(

@@ -110,9 +110,8 @@ class InputPipeline:
         one-time work in a background task on the loop, so the first prompt costs what a
         later one does — the history file (created on the writer thread), the git
         snapshot, the checkpoint index (on a thread), the tools' cards, the skills and
-        rules scan, the wire models of a turn that calls no tool (and the models their
-        fields hold). Nothing here is sent anywhere; a failure only means the first prompt does the
-        work itself (and reports what goes wrong there)."""
+        rules scan. Nothing here is sent anywhere; a failure only means the first prompt
+        does the work itself (and reports what goes wrong there)."""
         if self._warming is None:
             self._warming = asyncio.get_running_loop().create_task(self._warm())
 
@@ -137,9 +136,7 @@ class InputPipeline:
             self.session.tokens.set_overhead(setup.system_prompt, setup.specs)
             await asyncio.sleep(0)
             load_rules(self.session.working_dir)
-            for model in _first_turn_models():
-                await asyncio.sleep(0)  # one at a time: the loop keeps serving
-                model.model_rebuild()
+            # The wire's models are plain classes (protocol_plain.py): nothing to build.
         except Exception:
             log.debug("first-turn warm-up failed", exc_info=True)
 
@@ -291,20 +288,6 @@ def subagent_setup(
     return TurnSetup(tools, by_name, specs, system_prompt)
 
 
-def _first_turn_models() -> list[Any]:
-    """The models a turn that calls no tool validates or emits, not built yet
-    (`defer_build`): the prompt's, the events of every turn (`protocol_events`) and the
-    messages. The rest (a tool call's events, a setting's) build their own validator
-    on first use, about a millisecond each, so a session that never needs them (most
-    servers a script or a test starts) does not pay for them."""
-    from sema_rpc import protocol_events
-    from sema_rpc.protocol_events import EventParams
-
-    events = [getattr(protocol_events, name) for name in protocol_events.__all__]
-    roots = [m for m in events if isinstance(m, type) and issubclass(m, EventParams)]
-    return [m for m in turn_model_classes(roots) if not m.__pydantic_complete__]
-
-
 def _expand(text: str, working_dir: Path) -> str | None:
     """The custom command `text` names, expanded; its module loads only for a `/`."""
     if not text.lstrip().startswith("/"):
@@ -312,46 +295,3 @@ def _expand(text: str, working_dir: Path) -> str | None:
     from sema_rpc.core.project.custom_commands import expand
 
     return expand(text, working_dir)
-
-
-def turn_model_classes(events: list[Any] | None = None) -> list[Any]:
-    """The pydantic models a turn validates or emits: the prompt's params and result,
-    `events` (every notification by default), the messages, and the models their fields
-    hold. A nested model has a validator of its own, built when the turn validates it
-    directly (the usage totals, a `turn:diff` file entry); building the outer model does
-    not build it."""
-    from pydantic import BaseModel
-
-    from sema_rpc.core import messages
-    from sema_rpc.protocol import METHODS, NOTIFICATIONS
-
-    prompt = METHODS["session/prompt"]
-    if events is None:
-        events = list(NOTIFICATIONS.values())
-    roots: list[Any] = [prompt.params, prompt.result, *events]
-    roots += [
-        m
-        for m in vars(messages).values()
-        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == messages.__name__
-    ]
-    found: dict[Any, None] = {}
-    todo = [m for m in roots if m is not None]
-    while todo:
-        model = todo.pop()
-        if model in found:
-            continue
-        found[model] = None
-        for f in model.model_fields.values():
-            todo += _models_in(f.annotation)
-    return list(found)
-
-
-def _models_in(annotation: Any) -> list[Any]:
-    """The pydantic model classes in a field's type (`X`, `X | None`, `list[X]`, ...)."""
-    from typing import get_args
-
-    from pydantic import BaseModel
-
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for arg in get_args(annotation) for m in _models_in(arg)]
