@@ -85,6 +85,7 @@ fmt: $(STAMP)
 generate: $(STAMP)
 	$(BIN)/python -m sema_rpc.schema_gen
 	$(BIN)/python -m sema_rpc.ts_gen
+	$(BIN)/python -m sema_rpc.plain_gen
 	$(BIN)/python -m sema_rpc.client_gen
 	$(BIN)/python -m sema_rpc.spec_tables
 	$(BIN)/python -m sema_rpc.tools.schemas

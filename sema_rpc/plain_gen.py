@@ -14,6 +14,7 @@ plain_model.py and a branch here. Models with `extra="allow"` stay pydantic (`KE
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import sys
@@ -47,7 +48,6 @@ class is and how it follows its declaration: sema_rpc/plain_model.py. Import the
 sema_rpc.protocol.
 """
 
-# ruff: noqa: E501
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -258,7 +258,7 @@ def _default(field: FieldInfo) -> str | None:
     value = field.default
     if value is None or isinstance(value, (str, int, float, bool)):
         return f"default={value!r}"
-    if isinstance(value, (list, dict)) and repr(value) == repr(eval(repr(value))):  # noqa: S307
+    if isinstance(value, (list, dict)) and ast.literal_eval(repr(value)) == value:
         return f"factory=lambda: {value!r}"  # a fresh copy each time, as pydantic's
     raise Unsupported(f"default {value!r}")
 
@@ -328,7 +328,7 @@ def _class_source(cls: type[BaseModel], generated: set[str], kept: set[str]) -> 
 
 
 def _own_field_names(cls: type[BaseModel]) -> set[str]:
-    own = set(cls.__dict__.get("__annotations__", {}))
+    own = set(inspect.get_annotations(cls))
     return own & set(cls.model_fields)
 
 

@@ -128,8 +128,11 @@ def check_optional_str(value: Any) -> Any:
 def check_literal(*allowed: Any) -> Check:
     # A literal's values are strings, ints or bools: the type must match too (True == 1).
     kinds = {(type(v), v) for v in allowed}
+    types = {type(v) for v in allowed}
 
     def check(value: Any) -> Any:
+        if type(value) not in types:
+            return BAD
         return value if (type(value), value) in kinds else BAD
 
     return check

@@ -6,7 +6,6 @@ class is and how it follows its declaration: sema_rpc/plain_model.py. Import the
 sema_rpc.protocol.
 """
 
-# ruff: noqa: E501
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
