@@ -1,8 +1,9 @@
-"""Generate sema_rpc/protocol_plain.py: the wire's models as plain classes (see
-sema_rpc/plain_model.py), one per pydantic model declared in the protocol's modules.
+"""Generate the plain forms (see sema_rpc/plain_model.py) of the wire's pydantic
+declarations: sema_rpc/protocol_plain.py from the protocol's modules, and
+sema_rpc/acp/wire_plain.py from the ACP dialect's params (sema_rpc/acp/wire.py).
 
-python -m sema_rpc.plain_gen          # rewrite protocol_plain.py
-python -m sema_rpc.plain_gen --check  # exit 1 when it is out of date
+python -m sema_rpc.plain_gen          # rewrite both
+python -m sema_rpc.plain_gen --check  # exit 1 when one is out of date
 
 Each class gets the declaration's fields (name, wire alias, default, a check derived from
 the annotation and its constraints), its class variables (`event`), the methods the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 import sys
 import textwrap
 import types
@@ -31,9 +33,12 @@ from pydantic_core import PydanticUndefined
 
 from sema_rpc.protocol import _MODULES
 
-OUT = Path(__file__).resolve().parent / "protocol_plain.py"
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "protocol_plain.py"
+ACP_OUT = HERE / "acp" / "wire_plain.py"
 
 MODULES = [m for m in _MODULES if m.startswith("sema_rpc.protocol_")]
+ACP_MODULES = ["sema_rpc.acp.wire"]
 
 # The base every wire model derives from: its `wire()` and its `[]`-as-`{}` validator are
 # PlainModel's own (`__plain_empty_list_is_empty__`).
@@ -47,7 +52,18 @@ truth) by `make generate` (python -m sema_rpc.plain_gen); do not edit by hand. W
 class is and how it follows its declaration: sema_rpc/plain_model.py. Import the models from
 sema_rpc.protocol.
 """
+'''
 
+_ACP_HEADER = '''"""The ACP dialect's request params as plain classes: what the ACP server validates
+requests with.
+
+Generated from the pydantic declarations in sema_rpc/acp/wire.py by `make generate`
+(python -m sema_rpc.plain_gen); do not edit by hand. What a plain class is and how it
+follows its declaration: sema_rpc/plain_model.py.
+"""
+'''
+
+_IMPORTS = """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -71,17 +87,17 @@ from sema_rpc.plain_model import (
     check_union,
     never,
 )
-'''
+"""
 
 
 class Unsupported(Exception):
     pass
 
 
-def _models() -> list[type[BaseModel]]:
-    """Every pydantic model the protocol's modules declare, bases before subclasses."""
+def _models(modules: list[str]) -> list[type[BaseModel]]:
+    """Every pydantic model `modules` declare, bases before subclasses."""
     found: dict[str, type[BaseModel]] = {}
-    for name in MODULES:
+    for name in modules:
         module = importlib.import_module(name)
         for value in vars(module).values():
             if (
@@ -106,12 +122,12 @@ def _models() -> list[type[BaseModel]]:
     return ordered
 
 
-def _aliases() -> dict[str, Any]:
-    """The protocol's named types that are not models (`Mode`, `PromptInput`…)."""
+def _aliases(modules: list[str]) -> dict[str, Any]:
+    """The named types of `modules` that are not models (`Mode`, `PromptInput`…)."""
     out: dict[str, Any] = {}
-    for name in MODULES:
+    for name in modules:
         module = importlib.import_module(name)
-        for exported in module.__all__:
+        for exported in getattr(module, "__all__", ()):
             value = getattr(module, exported)
             if not (isinstance(value, type) and issubclass(value, BaseModel)):
                 out[exported] = value
@@ -266,9 +282,12 @@ def _default(field: FieldInfo) -> str | None:
 # --------------------------------------------------------------------------- classes
 
 
-def _class_source(cls: type[BaseModel], generated: set[str], kept: set[str]) -> str:
+def _class_source(
+    cls: type[BaseModel], generated: set[str], kept: set[str], outside: set[str]
+) -> str:
     name = cls.__name__
-    bases = [b.__name__ for b in cls.__bases__ if b.__name__ in generated] or ["PlainModel"]
+    bases = [b.__name__ for b in cls.__bases__ if b.__name__ in generated | outside]
+    bases = bases or ["PlainModel"]
     lines = [f"class {name}({', '.join(bases)}):"]
     lines.append(f'    __plain_source__ = "{cls.__module__}:{name}"')
     decorators = cls.__pydantic_decorators__
@@ -339,11 +358,17 @@ def _alias_source(name: str, value: Any, kept: set[str]) -> str | None:
         return None
 
 
-def generate() -> str:
-    models = _models()
+def generate(
+    modules: list[str] | None = None, header: str = _HEADER, outside: tuple[str, ...] = ()
+) -> str:
+    """The plain module for the declarations of `modules` (default: the protocol's).
+    `outside`: plain classes of the protocol the declarations derive from, imported."""
+    models = _models(modules or MODULES)
     kept = {c.__name__ for c in models if _kept(c)}
     generated = {c.__name__ for c in models if c.__name__ not in kept}
-    parts = [_HEADER]
+    parts = [header + _IMPORTS]
+    if outside:
+        parts.append(f"from sema_rpc.protocol_plain import {', '.join(outside)}\n")
     if kept:
         parts.append("if TYPE_CHECKING:")
         for cls in models:
@@ -353,10 +378,10 @@ def generate() -> str:
     names = []
     for cls in models:
         if cls.__name__ in generated:
-            parts.append("\n" + _class_source(cls, generated, kept) + "\n")
+            parts.append("\n" + _class_source(cls, generated, kept, set(outside)) + "\n")
             names.append(cls.__name__)
     parts.append("")
-    for name, value in sorted(_aliases().items()):
+    for name, value in sorted(_aliases(modules or MODULES).items()):
         source = _alias_source(name, value, kept)
         if source is None:
             raise Unsupported(f"type alias {name}")
@@ -370,31 +395,51 @@ def generate() -> str:
     parts.append("")
     parts.append(f"KEPT = {tuple(sorted(kept))!r}")
     parts.append('"""Models that stay pydantic (`extra="allow"`): from their own modules."""')
-    return "\n".join(parts) + "\n"
+    text = "\n".join(parts) + "\n"
+    body = text[text.index(")\n", text.index("from sema_rpc.plain_model import")) :]
+    for name in _CHECK_NAMES:  # import what the classes use only
+        if not re.search(rf"\b{name}\b", body):
+            text = text.replace(f"    {name},\n", "", 1)
+    return text
+
+
+_CHECK_NAMES = re.findall(r"^    (\w+),$", _IMPORTS, re.MULTILINE)
+
+
+def _formatted(text: str, path: Path) -> str:
+    import subprocess
+
+    # The project's own linter and formatter, so the files pass `make lint` as written
+    # (unused imports dropped, imports sorted).
+    for command in (["check", "--fix-only", "--quiet"], ["format"]):
+        try:
+            text = subprocess.run(
+                [sys.executable, "-m", "ruff", *command, "--stdin-filename", str(path), "-"],
+                input=text,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        except (OSError, subprocess.CalledProcessError):
+            pass
+    return text
 
 
 def main(argv: list[str]) -> int:
-    text = generate()
-    try:
-        import subprocess
-
-        text = subprocess.run(
-            [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(OUT), "-"],
-            input=text,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    if "--check" in argv:
-        current = OUT.read_text() if OUT.exists() else ""
-        if current != text:
-            print(f"{OUT} is out of date: run `make generate`", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
-    return 0
+    targets = {
+        OUT: generate(),
+        ACP_OUT: generate(ACP_MODULES, _ACP_HEADER, outside=("WireModel",)),
+    }
+    stale = 0
+    for path, text in targets.items():
+        text = _formatted(text, path)
+        if "--check" in argv:
+            if (path.read_text() if path.exists() else "") != text:
+                print(f"{path} is out of date: run `make generate`", file=sys.stderr)
+                stale = 1
+        else:
+            path.write_text(text)
+    return stale
 
 
 if __name__ == "__main__":

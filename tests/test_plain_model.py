@@ -25,13 +25,18 @@ REPO = Path(__file__).resolve().parents[1]
 PLAIN = [
     cls
     for name in protocol_plain.__all__
-    if isinstance(cls := getattr(protocol_plain, name, None), type)
-    and issubclass(cls, PlainModel)
+    if isinstance(cls := getattr(protocol_plain, name, None), type) and issubclass(cls, PlainModel)
 ]
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False) | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 

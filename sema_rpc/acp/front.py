@@ -108,7 +108,7 @@ class _Front:
         front."""
         if self.server is None:
             from sema_rpc.acp.server import AcpServer
-            from sema_rpc.acp.wire import AcpClientCapabilities
+            from sema_rpc.acp.wire_plain import AcpClientCapabilities
 
             server = AcpServer(self.writer, conn=self.conn)
             if self.capabilities is not None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from sema_rpc.acp import translate
-from sema_rpc.acp.wire import McpServer
+from sema_rpc.acp.wire_plain import McpServer
 from sema_rpc.protocol import RpcError
 from sema_rpc.rpc.errors import INVALID_PARAMS, invalid_params
 

@@ -44,7 +44,7 @@ from sema_rpc.acp.requests import (
     with_message_id,
 )
 from sema_rpc.acp.state import AcpSession
-from sema_rpc.acp.wire import (
+from sema_rpc.acp.wire_plain import (
     AcpClientCapabilities,
     AuthenticateRequest,
     ForkRequest,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from sema_rpc.acp.wire import AcpClientCapabilities
+    from sema_rpc.acp.wire_plain import AcpClientCapabilities
     from sema_rpc.engine.engine import SemaEngine
     from sema_rpc.engine.loop.control import PromptCancel
 

@@ -1,5 +1,7 @@
 """ACP v1 request params, as far as we read them (unknown fields are ignored, wrong types
-are -32602). Results are built as plain dicts in server.py."""
+are -32602): the declarations. The server validates with their plain forms
+(wire_plain.py, generated from these by `make generate`). Results are built as plain dicts
+in server.py."""
 
 from __future__ import annotations
 
@@ -7,8 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from sema_rpc.acp.advert import ACP_PROTOCOL_VERSION as ACP_PROTOCOL_VERSION
-from sema_rpc.protocol import WireModel
+from sema_rpc.protocol_wire import WireModel
 
 
 class AcpParams(WireModel):
