@@ -131,6 +131,8 @@ def _aliases(modules: list[str]) -> dict[str, Any]:
             value = getattr(module, exported)
             if not (isinstance(value, type) and issubclass(value, BaseModel)):
                 out[exported] = value
+            elif value.__name__ != exported:
+                out[exported] = value  # another name for a model: `X = Y`
     return out
 
 
@@ -193,11 +195,11 @@ def _check(tp: Any, meta: list[Any], discriminator: Any = None) -> str:
             if isinstance(c, Ge):
                 low = c.ge
             elif isinstance(c, Gt):
-                low = c.gt + 1
+                low = c.gt + 1  # type: ignore[operator]
             elif isinstance(c, Le):
                 high = c.le
             elif isinstance(c, Lt):
-                high = c.lt - 1
+                high = c.lt - 1  # type: ignore[operator]
             else:
                 return "never"
         return f"check_int_range({low!r}, {high!r})"
@@ -311,7 +313,7 @@ def _class_source(
         if _scalar(annotation):
             args.append("scalar=True")
         fields.append(f"        Field({', '.join(args)}),")
-    lines.append("    __plain_fields__ = (")
+    lines.append("    __plain_fields__: ClassVar[tuple[Field, ...]] = (")
     lines.extend(fields)
     lines.append("    )")
     for var in sorted(cls.__class_vars__):
@@ -326,9 +328,10 @@ def _class_source(
             lines.append(f"    {fname}: {_render(field.annotation, kept)}")
     params = []
     for fname, field in cls.model_fields.items():
-        rendered = _render(field.annotation, kept)
+        # Typed `Any`, as the declarations' own `__init__` reads to the type checker
+        # (pydantic's plugin, `init_typed` off): a literal field takes a `str` variable.
         required = field.default is PydanticUndefined and field.default_factory is None
-        params.append(f"{fname}: {rendered}" + ("" if required else " = ..."))
+        params.append(f"{fname}: Any" + ("" if required else " = ..."))
     if params:
         lines.append("")
         lines.append("    if TYPE_CHECKING:")
@@ -340,7 +343,7 @@ def _class_source(
         if attr in decorators.field_validators or attr == "model_config":
             continue
         if isinstance(value, (types.FunctionType, property, classmethod, staticmethod)):
-            source = textwrap.dedent(inspect.getsource(value))
+            source = textwrap.dedent(inspect.getsource(value))  # type: ignore[arg-type]
             lines.append("")
             lines.extend("    " + line if line else "" for line in source.rstrip().splitlines())
     return "\n".join(lines)

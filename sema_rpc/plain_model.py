@@ -30,6 +30,7 @@ import functools
 import importlib
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeVar
 
@@ -51,6 +52,7 @@ __all__ = [
     "check_str",
     "check_tagged",
     "check_union",
+    "is_validation_error",
     "never",
     "to_camel",
     "to_plain",
@@ -298,6 +300,7 @@ class PlainModel:
     the declaration (a class with a validator of its own)."""
 
     __slots__ = ("__dict__", "_plain_set")
+    _plain_set: set[str]
 
     __plain_fields__: ClassVar[tuple[Field, ...]] = ()
     __plain_source__: ClassVar[str] = ""
@@ -571,6 +574,14 @@ def to_plain(value: Any) -> Any:
     if kind is dict:
         return {k: to_plain(v) for k, v in value.items()}
     return value
+
+
+def is_validation_error(exc: BaseException) -> bool:
+    """Whether `exc` is pydantic's `ValidationError`, without importing pydantic: one can
+    only have been raised once pydantic is loaded. For `except ValueError` clauses on paths
+    that must not load pydantic (a plain model's invalid input raises it)."""
+    core = sys.modules.get("pydantic_core")
+    return core is not None and isinstance(exc, core.ValidationError)
 
 
 @functools.cache

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 class WireModel(PlainModel):
     __plain_source__ = "sema_rpc.protocol_wire:WireModel"
     __plain_empty_list_is_empty__ = True
-    __plain_fields__ = ()
+    __plain_fields__: ClassVar[tuple[Field, ...]] = ()
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -45,7 +45,7 @@ class WireModel(PlainModel):
 
 class AskQuestion(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:AskQuestion"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("question", check_str, scalar=True),
         Field("header", check_str, scalar=True),
         Field("options", check_list(check_model(lambda: AskQuestionOption))),
@@ -59,18 +59,13 @@ class AskQuestion(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            question: str,
-            header: str,
-            options: list[AskQuestionOption],
-            multi_select: bool = ...,
+            self, *, question: Any, header: Any, options: Any, multi_select: Any = ...
         ) -> None: ...
 
 
 class AskQuestionOption(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:AskQuestionOption"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("label", check_str, scalar=True),
         Field("description", check_str, default="", scalar=True),
     )
@@ -79,12 +74,12 @@ class AskQuestionOption(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, label: str, description: str = ...) -> None: ...
+        def __init__(self, *, label: Any, description: Any = ...) -> None: ...
 
 
 class EventParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_events:EventParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -97,13 +92,13 @@ class EventParams(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self, *, session_id: str = ..., agent_id: str = ..., seq: int = ...
+            self, *, session_id: Any = ..., agent_id: Any = ..., seq: Any = ...
         ) -> None: ...
 
 
 class ServerRequestParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_tools:ServerRequestParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -116,16 +111,16 @@ class ServerRequestParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            request_id: str = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            request_id: Any = ...,
         ) -> None: ...
 
 
 class AskQuestionRequestParams(ServerRequestParams):
     __plain_source__ = "sema_rpc.protocol_tools:AskQuestionRequestParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -142,29 +137,29 @@ class AskQuestionRequestParams(ServerRequestParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            request_id: str = ...,
-            tool_call_id: str,
-            questions: list[AskQuestion],
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            request_id: Any = ...,
+            tool_call_id: Any,
+            questions: Any,
         ) -> None: ...
 
 
 class AskQuestionResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:AskQuestionResult"
     __plain_fast__ = False  # a validator of its own: the declaration's
-    __plain_fields__ = (Field("answers", check_dict(check_str)),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (Field("answers", check_dict(check_str)),)
     answers: dict[str, str]
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, answers: dict[str, str]) -> None: ...
+        def __init__(self, *, answers: Any) -> None: ...
 
 
 class ClientCapabilities(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:ClientCapabilities"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("permissions", check_bool, default=False, scalar=True),
         Field("ask_question", check_bool, alias="askQuestion", default=False, scalar=True),
         Field("plan_exit", check_bool, alias="planExit", default=False, scalar=True),
@@ -176,13 +171,13 @@ class ClientCapabilities(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self, *, permissions: bool = ..., ask_question: bool = ..., plan_exit: bool = ...
+            self, *, permissions: Any = ..., ask_question: Any = ..., plan_exit: Any = ...
         ) -> None: ...
 
 
 class ClientInfo(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:ClientInfo"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("name", check_str, scalar=True),
         Field("version", check_optional_str, default=None, scalar=True),
     )
@@ -191,12 +186,12 @@ class ClientInfo(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, name: str, version: str | None = ...) -> None: ...
+        def __init__(self, *, name: Any, version: Any = ...) -> None: ...
 
 
 class CommandListItem(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:CommandListItem"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("name", check_str, scalar=True),
         Field("description", check_str, default="", scalar=True),
         Field("argument_hint", check_optional_str, alias="argumentHint", default=None, scalar=True),
@@ -210,38 +205,37 @@ class CommandListItem(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            name: str,
-            description: str = ...,
-            argument_hint: str | None = ...,
-            source: Literal["project", "user"],
+            self, *, name: Any, description: Any = ..., argument_hint: Any = ..., source: Any
         ) -> None: ...
 
 
 class CommandListParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:CommandListParams"
-    __plain_fields__ = (Field("working_dir", check_str, alias="workingDir", scalar=True),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
+        Field("working_dir", check_str, alias="workingDir", scalar=True),
+    )
     working_dir: str
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, working_dir: str) -> None: ...
+        def __init__(self, *, working_dir: Any) -> None: ...
 
 
 class CommandListResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:CommandListResult"
-    __plain_fields__ = (Field("commands", check_list(check_model(lambda: CommandListItem))),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
+        Field("commands", check_list(check_model(lambda: CommandListItem))),
+    )
     commands: list[CommandListItem]
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, commands: list[CommandListItem]) -> None: ...
+        def __init__(self, *, commands: Any) -> None: ...
 
 
 class CompactFigures(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:CompactFigures"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("strategy", check_literal("summary", "truncate", "none"), scalar=True),
         Field("token_before", check_int, alias="tokenBefore", scalar=True),
         Field("token_compact", check_int, alias="tokenCompact", scalar=True),
@@ -259,17 +253,17 @@ class CompactFigures(WireModel):
         def __init__(
             self,
             *,
-            strategy: Literal["summary", "truncate", "none"],
-            token_before: int,
-            token_compact: int,
-            compact_rate: float,
-            err_msg: str | None = ...,
+            strategy: Any,
+            token_before: Any,
+            token_compact: Any,
+            compact_rate: Any,
+            err_msg: Any = ...,
         ) -> None: ...
 
 
 class CompactExecParams(EventParams, CompactFigures):
     __plain_source__ = "sema_rpc.protocol_sessions:CompactExecParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("strategy", check_literal("summary", "truncate", "none"), scalar=True),
         Field("token_before", check_int, alias="tokenBefore", scalar=True),
         Field("token_compact", check_int, alias="tokenCompact", scalar=True),
@@ -288,21 +282,21 @@ class CompactExecParams(EventParams, CompactFigures):
         def __init__(
             self,
             *,
-            strategy: Literal["summary", "truncate", "none"],
-            token_before: int,
-            token_compact: int,
-            compact_rate: float,
-            err_msg: str | None = ...,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            trigger: Literal["auto", "manual", "overflow"] = ...,
+            strategy: Any,
+            token_before: Any,
+            token_compact: Any,
+            compact_rate: Any,
+            err_msg: Any = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            trigger: Any = ...,
         ) -> None: ...
 
 
 class ConfigNoModelsParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_events:ConfigNoModelsParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -318,17 +312,17 @@ class ConfigNoModelsParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            message: str,
-            suggestion: str,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            message: Any,
+            suggestion: Any,
         ) -> None: ...
 
 
 class _CarriesTotals(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:_CarriesTotals"
-    __plain_fields__ = ()
+    __plain_fields__: ClassVar[tuple[Field, ...]] = ()
 
     def wire(self) -> dict[str, Any]:
         data = super().wire()
@@ -341,7 +335,7 @@ class _CarriesTotals(WireModel):
 
 class ConversationUsageParams(_CarriesTotals, EventParams):
     __plain_source__ = "sema_rpc.protocol_events:ConversationUsageParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -359,28 +353,28 @@ class ConversationUsageParams(_CarriesTotals, EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            usage: TokenUsage,
-            turn: UsageTotals | None = ...,
-            session: UsageTotals | None = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            usage: Any,
+            turn: Any = ...,
+            session: Any = ...,
         ) -> None: ...
 
 
 class EmptyParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:EmptyParams"
-    __plain_fields__ = ()
+    __plain_fields__: ClassVar[tuple[Field, ...]] = ()
 
 
 class EmptyResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:EmptyResult"
-    __plain_fields__ = ()
+    __plain_fields__: ClassVar[tuple[Field, ...]] = ()
 
 
 class FileReference(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:FileReference"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("type", check_literal("file", "dir"), scalar=True),
         Field("name", check_str, scalar=True),
         Field("content", check_str, default="", scalar=True),
@@ -394,18 +388,13 @@ class FileReference(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            type: Literal["file", "dir"],
-            name: str,
-            content: str = ...,
-            error: str | None = ...,
+            self, *, type: Any, name: Any, content: Any = ..., error: Any = ...
         ) -> None: ...
 
 
 class FileReferenceParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_tools:FileReferenceParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -417,19 +406,14 @@ class FileReferenceParams(EventParams):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            references: list[FileReference],
+            self, *, session_id: Any = ..., agent_id: Any = ..., seq: Any = ..., references: Any
         ) -> None: ...
 
 
 class ImageInputBlock(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:ImageInputBlock"
     __plain_fast__ = False  # a validator of its own: the declaration's
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("type", check_literal("image"), scalar=True),
         Field("data", check_optional_str, default=None, scalar=True),
         Field("media_type", check_optional_str, alias="mediaType", default=None, scalar=True),
@@ -443,18 +427,13 @@ class ImageInputBlock(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            type: Literal["image"],
-            data: str | None = ...,
-            media_type: str | None = ...,
-            path: str | None = ...,
+            self, *, type: Any, data: Any = ..., media_type: Any = ..., path: Any = ...
         ) -> None: ...
 
 
 class InitializeParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:InitializeParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("protocol_version", check_int, alias="protocolVersion", default=1, scalar=True),
         Field(
             "client_info",
@@ -479,16 +458,16 @@ class InitializeParams(WireModel):
         def __init__(
             self,
             *,
-            protocol_version: int = ...,
-            client_info: ClientInfo | None = ...,
-            capabilities: ClientCapabilities = ...,
-            token: str | None = ...,
+            protocol_version: Any = ...,
+            client_info: Any = ...,
+            capabilities: Any = ...,
+            token: Any = ...,
         ) -> None: ...
 
 
 class InitializeResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:InitializeResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("protocol_version", check_int, alias="protocolVersion", scalar=True),
         Field("server_info", check_model(lambda: ServerInfo), alias="serverInfo"),
         Field("capabilities", check_model(lambda: ServerCapabilities)),
@@ -500,17 +479,13 @@ class InitializeResult(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            protocol_version: int,
-            server_info: ServerInfo,
-            capabilities: ServerCapabilities,
+            self, *, protocol_version: Any, server_info: Any, capabilities: Any
         ) -> None: ...
 
 
 class McpServerStatus(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:McpServerStatus"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("name", check_str, scalar=True),
         Field("state", check_literal("connected", "failed", "stopped", "untrusted"), scalar=True),
         Field("error", check_optional_str, default=None, scalar=True),
@@ -526,19 +501,13 @@ class McpServerStatus(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            name: str,
-            state: Literal["connected", "failed", "stopped", "untrusted"],
-            error: str | None = ...,
-            tools: list[str] = ...,
-            source: str | None = ...,
+            self, *, name: Any, state: Any, error: Any = ..., tools: Any = ..., source: Any = ...
         ) -> None: ...
 
 
 class MessageCompleteParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_events:MessageCompleteParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -567,21 +536,21 @@ class MessageCompleteParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            reasoning: str = ...,
-            content: str = ...,
-            has_tool_calls: bool = ...,
-            tool_calls: list[ToolCallSummary] = ...,
-            stop_reason: str | None = ...,
-            message_id: str | None = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            reasoning: Any = ...,
+            content: Any = ...,
+            has_tool_calls: Any = ...,
+            tool_calls: Any = ...,
+            stop_reason: Any = ...,
+            message_id: Any = ...,
         ) -> None: ...
 
 
 class ModeUpdateEventParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_settings:ModeUpdateEventParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -593,18 +562,13 @@ class ModeUpdateEventParams(EventParams):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            mode: Literal["Agent", "Plan"],
+            self, *, session_id: Any = ..., agent_id: Any = ..., seq: Any = ..., mode: Any
         ) -> None: ...
 
 
 class ModeUpdateParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_settings:ModeUpdateParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("mode", check_literal("Agent", "Plan"), scalar=True),
     )
@@ -613,22 +577,24 @@ class ModeUpdateParams(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, session_id: str, mode: Literal["Agent", "Plan"]) -> None: ...
+        def __init__(self, *, session_id: Any, mode: Any) -> None: ...
 
 
 class ModeUpdateResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_settings:ModeUpdateResult"
-    __plain_fields__ = (Field("mode", check_literal("Agent", "Plan"), scalar=True),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
+        Field("mode", check_literal("Agent", "Plan"), scalar=True),
+    )
     mode: Literal["Agent", "Plan"]
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, mode: Literal["Agent", "Plan"]) -> None: ...
+        def __init__(self, *, mode: Any) -> None: ...
 
 
 class ModelInfo(WireModel):
     __plain_source__ = "sema_rpc.protocol_settings:ModelInfo"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("name", check_str, scalar=True),
         Field("provider", check_str, scalar=True),
         Field("model", check_str, scalar=True),
@@ -652,32 +618,32 @@ class ModelInfo(WireModel):
         def __init__(
             self,
             *,
-            name: str,
-            provider: str,
-            model: str,
-            context_length: int,
-            images: bool,
-            thinking: bool,
-            default: bool,
-            price: ModelPrice | None = ...,
+            name: Any,
+            provider: Any,
+            model: Any,
+            context_length: Any,
+            images: Any,
+            thinking: Any,
+            default: Any,
+            price: Any = ...,
         ) -> None: ...
 
 
 class ModelListParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_settings:ModelListParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_optional_str, alias="sessionId", default=None, scalar=True),
     )
     session_id: str | None
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, session_id: str | None = ...) -> None: ...
+        def __init__(self, *, session_id: Any = ...) -> None: ...
 
 
 class ModelListResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_settings:ModelListResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("models", check_list(check_model(lambda: ModelInfo))),
         Field("current", check_optional_str, default=None, scalar=True),
     )
@@ -686,12 +652,12 @@ class ModelListResult(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, models: list[ModelInfo], current: str | None = ...) -> None: ...
+        def __init__(self, *, models: Any, current: Any = ...) -> None: ...
 
 
 class ModelPrice(WireModel):
     __plain_source__ = "sema_rpc.protocol_settings:ModelPrice"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("input", check_float, scalar=True),
         Field("output", check_float, scalar=True),
         Field("cache_read", check_float, alias="cacheRead", scalar=True),
@@ -705,13 +671,13 @@ class ModelPrice(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self, *, input: float, output: float, cache_read: float, cache_write: float
+            self, *, input: Any, output: Any, cache_read: Any, cache_write: Any
         ) -> None: ...
 
 
 class ModelUpdateParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_settings:ModelUpdateParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -735,21 +701,21 @@ class ModelUpdateParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            model: str,
-            provider: str,
-            model_name: str,
-            context_length: int,
-            images: bool,
-            thinking: bool,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            model: Any,
+            provider: Any,
+            model_name: Any,
+            context_length: Any,
+            images: Any,
+            thinking: Any,
         ) -> None: ...
 
 
 class PendingRequest(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:PendingRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("method", check_str, scalar=True),
         Field("params", check_dict()),
     )
@@ -758,12 +724,12 @@ class PendingRequest(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, method: str, params: dict[str, Any]) -> None: ...
+        def __init__(self, *, method: Any, params: Any) -> None: ...
 
 
 class PermissionModeUpdateParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_settings:PermissionModeUpdateParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field(
             "permission_mode",
@@ -777,14 +743,12 @@ class PermissionModeUpdateParams(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self, *, session_id: str, permission_mode: Literal["default", "acceptEdits", "bypass"]
-        ) -> None: ...
+        def __init__(self, *, session_id: Any, permission_mode: Any) -> None: ...
 
 
 class PermissionModeUpdateResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_settings:PermissionModeUpdateResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field(
             "permission_mode",
             check_literal("default", "acceptEdits", "bypass"),
@@ -796,14 +760,12 @@ class PermissionModeUpdateResult(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self, *, permission_mode: Literal["default", "acceptEdits", "bypass"]
-        ) -> None: ...
+        def __init__(self, *, permission_mode: Any) -> None: ...
 
 
 class PermissionRequestParams(ServerRequestParams):
     __plain_source__ = "sema_rpc.protocol_tools:PermissionRequestParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -838,24 +800,24 @@ class PermissionRequestParams(ServerRequestParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            request_id: str = ...,
-            tool_call_id: str,
-            tool_name: str,
-            title: str,
-            input: dict[str, Any],
-            content: str,
-            content_kind: Literal["text", "diff"] = ...,
-            options: list[Literal["allow_once", "allow_always", "reject"]],
-            always_rule: str | None = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            request_id: Any = ...,
+            tool_call_id: Any,
+            tool_name: Any,
+            title: Any,
+            input: Any,
+            content: Any,
+            content_kind: Any = ...,
+            options: Any,
+            always_rule: Any = ...,
         ) -> None: ...
 
 
 class PermissionResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:PermissionResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("decision", check_literal("allow_once", "allow_always", "reject"), scalar=True),
         Field("feedback", check_optional_str, default=None, scalar=True),
     )
@@ -864,17 +826,12 @@ class PermissionResult(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            decision: Literal["allow_once", "allow_always", "reject"],
-            feedback: str | None = ...,
-        ) -> None: ...
+        def __init__(self, *, decision: Any, feedback: Any = ...) -> None: ...
 
 
 class PlanExitRequestParams(ServerRequestParams):
     __plain_source__ = "sema_rpc.protocol_tools:PlanExitRequestParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -898,20 +855,20 @@ class PlanExitRequestParams(ServerRequestParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            request_id: str = ...,
-            tool_call_id: str,
-            plan_file_path: str,
-            plan_content: str,
-            options: list[Literal["startEditing", "clearContextAndStart", "keepPlanning"]],
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            request_id: Any = ...,
+            tool_call_id: Any,
+            plan_file_path: Any,
+            plan_content: Any,
+            options: Any,
         ) -> None: ...
 
 
 class PlanExitResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:PlanExitResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field(
             "decision",
             check_literal("startEditing", "clearContextAndStart", "keepPlanning"),
@@ -924,17 +881,12 @@ class PlanExitResult(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            decision: Literal["startEditing", "clearContextAndStart", "keepPlanning"],
-            feedback: str | None = ...,
-        ) -> None: ...
+        def __init__(self, *, decision: Any, feedback: Any = ...) -> None: ...
 
 
 class RequestResolvedParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_tools:RequestResolvedParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -954,19 +906,19 @@ class RequestResolvedParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            request_id: str,
-            method: str,
-            answered_by: str,
-            outcome: str | None = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            request_id: Any,
+            method: Any,
+            answered_by: Any,
+            outcome: Any = ...,
         ) -> None: ...
 
 
 class ResourceInputBlock(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:ResourceInputBlock"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("type", check_literal("resource"), scalar=True),
         Field("uri", check_str, scalar=True),
         Field("text", check_optional_str, default=None, scalar=True),
@@ -980,18 +932,13 @@ class ResourceInputBlock(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            type: Literal["resource"],
-            uri: str,
-            text: str | None = ...,
-            mime_type: str | None = ...,
+            self, *, type: Any, uri: Any, text: Any = ..., mime_type: Any = ...
         ) -> None: ...
 
 
 class RewindConflict(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:RewindConflict"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("path", check_str, scalar=True),
         Field("reason", check_literal("modified", "notCaptured"), scalar=True),
     )
@@ -1000,12 +947,12 @@ class RewindConflict(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, path: str, reason: Literal["modified", "notCaptured"]) -> None: ...
+        def __init__(self, *, path: Any, reason: Any) -> None: ...
 
 
 class SandboxState(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:SandboxState"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("mode", check_literal("read-only", "workspace-write", "off"), scalar=True),
         Field("network", check_bool, default=False, scalar=True),
         Field("available", check_bool, scalar=True),
@@ -1019,18 +966,13 @@ class SandboxState(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            mode: Literal["read-only", "workspace-write", "off"],
-            network: bool = ...,
-            available: bool,
-            reason: str | None = ...,
+            self, *, mode: Any, network: Any = ..., available: Any, reason: Any = ...
         ) -> None: ...
 
 
 class SandboxUpdateParams(EventParams, SandboxState):
     __plain_source__ = "sema_rpc.protocol_settings:SandboxUpdateParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("mode", check_literal("read-only", "workspace-write", "off"), scalar=True),
         Field("network", check_bool, default=False, scalar=True),
         Field("available", check_bool, scalar=True),
@@ -1046,19 +988,19 @@ class SandboxUpdateParams(EventParams, SandboxState):
         def __init__(
             self,
             *,
-            mode: Literal["read-only", "workspace-write", "off"],
-            network: bool = ...,
-            available: bool,
-            reason: str | None = ...,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
+            mode: Any,
+            network: Any = ...,
+            available: Any,
+            reason: Any = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
         ) -> None: ...
 
 
 class ServerCapabilities(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:ServerCapabilities"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("methods", check_list(check_str)),
         Field("notifications", check_list(check_str)),
         Field("server_requests", check_list(check_str), alias="serverRequests"),
@@ -1079,16 +1021,16 @@ class ServerCapabilities(WireModel):
         def __init__(
             self,
             *,
-            methods: list[str],
-            notifications: list[str],
-            server_requests: list[str],
-            prompt_delivery: list[str] = ...,
+            methods: Any,
+            notifications: Any,
+            server_requests: Any,
+            prompt_delivery: Any = ...,
         ) -> None: ...
 
 
 class ServerInfo(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:ServerInfo"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("name", check_str, default="sema-rpc", scalar=True),
         Field("version", check_str, scalar=True),
     )
@@ -1097,12 +1039,12 @@ class ServerInfo(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, name: str = ..., version: str) -> None: ...
+        def __init__(self, *, name: Any = ..., version: Any) -> None: ...
 
 
 class SessionAttachParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionAttachParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("after_seq", never, alias="afterSeq", default=None, scalar=True),
     )
@@ -1111,12 +1053,12 @@ class SessionAttachParams(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, session_id: str, after_seq: int | None = ...) -> None: ...
+        def __init__(self, *, session_id: Any, after_seq: Any = ...) -> None: ...
 
 
 class SessionAttachResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionAttachResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("state", check_literal("idle", "processing"), scalar=True),
         Field("queued_prompts", check_int, alias="queuedPrompts", scalar=True),
@@ -1150,23 +1092,23 @@ class SessionAttachResult(WireModel):
         def __init__(
             self,
             *,
-            session_id: str,
-            state: Literal["idle", "processing"],
-            queued_prompts: int,
-            pending_requests: list[PendingRequest],
-            last_seq: int,
-            replayed: int,
-            truncated: bool,
-            working_dir: str,
-            mode: str,
-            permission_mode: str,
-            model: str | None = ...,
+            session_id: Any,
+            state: Any,
+            queued_prompts: Any,
+            pending_requests: Any,
+            last_seq: Any,
+            replayed: Any,
+            truncated: Any,
+            working_dir: Any,
+            mode: Any,
+            permission_mode: Any,
+            model: Any = ...,
         ) -> None: ...
 
 
 class SessionClearedParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionClearedParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -1176,13 +1118,13 @@ class SessionClearedParams(EventParams):
     if TYPE_CHECKING:
 
         def __init__(
-            self, *, session_id: str = ..., agent_id: str = ..., seq: int = ...
+            self, *, session_id: Any = ..., agent_id: Any = ..., seq: Any = ...
         ) -> None: ...
 
 
 class SessionCompactParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionCompactParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("instructions", check_optional_str, default=None, scalar=True),
     )
@@ -1191,12 +1133,12 @@ class SessionCompactParams(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, session_id: str, instructions: str | None = ...) -> None: ...
+        def __init__(self, *, session_id: Any, instructions: Any = ...) -> None: ...
 
 
 class SessionCompactResult(CompactFigures):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionCompactResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("strategy", check_literal("summary", "truncate", "none"), scalar=True),
         Field("token_before", check_int, alias="tokenBefore", scalar=True),
         Field("token_compact", check_int, alias="tokenCompact", scalar=True),
@@ -1211,18 +1153,18 @@ class SessionCompactResult(CompactFigures):
         def __init__(
             self,
             *,
-            strategy: Literal["summary", "truncate", "none"],
-            token_before: int,
-            token_compact: int,
-            compact_rate: float,
-            err_msg: str | None = ...,
-            usage: TokenUsage,
+            strategy: Any,
+            token_before: Any,
+            token_compact: Any,
+            compact_rate: Any,
+            err_msg: Any = ...,
+            usage: Any,
         ) -> None: ...
 
 
 class SessionCreateParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:SessionCreateParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_optional_str, alias="sessionId", default=None, scalar=True),
         Field("working_dir", check_str, alias="workingDir", scalar=True),
         Field("mode", check_literal("Agent", "Plan"), default="Agent", scalar=True),
@@ -1265,33 +1207,33 @@ class SessionCreateParams(WireModel):
         def __init__(
             self,
             *,
-            session_id: str | None = ...,
-            working_dir: str,
-            mode: Literal["Agent", "Plan"] = ...,
-            model: str | None = ...,
-            use_tools: list[str] | None = ...,
-            permission_mode: Literal["default", "acceptEdits", "bypass"] = ...,
-            mcp_servers: list[McpServerParams] | None = ...,
-            record_dir: str | None = ...,
-            check_continuation: bool = ...,
-            sandbox: Literal["read-only", "workspace-write", "off"] | None = ...,
-            sandbox_network: bool = ...,
+            session_id: Any = ...,
+            working_dir: Any,
+            mode: Any = ...,
+            model: Any = ...,
+            use_tools: Any = ...,
+            permission_mode: Any = ...,
+            mcp_servers: Any = ...,
+            record_dir: Any = ...,
+            check_continuation: Any = ...,
+            sandbox: Any = ...,
+            sandbox_network: Any = ...,
         ) -> None: ...
 
 
 class SessionDeleteResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionDeleteResult"
-    __plain_fields__ = (Field("deleted", check_bool, scalar=True),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (Field("deleted", check_bool, scalar=True),)
     deleted: bool
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, deleted: bool) -> None: ...
+        def __init__(self, *, deleted: Any) -> None: ...
 
 
 class SessionDisposeResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionDisposeResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("disposed", check_bool, default=True, scalar=True),
         Field("interrupted", check_bool, default=False, scalar=True),
     )
@@ -1300,12 +1242,12 @@ class SessionDisposeResult(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, disposed: bool = ..., interrupted: bool = ...) -> None: ...
+        def __init__(self, *, disposed: Any = ..., interrupted: Any = ...) -> None: ...
 
 
 class SessionErrorDetail(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:SessionErrorDetail"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("code", check_str, scalar=True),
         Field("message", check_str, scalar=True),
         Field("details", check_any, default=None),
@@ -1316,12 +1258,12 @@ class SessionErrorDetail(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, code: str, message: str, details: Any = ...) -> None: ...
+        def __init__(self, *, code: Any, message: Any, details: Any = ...) -> None: ...
 
 
 class SessionErrorParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_events:SessionErrorParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -1355,24 +1297,17 @@ class SessionErrorParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            type: Literal[
-                "api_error",
-                "fatal_error",
-                "context_length_exceeded",
-                "model_error",
-                "compact_error",
-                "mcp_error",
-            ],
-            error: SessionErrorDetail,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            type: Any,
+            error: Any,
         ) -> None: ...
 
 
 class SessionForkParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionForkParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("message_id", check_optional_str, alias="messageId", default=None, scalar=True),
     )
@@ -1381,12 +1316,12 @@ class SessionForkParams(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, session_id: str, message_id: str | None = ...) -> None: ...
+        def __init__(self, *, session_id: Any, message_id: Any = ...) -> None: ...
 
 
 class SessionReadyParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:SessionReadyParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("working_dir", check_str, alias="workingDir", scalar=True),
         Field("history_loaded", check_bool, alias="historyLoaded", default=False, scalar=True),
@@ -1430,22 +1365,22 @@ class SessionReadyParams(WireModel):
         def __init__(
             self,
             *,
-            session_id: str,
-            working_dir: str,
-            history_loaded: bool = ...,
-            usage: TokenUsage = ...,
-            project_input_history: list[str] = ...,
-            mode: Literal["Agent", "Plan"] = ...,
-            permission_mode: Literal["default", "acceptEdits", "bypass"] = ...,
-            model: str | None = ...,
-            mcp_servers: list[McpServerStatus] = ...,
-            sandbox: SandboxState | None = ...,
+            session_id: Any,
+            working_dir: Any,
+            history_loaded: Any = ...,
+            usage: Any = ...,
+            project_input_history: Any = ...,
+            mode: Any = ...,
+            permission_mode: Any = ...,
+            model: Any = ...,
+            mcp_servers: Any = ...,
+            sandbox: Any = ...,
         ) -> None: ...
 
 
 class SessionForkResult(SessionReadyParams):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionForkResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("working_dir", check_str, alias="workingDir", scalar=True),
         Field("history_loaded", check_bool, alias="historyLoaded", default=False, scalar=True),
@@ -1481,33 +1416,33 @@ class SessionForkResult(SessionReadyParams):
         def __init__(
             self,
             *,
-            session_id: str,
-            working_dir: str,
-            history_loaded: bool = ...,
-            usage: TokenUsage = ...,
-            project_input_history: list[str] = ...,
-            mode: Literal["Agent", "Plan"] = ...,
-            permission_mode: Literal["default", "acceptEdits", "bypass"] = ...,
-            model: str | None = ...,
-            mcp_servers: list[McpServerStatus] = ...,
-            sandbox: SandboxState | None = ...,
-            input: str | None = ...,
+            session_id: Any,
+            working_dir: Any,
+            history_loaded: Any = ...,
+            usage: Any = ...,
+            project_input_history: Any = ...,
+            mode: Any = ...,
+            permission_mode: Any = ...,
+            model: Any = ...,
+            mcp_servers: Any = ...,
+            sandbox: Any = ...,
+            input: Any = ...,
         ) -> None: ...
 
 
 class SessionInterruptResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:SessionInterruptResult"
-    __plain_fields__ = (Field("interrupted", check_bool, scalar=True),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (Field("interrupted", check_bool, scalar=True),)
     interrupted: bool
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, interrupted: bool) -> None: ...
+        def __init__(self, *, interrupted: Any) -> None: ...
 
 
 class SessionInterruptedParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_events:SessionInterruptedParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -1523,17 +1458,17 @@ class SessionInterruptedParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            content: str,
-            checkpoint: int,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            content: Any,
+            checkpoint: Any,
         ) -> None: ...
 
 
 class SessionListItem(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionListItem"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("working_dir", check_optional_str, alias="workingDir", default=None, scalar=True),
         Field("title", check_optional_str, default=None, scalar=True),
@@ -1557,41 +1492,43 @@ class SessionListItem(WireModel):
         def __init__(
             self,
             *,
-            session_id: str,
-            working_dir: str | None = ...,
-            title: str | None = ...,
-            updated_at: str,
-            message_count: int,
-            live: bool | None = ...,
-            state: Literal["idle", "processing"] | None = ...,
+            session_id: Any,
+            working_dir: Any = ...,
+            title: Any = ...,
+            updated_at: Any,
+            message_count: Any,
+            live: Any = ...,
+            state: Any = ...,
         ) -> None: ...
 
 
 class SessionListParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionListParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("working_dir", check_optional_str, alias="workingDir", default=None, scalar=True),
     )
     working_dir: str | None
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, working_dir: str | None = ...) -> None: ...
+        def __init__(self, *, working_dir: Any = ...) -> None: ...
 
 
 class SessionListResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionListResult"
-    __plain_fields__ = (Field("sessions", check_list(check_model(lambda: SessionListItem))),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
+        Field("sessions", check_list(check_model(lambda: SessionListItem))),
+    )
     sessions: list[SessionListItem]
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, sessions: list[SessionListItem]) -> None: ...
+        def __init__(self, *, sessions: Any) -> None: ...
 
 
 class SessionMessagesParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionMessagesParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("cursor", check_optional_str, default=None, scalar=True),
         Field("limit", check_int_range(1, 1000), default=100, scalar=True),
@@ -1602,14 +1539,12 @@ class SessionMessagesParams(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self, *, session_id: str, cursor: str | None = ..., limit: int = ...
-        ) -> None: ...
+        def __init__(self, *, session_id: Any, cursor: Any = ..., limit: Any = ...) -> None: ...
 
 
 class SessionMessagesResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionMessagesResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("messages", check_list(check_model(lambda: TranscriptMessage))),
         Field("next_cursor", check_optional_str, alias="nextCursor", default=None, scalar=True),
     )
@@ -1618,14 +1553,12 @@ class SessionMessagesResult(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self, *, messages: list[TranscriptMessage], next_cursor: str | None = ...
-        ) -> None: ...
+        def __init__(self, *, messages: Any, next_cursor: Any = ...) -> None: ...
 
 
 class SessionPromptParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:SessionPromptParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field(
             "input",
@@ -1651,18 +1584,12 @@ class SessionPromptParams(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            session_id: str,
-            input: str | list[TextInputBlock | ImageInputBlock | ResourceInputBlock],
-            delivery: Literal["followUp", "steer"] = ...,
-        ) -> None: ...
+        def __init__(self, *, session_id: Any, input: Any, delivery: Any = ...) -> None: ...
 
 
 class SessionPromptResult(_CarriesTotals):
     __plain_source__ = "sema_rpc.protocol_wire:SessionPromptResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field(
             "stop_reason",
             check_literal("end_turn", "interrupted", "max_turns", "error", "command"),
@@ -1687,18 +1614,18 @@ class SessionPromptResult(_CarriesTotals):
         def __init__(
             self,
             *,
-            stop_reason: Literal["end_turn", "interrupted", "max_turns", "error", "command"],
-            usage: TokenUsage,
-            error: SessionErrorDetail | None = ...,
-            turn: UsageTotals | None = ...,
-            session: UsageTotals | None = ...,
-            message_id: str | None = ...,
+            stop_reason: Any,
+            usage: Any,
+            error: Any = ...,
+            turn: Any = ...,
+            session: Any = ...,
+            message_id: Any = ...,
         ) -> None: ...
 
 
 class SessionReadyEventParams(EventParams, SessionReadyParams):
     __plain_source__ = "sema_rpc.protocol_events:SessionReadyEventParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("working_dir", check_str, alias="workingDir", scalar=True),
         Field("history_loaded", check_bool, alias="historyLoaded", default=False, scalar=True),
@@ -1735,34 +1662,36 @@ class SessionReadyEventParams(EventParams, SessionReadyParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            working_dir: str,
-            history_loaded: bool = ...,
-            usage: TokenUsage = ...,
-            project_input_history: list[str] = ...,
-            mode: Literal["Agent", "Plan"] = ...,
-            permission_mode: Literal["default", "acceptEdits", "bypass"] = ...,
-            model: str | None = ...,
-            mcp_servers: list[McpServerStatus] = ...,
-            sandbox: SandboxState | None = ...,
-            agent_id: str = ...,
-            seq: int = ...,
+            session_id: Any = ...,
+            working_dir: Any,
+            history_loaded: Any = ...,
+            usage: Any = ...,
+            project_input_history: Any = ...,
+            mode: Any = ...,
+            permission_mode: Any = ...,
+            model: Any = ...,
+            mcp_servers: Any = ...,
+            sandbox: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
         ) -> None: ...
 
 
 class SessionRef(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:SessionRef"
-    __plain_fields__ = (Field("session_id", check_str, alias="sessionId", scalar=True),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
+        Field("session_id", check_str, alias="sessionId", scalar=True),
+    )
     session_id: str
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, session_id: str) -> None: ...
+        def __init__(self, *, session_id: Any) -> None: ...
 
 
 class SessionRenameParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionRenameParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("title", check_str, scalar=True),
     )
@@ -1771,23 +1700,25 @@ class SessionRenameParams(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, session_id: str, title: str) -> None: ...
+        def __init__(self, *, session_id: Any, title: Any) -> None: ...
 
 
 class SessionRenameResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionRenameResult"
-    __plain_fields__ = (Field("title", check_optional_str, scalar=True),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
+        Field("title", check_optional_str, scalar=True),
+    )
     title: str | None
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, title: str | None) -> None: ...
+        def __init__(self, *, title: Any) -> None: ...
 
 
 class SessionRewindParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionRewindParams"
     __plain_fast__ = False  # a validator of its own: the declaration's
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("message_id", check_optional_str, alias="messageId", default=None, scalar=True),
         Field(
@@ -1807,17 +1738,17 @@ class SessionRewindParams(WireModel):
         def __init__(
             self,
             *,
-            session_id: str,
-            message_id: str | None = ...,
-            restore: Literal["code", "conversation", "both"] = ...,
-            redo: bool = ...,
-            force: bool = ...,
+            session_id: Any,
+            message_id: Any = ...,
+            restore: Any = ...,
+            redo: Any = ...,
+            force: Any = ...,
         ) -> None: ...
 
 
 class SessionRewindResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionRewindResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("rewound", check_bool, scalar=True),
         Field("restore", check_literal("code", "conversation", "both"), scalar=True),
         Field("restored_files", check_list(check_str), alias="restoredFiles", factory=list),
@@ -1837,18 +1768,18 @@ class SessionRewindResult(WireModel):
         def __init__(
             self,
             *,
-            rewound: bool,
-            restore: Literal["code", "conversation", "both"],
-            restored_files: list[str] = ...,
-            conflicts: list[RewindConflict] = ...,
-            input: str | None = ...,
-            message_count: int,
+            rewound: Any,
+            restore: Any,
+            restored_files: Any = ...,
+            conflicts: Any = ...,
+            input: Any = ...,
+            message_count: Any,
         ) -> None: ...
 
 
 class SessionSetModelParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_settings:SessionSetModelParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("model", check_str, scalar=True),
         Field("thinking", check_optional(check_bool), default=None, scalar=True),
@@ -1859,12 +1790,12 @@ class SessionSetModelParams(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, session_id: str, model: str, thinking: bool | None = ...) -> None: ...
+        def __init__(self, *, session_id: Any, model: Any, thinking: Any = ...) -> None: ...
 
 
 class SessionSetModelResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_settings:SessionSetModelResult"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("model", check_str, scalar=True),
         Field("thinking", check_bool, scalar=True),
     )
@@ -1873,12 +1804,12 @@ class SessionSetModelResult(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, model: str, thinking: bool) -> None: ...
+        def __init__(self, *, model: Any, thinking: Any) -> None: ...
 
 
 class SessionSetSandboxParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_settings:SessionSetSandboxParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("mode", check_literal("read-only", "workspace-write", "off"), scalar=True),
         Field("network", check_optional(check_bool), default=None, scalar=True),
@@ -1889,18 +1820,12 @@ class SessionSetSandboxParams(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            session_id: str,
-            mode: Literal["read-only", "workspace-write", "off"],
-            network: bool | None = ...,
-        ) -> None: ...
+        def __init__(self, *, session_id: Any, mode: Any, network: Any = ...) -> None: ...
 
 
 class StateUpdateParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_events:StateUpdateParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -1912,18 +1837,13 @@ class StateUpdateParams(EventParams):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            state: Literal["idle", "processing"],
+            self, *, session_id: Any = ..., agent_id: Any = ..., seq: Any = ..., state: Any
         ) -> None: ...
 
 
 class TaskAgentEndParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_tools:TaskAgentEndParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -1941,18 +1861,18 @@ class TaskAgentEndParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            task_id: str,
-            status: Literal["completed", "failed", "interrupted"],
-            content: str = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            task_id: Any,
+            status: Any,
+            content: Any = ...,
         ) -> None: ...
 
 
 class TaskAgentStartParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_tools:TaskAgentStartParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -1972,19 +1892,19 @@ class TaskAgentStartParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            task_id: str,
-            subagent_type: str,
-            description: str,
-            prompt: str,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            task_id: Any,
+            subagent_type: Any,
+            description: Any,
+            prompt: Any,
         ) -> None: ...
 
 
 class TextChunkParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_events:TextChunkParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -2000,17 +1920,17 @@ class TextChunkParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            delta: str,
-            message_id: str | None = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            delta: Any,
+            message_id: Any = ...,
         ) -> None: ...
 
 
 class TextInputBlock(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:TextInputBlock"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("type", check_literal("text"), scalar=True),
         Field("text", check_str, scalar=True),
     )
@@ -2019,12 +1939,12 @@ class TextInputBlock(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, type: Literal["text"], text: str) -> None: ...
+        def __init__(self, *, type: Any, text: Any) -> None: ...
 
 
 class ThinkingChunkParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_events:ThinkingChunkParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -2040,17 +1960,17 @@ class ThinkingChunkParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            delta: str,
-            message_id: str | None = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            delta: Any,
+            message_id: Any = ...,
         ) -> None: ...
 
 
 class TodoItem(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:TodoItem"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("content", check_str, scalar=True),
         Field("status", check_literal("pending", "in_progress", "completed"), scalar=True),
         Field("active_form", check_str, alias="activeForm", default="", scalar=True),
@@ -2061,18 +1981,12 @@ class TodoItem(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            content: str,
-            status: Literal["pending", "in_progress", "completed"],
-            active_form: str = ...,
-        ) -> None: ...
+        def __init__(self, *, content: Any, status: Any, active_form: Any = ...) -> None: ...
 
 
 class TodosUpdateParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_tools:TodosUpdateParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -2084,18 +1998,13 @@ class TodosUpdateParams(EventParams):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            todos: list[TodoItem],
+            self, *, session_id: Any = ..., agent_id: Any = ..., seq: Any = ..., todos: Any
         ) -> None: ...
 
 
 class TokenUsage(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:TokenUsage"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("use_tokens", check_int, alias="useTokens", default=0, scalar=True),
         Field("max_tokens", check_int, alias="maxTokens", default=0, scalar=True),
         Field("prompt_tokens", check_int, alias="promptTokens", default=0, scalar=True),
@@ -2107,13 +2016,13 @@ class TokenUsage(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self, *, use_tokens: int = ..., max_tokens: int = ..., prompt_tokens: int = ...
+            self, *, use_tokens: Any = ..., max_tokens: Any = ..., prompt_tokens: Any = ...
         ) -> None: ...
 
 
 class ToolCallSummary(WireModel):
     __plain_source__ = "sema_rpc.protocol_events:ToolCallSummary"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("id", check_str, scalar=True),
         Field("name", check_str, scalar=True),
         Field("args", check_dict()),
@@ -2124,12 +2033,12 @@ class ToolCallSummary(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, id: str, name: str, args: dict[str, Any]) -> None: ...
+        def __init__(self, *, id: Any, name: Any, args: Any) -> None: ...
 
 
 class ToolExecutionCompleteParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_tools:ToolExecutionCompleteParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -2153,21 +2062,21 @@ class ToolExecutionCompleteParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            tool_call_id: str,
-            tool_name: str,
-            title: str,
-            summary: str = ...,
-            content: str = ...,
-            message_id: str | None = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            tool_call_id: Any,
+            tool_name: Any,
+            title: Any,
+            summary: Any = ...,
+            content: Any = ...,
+            message_id: Any = ...,
         ) -> None: ...
 
 
 class ToolExecutionErrorParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_tools:ToolExecutionErrorParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -2189,20 +2098,20 @@ class ToolExecutionErrorParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            tool_call_id: str,
-            tool_name: str,
-            title: str,
-            content: str,
-            message_id: str | None = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            tool_call_id: Any,
+            tool_name: Any,
+            title: Any,
+            content: Any,
+            message_id: Any = ...,
         ) -> None: ...
 
 
 class ToolExecutionStartParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_tools:ToolExecutionStartParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -2224,20 +2133,20 @@ class ToolExecutionStartParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            tool_call_id: str,
-            tool_name: str,
-            title: str,
-            input: dict[str, Any] = ...,
-            message_id: str | None = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            tool_call_id: Any,
+            tool_name: Any,
+            title: Any,
+            input: Any = ...,
+            message_id: Any = ...,
         ) -> None: ...
 
 
 class ToolExecutionUpdateParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_tools:ToolExecutionUpdateParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -2257,19 +2166,19 @@ class ToolExecutionUpdateParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            tool_call_id: str,
-            tool_name: str,
-            delta: str,
-            message_id: str | None = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            tool_call_id: Any,
+            tool_name: Any,
+            delta: Any,
+            message_id: Any = ...,
         ) -> None: ...
 
 
 class ToolListItem(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:ToolListItem"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("name", check_str, scalar=True),
         Field("description", check_str, scalar=True),
         Field("source", check_literal("builtin", "skill", "mcp"), scalar=True),
@@ -2285,39 +2194,37 @@ class ToolListItem(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            name: str,
-            description: str,
-            source: Literal["builtin", "skill", "mcp"],
-            enabled: bool,
-            read_only: bool,
+            self, *, name: Any, description: Any, source: Any, enabled: Any, read_only: Any
         ) -> None: ...
 
 
 class ToolListParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:ToolListParams"
-    __plain_fields__ = (Field("session_id", check_str, alias="sessionId", scalar=True),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
+        Field("session_id", check_str, alias="sessionId", scalar=True),
+    )
     session_id: str
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, session_id: str) -> None: ...
+        def __init__(self, *, session_id: Any) -> None: ...
 
 
 class ToolListResult(WireModel):
     __plain_source__ = "sema_rpc.protocol_tools:ToolListResult"
-    __plain_fields__ = (Field("tools", check_list(check_model(lambda: ToolListItem))),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
+        Field("tools", check_list(check_model(lambda: ToolListItem))),
+    )
     tools: list[ToolListItem]
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, tools: list[ToolListItem]) -> None: ...
+        def __init__(self, *, tools: Any) -> None: ...
 
 
 class TranscriptContent(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:TranscriptContent"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("type", check_literal("text", "image"), default="text", scalar=True),
         Field("text", check_optional_str, default=None, scalar=True),
         Field("media_type", check_optional_str, alias="mediaType", default=None, scalar=True),
@@ -2331,18 +2238,13 @@ class TranscriptContent(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            type: Literal["text", "image"] = ...,
-            text: str | None = ...,
-            media_type: str | None = ...,
-            path: str | None = ...,
+            self, *, type: Any = ..., text: Any = ..., media_type: Any = ..., path: Any = ...
         ) -> None: ...
 
 
 class TranscriptMessage(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:TranscriptMessage"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("id", check_str, scalar=True),
         Field("role", check_literal("user", "assistant"), scalar=True),
         Field("content", check_list(check_model(lambda: TranscriptContent)), factory=list),
@@ -2372,18 +2274,18 @@ class TranscriptMessage(WireModel):
         def __init__(
             self,
             *,
-            id: str,
-            role: Literal["user", "assistant"],
-            content: list[TranscriptContent] = ...,
-            thinking: str | None = ...,
-            tool_calls: list[TranscriptToolCall] | None = ...,
-            kind: Literal["prompt", "summary", "notice"] | None = ...,
+            id: Any,
+            role: Any,
+            content: Any = ...,
+            thinking: Any = ...,
+            tool_calls: Any = ...,
+            kind: Any = ...,
         ) -> None: ...
 
 
 class TranscriptToolCall(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:TranscriptToolCall"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("id", check_str, scalar=True),
         Field("name", check_str, scalar=True),
         Field("title", check_str, scalar=True),
@@ -2403,18 +2305,18 @@ class TranscriptToolCall(WireModel):
         def __init__(
             self,
             *,
-            id: str,
-            name: str,
-            title: str,
-            input: dict[str, Any] = ...,
-            status: Literal["completed", "error", "interrupted", "running"],
-            result: str | None = ...,
+            id: Any,
+            name: Any,
+            title: Any,
+            input: Any = ...,
+            status: Any,
+            result: Any = ...,
         ) -> None: ...
 
 
 class TurnContinuedParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_tools:TurnContinuedParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -2430,17 +2332,17 @@ class TurnContinuedParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            sentence: str,
-            nudge: str,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            sentence: Any,
+            nudge: Any,
         ) -> None: ...
 
 
 class TurnDiffFile(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:TurnDiffFile"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("path", check_str, scalar=True),
         Field("status", check_literal("added", "modified", "deleted"), scalar=True),
         Field("additions", check_int, scalar=True),
@@ -2456,19 +2358,13 @@ class TurnDiffFile(WireModel):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            path: str,
-            status: Literal["added", "modified", "deleted"],
-            additions: int,
-            deletions: int,
-            diff: str,
+            self, *, path: Any, status: Any, additions: Any, deletions: Any, diff: Any
         ) -> None: ...
 
 
 class TurnDiffParams(EventParams):
     __plain_source__ = "sema_rpc.protocol_sessions:TurnDiffParams"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", default="", scalar=True),
         Field("agent_id", check_str, alias="agentId", default="main", scalar=True),
         Field("seq", check_int, default=0, scalar=True),
@@ -2488,19 +2384,19 @@ class TurnDiffParams(EventParams):
         def __init__(
             self,
             *,
-            session_id: str = ...,
-            agent_id: str = ...,
-            seq: int = ...,
-            message_id: str | None = ...,
-            files: list[TurnDiffFile],
-            diff: str,
-            truncated: bool = ...,
+            session_id: Any = ...,
+            agent_id: Any = ...,
+            seq: Any = ...,
+            message_id: Any = ...,
+            files: Any,
+            diff: Any,
+            truncated: Any = ...,
         ) -> None: ...
 
 
 class UsageTotals(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:UsageTotals"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("input_tokens", check_int, alias="inputTokens", default=0, scalar=True),
         Field("output_tokens", check_int, alias="outputTokens", default=0, scalar=True),
         Field("cache_read_tokens", check_int, alias="cacheReadTokens", default=0, scalar=True),
@@ -2518,11 +2414,11 @@ class UsageTotals(WireModel):
         def __init__(
             self,
             *,
-            input_tokens: int = ...,
-            output_tokens: int = ...,
-            cache_read_tokens: int = ...,
-            cache_write_tokens: int = ...,
-            cost_usd: float | None = ...,
+            input_tokens: Any = ...,
+            output_tokens: Any = ...,
+            cache_read_tokens: Any = ...,
+            cache_write_tokens: Any = ...,
+            cost_usd: Any = ...,
         ) -> None: ...
 
 
@@ -2535,6 +2431,12 @@ PromptInput = str | list[TextInputBlock | ImageInputBlock | ResourceInputBlock]
 PromptInputBlock = TextInputBlock | ImageInputBlock | ResourceInputBlock
 RewindRestore = Literal["code", "conversation", "both"]
 SandboxMode = Literal["read-only", "workspace-write", "off"]
+SessionCreateResult = SessionReadyParams
+SessionDeleteParams = SessionRef
+SessionDetachParams = SessionRef
+SessionDisposeParams = SessionRef
+SessionInterruptParams = SessionRef
+SessionSetSandboxResult = SandboxState
 StopReasonWire = Literal["end_turn", "interrupted", "max_turns", "error", "command"]
 
 __all__ = [
@@ -2600,12 +2502,17 @@ __all__ = [
     "SessionCompactParams",
     "SessionCompactResult",
     "SessionCreateParams",
+    "SessionCreateResult",
+    "SessionDeleteParams",
     "SessionDeleteResult",
+    "SessionDetachParams",
+    "SessionDisposeParams",
     "SessionDisposeResult",
     "SessionErrorDetail",
     "SessionErrorParams",
     "SessionForkParams",
     "SessionForkResult",
+    "SessionInterruptParams",
     "SessionInterruptResult",
     "SessionInterruptedParams",
     "SessionListItem",
@@ -2625,6 +2532,7 @@ __all__ = [
     "SessionSetModelParams",
     "SessionSetModelResult",
     "SessionSetSandboxParams",
+    "SessionSetSandboxResult",
     "StateUpdateParams",
     "StopReasonWire",
     "TaskAgentEndParams",

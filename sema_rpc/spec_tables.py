@@ -24,8 +24,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from sema_rpc.protocol import METHODS, NOTIFICATIONS, SERVER_REQUESTS
 
 SPEC_FILE = Path(__file__).resolve().parent.parent / "protocol" / "README.md"
@@ -33,7 +31,7 @@ SPEC_FILE = Path(__file__).resolve().parent.parent / "protocol" / "README.md"
 TABLES = ("methods", "notifications", "server-requests")
 
 
-def _schema(model: type[BaseModel], mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _schema(model: Any, mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
     schema = model.model_json_schema(by_alias=True, mode=mode)  # type: ignore[arg-type]
     return schema, schema.get("$defs", {})
 
@@ -82,7 +80,7 @@ def _object(node: dict[str, Any], defs: dict[str, Any], depth: int, mode: str) -
     return "{" + ", ".join(fields) + "}"
 
 
-def shape(model: type[BaseModel] | None, mode: str = "validation") -> str:
+def shape(model: Any, mode: str = "validation") -> str:
     """`model` as the spec writes it; `none` for a model without fields."""
     if model is None:
         return "—"

@@ -29,8 +29,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
-
 from sema_rpc.acp.advert import REWIND_METHOD, STEERING_METHOD, initialize_result
 from sema_rpc.acp.auth import METHOD_IDS, usable_model
 from sema_rpc.acp.events import AcpEvents
@@ -59,6 +57,7 @@ from sema_rpc.acp.wire_plain import (
     SetModeRequest,
     SteeringRequest,
 )
+from sema_rpc.plain_model import PlainModel, is_validation_error
 from sema_rpc.protocol import (
     AskQuestionRequestParams,
     EventParams,
@@ -129,7 +128,7 @@ class AcpServer:
         self._ids = itertools.count(1)
         self._detached: set[asyncio.Task[Any]] = set()
         """Turns started by `_session/steering` on an idle session (no request owns them)."""
-        self._handlers: dict[str, tuple[type[BaseModel], Callable[[Any], Awaitable[Any]]]] = {
+        self._handlers: dict[str, tuple[type[PlainModel], Callable[[Any], Awaitable[Any]]]] = {
             "initialize": (InitializeRequest, self._initialize),
             "authenticate": (AuthenticateRequest, self._authenticate),
             "session/new": (NewSessionRequest, self._new),
@@ -208,7 +207,7 @@ class AcpServer:
             return
         try:
             request = SessionRequest.model_validate(params or {})
-        except ValidationError:
+        except ValueError:  # the params' error (pydantic's ValidationError)
             log.warning("session/cancel without a sessionId: %r", params)
             return
         engine = self.host.engine_created
@@ -245,7 +244,7 @@ class AcpServer:
         except RpcError as exc:
             log.warning("the client answered %s with an error: %s", event.event, exc.message)
             return None
-        except (ValidationError, KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:  # ValueError: pydantic's too
             log.warning("the client's answer to %s is invalid: %s", event.event, exc)
             return None
         return None
@@ -550,8 +549,10 @@ class AcpServer:
                 redo=params.redo,
                 force=params.force,
             )
-        except ValidationError as exc:
-            raise RpcError(INVALID_PARAMS, str(exc.errors()[0]["msg"])) from exc
+        except ValueError as exc:
+            if not is_validation_error(exc):
+                raise
+            raise RpcError(INVALID_PARAMS, str(exc.errors()[0]["msg"])) from exc  # type: ignore[attr-defined]
         rewound = await self.engine.rewind(request)
         return rewound.model_dump(mode="json", by_alias=True, exclude_none=True)
 

@@ -8,7 +8,7 @@ follows its declaration: sema_rpc/plain_model.py.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sema_rpc.plain_model import (
     Field,
@@ -27,7 +27,7 @@ from sema_rpc.protocol_plain import WireModel
 
 class AcpClientCapabilities(WireModel):
     __plain_source__ = "sema_rpc.acp.wire:AcpClientCapabilities"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("fs", check_model(lambda: FsCapabilities), factory=lambda: FsCapabilities()),
         Field("terminal", check_bool, default=False, scalar=True),
         Field("elicitation", check_optional(check_dict()), default=None),
@@ -45,27 +45,29 @@ class AcpClientCapabilities(WireModel):
         def __init__(
             self,
             *,
-            fs: FsCapabilities = ...,
-            terminal: bool = ...,
-            elicitation: dict[str, Any] | None = ...,
-            auth: dict[str, Any] | None = ...,
-            meta: dict[str, Any] | None = ...,
+            fs: Any = ...,
+            terminal: Any = ...,
+            elicitation: Any = ...,
+            auth: Any = ...,
+            meta: Any = ...,
         ) -> None: ...
 
 
 class AcpParams(WireModel):
     __plain_source__ = "sema_rpc.acp.wire:AcpParams"
-    __plain_fields__ = (Field("meta", check_optional(check_dict()), alias="_meta", default=None),)
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
+        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
+    )
     meta: dict[str, Any] | None
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: dict[str, Any] | None = ...) -> None: ...
+        def __init__(self, *, meta: Any = ...) -> None: ...
 
 
 class AuthenticateRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:AuthenticateRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("method_id", check_str, alias="methodId", scalar=True),
     )
@@ -73,12 +75,12 @@ class AuthenticateRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: dict[str, Any] | None = ..., method_id: str) -> None: ...
+        def __init__(self, *, meta: Any = ..., method_id: Any) -> None: ...
 
 
 class CancelRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:CancelRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("request_id", check_union(check_str, check_int), alias="requestId", scalar=True),
     )
@@ -86,12 +88,12 @@ class CancelRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: dict[str, Any] | None = ..., request_id: str | int) -> None: ...
+        def __init__(self, *, meta: Any = ..., request_id: Any) -> None: ...
 
 
 class NewSessionRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:NewSessionRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("cwd", check_str, scalar=True),
         Field(
@@ -116,16 +118,16 @@ class NewSessionRequest(AcpParams):
         def __init__(
             self,
             *,
-            meta: dict[str, Any] | None = ...,
-            cwd: str,
-            mcp_servers: list[McpServer] = ...,
-            additional_directories: list[str] = ...,
+            meta: Any = ...,
+            cwd: Any,
+            mcp_servers: Any = ...,
+            additional_directories: Any = ...,
         ) -> None: ...
 
 
 class LoadSessionRequest(NewSessionRequest):
     __plain_source__ = "sema_rpc.acp.wire:LoadSessionRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("cwd", check_str, scalar=True),
         Field(
@@ -149,17 +151,17 @@ class LoadSessionRequest(NewSessionRequest):
         def __init__(
             self,
             *,
-            meta: dict[str, Any] | None = ...,
-            cwd: str,
-            mcp_servers: list[McpServer] = ...,
-            additional_directories: list[str] = ...,
-            session_id: str,
+            meta: Any = ...,
+            cwd: Any,
+            mcp_servers: Any = ...,
+            additional_directories: Any = ...,
+            session_id: Any,
         ) -> None: ...
 
 
 class ForkRequest(LoadSessionRequest):
     __plain_source__ = "sema_rpc.acp.wire:ForkRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("cwd", check_str, scalar=True),
         Field(
@@ -184,18 +186,18 @@ class ForkRequest(LoadSessionRequest):
         def __init__(
             self,
             *,
-            meta: dict[str, Any] | None = ...,
-            cwd: str,
-            mcp_servers: list[McpServer] = ...,
-            additional_directories: list[str] = ...,
-            session_id: str,
-            message_id: str | None = ...,
+            meta: Any = ...,
+            cwd: Any,
+            mcp_servers: Any = ...,
+            additional_directories: Any = ...,
+            session_id: Any,
+            message_id: Any = ...,
         ) -> None: ...
 
 
 class FsCapabilities(WireModel):
     __plain_source__ = "sema_rpc.acp.wire:FsCapabilities"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("read_text_file", check_bool, alias="readTextFile", default=False, scalar=True),
         Field("write_text_file", check_bool, alias="writeTextFile", default=False, scalar=True),
     )
@@ -204,12 +206,12 @@ class FsCapabilities(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, read_text_file: bool = ..., write_text_file: bool = ...) -> None: ...
+        def __init__(self, *, read_text_file: Any = ..., write_text_file: Any = ...) -> None: ...
 
 
 class InitializeRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:InitializeRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("protocol_version", check_int, alias="protocolVersion", scalar=True),
         Field(
@@ -229,16 +231,16 @@ class InitializeRequest(AcpParams):
         def __init__(
             self,
             *,
-            meta: dict[str, Any] | None = ...,
-            protocol_version: int,
-            client_capabilities: AcpClientCapabilities = ...,
-            client_info: dict[str, Any] | None = ...,
+            meta: Any = ...,
+            protocol_version: Any,
+            client_capabilities: Any = ...,
+            client_info: Any = ...,
         ) -> None: ...
 
 
 class ListSessionsRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:ListSessionsRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("cwd", check_optional_str, default=None, scalar=True),
         Field("cursor", check_optional_str, default=None, scalar=True),
@@ -248,18 +250,12 @@ class ListSessionsRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            meta: dict[str, Any] | None = ...,
-            cwd: str | None = ...,
-            cursor: str | None = ...,
-        ) -> None: ...
+        def __init__(self, *, meta: Any = ..., cwd: Any = ..., cursor: Any = ...) -> None: ...
 
 
 class McpServer(WireModel):
     __plain_source__ = "sema_rpc.acp.wire:McpServer"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("name", check_str, scalar=True),
         Field("type", check_optional_str, default=None, scalar=True),
         Field("command", check_optional_str, default=None, scalar=True),
@@ -281,19 +277,19 @@ class McpServer(WireModel):
         def __init__(
             self,
             *,
-            name: str,
-            type: str | None = ...,
-            command: str | None = ...,
-            args: list[str] = ...,
-            env: list[dict[str, str]] = ...,
-            url: str | None = ...,
-            headers: list[dict[str, str]] = ...,
+            name: Any,
+            type: Any = ...,
+            command: Any = ...,
+            args: Any = ...,
+            env: Any = ...,
+            url: Any = ...,
+            headers: Any = ...,
         ) -> None: ...
 
 
 class PromptRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:PromptRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("prompt", check_list(check_dict())),
@@ -303,18 +299,12 @@ class PromptRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            meta: dict[str, Any] | None = ...,
-            session_id: str,
-            prompt: list[dict[str, Any]],
-        ) -> None: ...
+        def __init__(self, *, meta: Any = ..., session_id: Any, prompt: Any) -> None: ...
 
 
 class RewindRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:RewindRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("message_id", check_optional_str, alias="messageId", default=None, scalar=True),
@@ -333,18 +323,18 @@ class RewindRequest(AcpParams):
         def __init__(
             self,
             *,
-            meta: dict[str, Any] | None = ...,
-            session_id: str,
-            message_id: str | None = ...,
-            mode: str = ...,
-            redo: bool = ...,
-            force: bool = ...,
+            meta: Any = ...,
+            session_id: Any,
+            message_id: Any = ...,
+            mode: Any = ...,
+            redo: Any = ...,
+            force: Any = ...,
         ) -> None: ...
 
 
 class SessionRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:SessionRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("session_id", check_str, alias="sessionId", scalar=True),
     )
@@ -352,12 +342,12 @@ class SessionRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: dict[str, Any] | None = ..., session_id: str) -> None: ...
+        def __init__(self, *, meta: Any = ..., session_id: Any) -> None: ...
 
 
 class SetConfigOptionRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:SetConfigOptionRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("config_id", check_str, alias="configId", scalar=True),
@@ -370,18 +360,13 @@ class SetConfigOptionRequest(AcpParams):
     if TYPE_CHECKING:
 
         def __init__(
-            self,
-            *,
-            meta: dict[str, Any] | None = ...,
-            session_id: str,
-            config_id: str,
-            value: str | bool,
+            self, *, meta: Any = ..., session_id: Any, config_id: Any, value: Any
         ) -> None: ...
 
 
 class SetModeRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:SetModeRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("mode_id", check_str, alias="modeId", scalar=True),
@@ -391,14 +376,12 @@ class SetModeRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self, *, meta: dict[str, Any] | None = ..., session_id: str, mode_id: str
-        ) -> None: ...
+        def __init__(self, *, meta: Any = ..., session_id: Any, mode_id: Any) -> None: ...
 
 
 class SteeringRequest(PromptRequest):
     __plain_source__ = "sema_rpc.acp.wire:SteeringRequest"
-    __plain_fields__ = (
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("meta", check_optional(check_dict()), alias="_meta", default=None),
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("prompt", check_list(check_dict())),
@@ -406,13 +389,7 @@ class SteeringRequest(PromptRequest):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            meta: dict[str, Any] | None = ...,
-            session_id: str,
-            prompt: list[dict[str, Any]],
-        ) -> None: ...
+        def __init__(self, *, meta: Any = ..., session_id: Any, prompt: Any) -> None: ...
 
 
 __all__ = [

@@ -37,7 +37,7 @@ def delta_events(cls: type[E], **fields: Any) -> Callable[[str], E]:
     def make(delta: str) -> E:
         nonlocal template, fields_set
         if template is None or type(delta) is not str:
-            event = cls(delta=delta, **fields)
+            event = cls(delta=delta, **fields)  # type: ignore[call-arg]
             if template is None:
                 template = dict(event.__dict__)  # before the bus stamps the envelope
                 fields_set = frozenset(event.model_fields_set)

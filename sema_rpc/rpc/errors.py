@@ -23,6 +23,7 @@ from sema_rpc.core.errors import (
     SessionBusy,
     SessionNotFound,
 )
+from sema_rpc.plain_model import is_validation_error
 from sema_rpc.protocol_core import ErrorCode, RpcError
 
 log = logging.getLogger("sema_rpc.rpc.connection")
@@ -114,9 +115,9 @@ def invalid_params(exc: Any, what: str) -> RpcError:
 def validate(model: Any, params: Any, name: str) -> Any:
     """A request's params as `model` (pydantic); `null` and `[]` are `{}` (Lua's JSON
     encoders write an empty table as `[]`). Invalid: -32602 (`invalid_params`)."""
-    from pydantic import ValidationError
-
     try:
         return model.model_validate({} if params is None or params == [] else params)
-    except ValidationError as exc:
+    except ValueError as exc:
+        if not is_validation_error(exc):
+            raise
         raise invalid_params(exc, f"invalid params for {name}") from exc

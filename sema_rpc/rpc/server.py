@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import sema_rpc
 from sema_rpc import protocol_names
+from sema_rpc.plain_model import is_validation_error
 from sema_rpc.protocol_core import PROTOCOL_VERSION, ErrorCode, RpcError
 from sema_rpc.rpc import errors
 from sema_rpc.rpc.connection import Connection, current_request
@@ -395,8 +396,6 @@ class SemaServer:
     # ------------------------------------------------------------------ ClientBridge
 
     async def ask(self, event: EventParams, result_type: type[WireModel]) -> WireModel | None:
-        from pydantic import ValidationError
-
         from sema_rpc.protocol import SERVER_REQUESTS
 
         spec = SERVER_REQUESTS[event.event]
@@ -414,7 +413,9 @@ class SemaServer:
             return None
         try:
             return result_type.model_validate(raw)
-        except ValidationError as exc:
+        except ValueError as exc:
+            if not is_validation_error(exc):
+                raise
             log.warning("client answered %s with an invalid result: %s", event.event, exc)
             return None
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sema_rpc.plain_model import is_validation_error
 from sema_rpc.rpc.backlog import Backlog
 from sema_rpc.rpc.connection import dumps as _dumps
 from sema_rpc.rpc.framing import encode_frame
@@ -268,15 +269,15 @@ class SharedHost(Host):
 
     @staticmethod
     def _valid(request: OpenRequest, asked: asyncio.Future[Any]) -> WireModel | None:
-        from pydantic import ValidationError
-
         exc = asked.exception()
         if exc is not None:
             log.warning("client answered %s with an error: %s", request.method, exc)
             return None
         try:
             return request.result_type.model_validate(asked.result())
-        except ValidationError as err:
+        except ValueError as err:
+            if not is_validation_error(err):
+                raise
             log.warning("client answered %s with an invalid result: %s", request.method, err)
             return None
 
