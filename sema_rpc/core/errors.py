@@ -7,8 +7,12 @@ dialect maps them to its own error answers in one table (for JSON-RPC: rpc/error
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class DomainError(Exception):
@@ -75,3 +79,12 @@ def working_dir(raw: str, *, must_exist: bool = True) -> Path:
     if must_exist and not path.is_dir():
         raise InvalidArgument(f"workingDir is not a directory: {raw}")
     return path
+
+
+def is_validation_error(exc: BaseException) -> TypeGuard[ValidationError]:
+    """Whether `exc` is pydantic's `ValidationError` (a `ValueError`), told without
+    importing pydantic: an instance of it exists only once pydantic_core is loaded. A path
+    that catches `ValueError` and re-raises what this refuses keeps pydantic off until a
+    validation actually fails."""
+    core = sys.modules.get("pydantic_core")
+    return core is not None and isinstance(exc, core.ValidationError)

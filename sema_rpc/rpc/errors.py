@@ -22,6 +22,7 @@ from sema_rpc.core.errors import (
     NoModelConfigured,
     SessionBusy,
     SessionNotFound,
+    is_validation_error,
 )
 from sema_rpc.protocol_core import ErrorCode, RpcError
 
@@ -113,10 +114,11 @@ def invalid_params(exc: Any, what: str) -> RpcError:
 
 def validate(model: Any, params: Any, name: str) -> Any:
     """A request's params as `model` (pydantic); `null` and `[]` are `{}` (Lua's JSON
-    encoders write an empty table as `[]`). Invalid: -32602 (`invalid_params`)."""
-    from pydantic import ValidationError
-
+    encoders write an empty table as `[]`). Invalid: -32602 (`invalid_params`). Valid
+    params do not import pydantic (`is_validation_error`)."""
     try:
         return model.model_validate({} if params is None or params == [] else params)
-    except ValidationError as exc:
+    except ValueError as exc:
+        if not is_validation_error(exc):
+            raise
         raise invalid_params(exc, f"invalid params for {name}") from exc

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import ValidationError
 
+from sema_rpc.core.errors import is_validation_error
 from sema_rpc.core.messages import ToolResultBlock, ToolUseBlock
 from sema_rpc.core.policy.permissions import (
     NO_CLIENT_MESSAGE,
@@ -130,7 +130,9 @@ class ToolRunner:
             return _Prepared(call, None, error=f"No such tool: {call.name}. Available: {known}")
         try:
             args = tool.Input.model_validate(call.input)
-        except ValidationError as exc:
+        except ValueError as exc:
+            if not is_validation_error(exc):
+                raise
             details = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
             )
