@@ -7,10 +7,9 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from sema_rpc.acp import translate
 from sema_rpc.acp.wire import McpServer
+from sema_rpc.core.errors import is_validation_error
 from sema_rpc.protocol import RpcError
 from sema_rpc.rpc.errors import INVALID_PARAMS, invalid_params
 
@@ -33,7 +32,9 @@ def prompt_request(
         prompt = skill_prompt(prompt, session)
     try:
         request = SessionPromptParams.model_validate({"sessionId": session.id, "input": prompt})
-    except ValidationError as exc:
+    except ValueError as exc:
+        if not is_validation_error(exc):
+            raise
         raise invalid_params(exc, "invalid prompt") from exc
     return request, prompt
 

@@ -29,8 +29,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
-
 from sema_rpc.acp.advert import REWIND_METHOD, STEERING_METHOD, initialize_result
 from sema_rpc.acp.auth import METHOD_IDS, usable_model
 from sema_rpc.acp.events import AcpEvents
@@ -59,6 +57,7 @@ from sema_rpc.acp.wire import (
     SetModeRequest,
     SteeringRequest,
 )
+from sema_rpc.core.errors import is_validation_error
 from sema_rpc.protocol import (
     AskQuestionRequestParams,
     EventParams,
@@ -80,6 +79,8 @@ from sema_rpc.rpc.framing import FrameWriter
 from sema_rpc.rpc.host import Host
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from sema_rpc.engine.engine import SemaEngine
     from sema_rpc.engine.loop.control import PromptCancel
     from sema_rpc.engine.session.session import Session
@@ -208,7 +209,7 @@ class AcpServer:
             return
         try:
             request = SessionRequest.model_validate(params or {})
-        except ValidationError:
+        except ValueError:  # pydantic's ValidationError: the body only validates
             log.warning("session/cancel without a sessionId: %r", params)
             return
         engine = self.host.engine_created
@@ -245,7 +246,7 @@ class AcpServer:
         except RpcError as exc:
             log.warning("the client answered %s with an error: %s", event.event, exc.message)
             return None
-        except (ValidationError, KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:  # ValueError: ValidationError too
             log.warning("the client's answer to %s is invalid: %s", event.event, exc)
             return None
         return None
@@ -550,7 +551,9 @@ class AcpServer:
                 redo=params.redo,
                 force=params.force,
             )
-        except ValidationError as exc:
+        except ValueError as exc:
+            if not is_validation_error(exc):
+                raise
             raise RpcError(INVALID_PARAMS, str(exc.errors()[0]["msg"])) from exc
         rewound = await self.engine.rewind(request)
         return rewound.model_dump(mode="json", by_alias=True, exclude_none=True)
