@@ -40,22 +40,19 @@ def is_validation_error(exc: BaseException) -> TypeGuard[ValidationError]:
 
 
 _CAMEL: dict[str, str] = {}
-_ALREADY_CAMEL = re.compile(r"^[a-z]+[A-Za-z0-9]*$")
-_DIGIT_LOWER = re.compile(r"\d[a-z]")
-_JOIN = re.compile(r"([0-9A-Za-z])_(?=[0-9A-Z])")
-_FIRST = re.compile(r"(^_*[A-Z])")
 
 
 def to_camel(snake: str) -> str:
     """A field's wire name: the wire models' alias rule (pydantic's `to_camel`, which it
-    matches for every input), cached, as it runs for each key a client sends as a dict."""
+    matches for every input), cached, as it runs for each key a client sends as a dict.
+    The patterns are compiled at the first key (`re`'s own cache), not at import."""
     camel = _CAMEL.get(snake)
     if camel is None:
-        if _ALREADY_CAMEL.match(snake) and not _DIGIT_LOWER.search(snake):
+        if re.match(r"^[a-z]+[A-Za-z0-9]*$", snake) and not re.search(r"\d[a-z]", snake):
             camel = snake
         else:
-            pascal = _JOIN.sub(lambda m: m.group(1), snake.title())
-            camel = _FIRST.sub(lambda m: m.group(1).lower(), pascal)
+            pascal = re.sub(r"([0-9A-Za-z])_(?=[0-9A-Z])", lambda m: m.group(1), snake.title())
+            camel = re.sub(r"(^_*[A-Z])", lambda m: m.group(1).lower(), pascal)
         if len(_CAMEL) < 4096:
             _CAMEL[snake] = camel
     return camel
