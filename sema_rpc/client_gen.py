@@ -35,9 +35,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic.alias_generators import to_camel
-
 import sema_rpc.protocol as protocol
+from sema_client._models import to_camel
 
 # The models are read from `protocol` when a call is made: a model's module is loaded on
 # first use (sema_rpc/protocol.py), so this module creates none of them.
@@ -69,7 +68,7 @@ class Requester(Protocol):
 def _wire(model: type[WireModel], params: WireModel | Mapping[str, Any] | None) -> Any:
     if params is None:
         return None
-    if isinstance(params, protocol.WireModel):
+    if not isinstance(params, Mapping):  # a protocol model
         return params.wire()
     given = {{(to_camel(k) if "_" in k else k): v for k, v in params.items()}}
     known = model.model_validate(given).model_dump(mode="json", by_alias=True, exclude_unset=True)

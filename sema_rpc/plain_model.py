@@ -26,13 +26,15 @@ Contract (tests/test_plain_model.py checks it against the declarations, input by
 from __future__ import annotations
 
 import copy
-import functools
 import importlib
 import json
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard, TypeVar
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "BAD",
@@ -576,19 +578,29 @@ def to_plain(value: Any) -> Any:
     return value
 
 
-def is_validation_error(exc: BaseException) -> bool:
-    """Whether `exc` is pydantic's `ValidationError`, without importing pydantic: one can
-    only have been raised once pydantic is loaded. For `except ValueError` clauses on paths
-    that must not load pydantic (a plain model's invalid input raises it)."""
+def is_validation_error(exc: BaseException) -> TypeGuard[ValidationError]:
+    """Whether `exc` is pydantic's `ValidationError` (a `ValueError`), told without
+    importing pydantic: an instance of it exists only once pydantic_core is loaded. A path
+    that catches `ValueError` and re-raises what this refuses keeps pydantic off until a
+    validation actually fails (a plain model's invalid input raises it)."""
     core = sys.modules.get("pydantic_core")
     return core is not None and isinstance(exc, core.ValidationError)
 
 
-@functools.cache
+_CAMEL: dict[str, str] = {}
+
+
 def to_camel(snake: str) -> str:
     """A field's wire alias, as pydantic's `alias_generators.to_camel` makes it (its rules,
-    without importing pydantic); cached, as every model repeats the same few names."""
-    if re.match("^[a-z]+[A-Za-z0-9]*$", snake) and not re.search(r"\d[a-z]", snake):
-        return snake
-    pascal = re.sub("([0-9A-Za-z])_(?=[0-9A-Z])", lambda m: m.group(1), snake.title())
-    return re.sub("(^_*[A-Z])", lambda m: m.group(1).lower(), pascal)
+    without importing pydantic); cached (bounded), as it runs for each key a client sends
+    as a dict."""
+    camel = _CAMEL.get(snake)
+    if camel is None:
+        if re.match(r"^[a-z]+[A-Za-z0-9]*$", snake) and not re.search(r"\d[a-z]", snake):
+            camel = snake
+        else:
+            pascal = re.sub(r"([0-9A-Za-z])_(?=[0-9A-Z])", lambda m: m.group(1), snake.title())
+            camel = re.sub(r"(^_*[A-Z])", lambda m: m.group(1).lower(), pascal)
+        if len(_CAMEL) < 4096:
+            _CAMEL[snake] = camel
+    return camel

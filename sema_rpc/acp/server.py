@@ -207,7 +207,7 @@ class AcpServer:
             return
         try:
             request = SessionRequest.model_validate(params or {})
-        except ValueError:  # the params' error (pydantic's ValidationError)
+        except ValueError:  # pydantic's ValidationError: the body only validates
             log.warning("session/cancel without a sessionId: %r", params)
             return
         engine = self.host.engine_created

@@ -8,7 +8,10 @@ dialect maps them to its own error answers in one table (for JSON-RPC: rpc/error
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    pass
 
 
 class DomainError(Exception):

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import ConfigDict
 
-from sema_rpc.tools.base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from sema_rpc.tools.base import PermissionAsk, Tool, ToolContext, ToolOutput
+from sema_rpc.tools.input import ToolInput
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult

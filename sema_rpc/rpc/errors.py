@@ -114,7 +114,8 @@ def invalid_params(exc: Any, what: str) -> RpcError:
 
 def validate(model: Any, params: Any, name: str) -> Any:
     """A request's params as `model` (pydantic); `null` and `[]` are `{}` (Lua's JSON
-    encoders write an empty table as `[]`). Invalid: -32602 (`invalid_params`)."""
+    encoders write an empty table as `[]`). Invalid: -32602 (`invalid_params`). Valid
+    params do not import pydantic (`is_validation_error`)."""
     try:
         return model.model_validate({} if params is None or params == [] else params)
     except ValueError as exc:

@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import Tool, ToolContext, ToolInput, ToolOutput
+from .base import Tool, ToolContext, ToolOutput
+from .input import ToolInput
 
 NOT_ASKED = (
     "The user could not be asked: this client does not answer questions. Continue with your "

@@ -1,8 +1,10 @@
 """The contract every tool implements.
 
-A tool is a class with a pydantic `Input` model. The engine (engine/loop/run_tools.py)
-validates the model's arguments against `Input`, calls `validate_input`, asks for
-permission when `permission()` returns a `PermissionAsk`, then awaits `call`. A tool reports
+A tool is a class with a pydantic `Input` model, a `ToolInput` (tools/input.py: this
+module imports no pydantic, so that offering the tools does not load it). The engine
+(engine/loop/run_tools.py) validates the model's arguments against `Input`, calls
+`validate_input`, asks for permission when `permission()` returns a `PermissionAsk`, then
+awaits `call`. A tool reports
 failures by returning `ToolOutput(is_error=True, ...)` or raising `ToolError`; any
 other exception is caught by the engine and becomes an error result too, so a
 broken tool can never end a turn.
@@ -16,20 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict
-
 from sema_rpc.core.policy.permissions import PermissionAsk
 from sema_rpc.sandbox.settings import SandboxSettings
 
 if TYPE_CHECKING:
     from sema_rpc.protocol import Mode
+    from sema_rpc.tools.input import ToolInput
 
 __all__ = ["PermissionAsk"]  # re-exported: every tool names it with the rest of this contract
-
-
-class ToolInput(BaseModel):
-    # Models send what they send: unknown keys are ignored, wrong types are errors.
-    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class ToolError(Exception):

@@ -27,7 +27,8 @@ from sema_rpc.core.policy.paths import is_inside
 from sema_rpc.core.processes import GuardedProcess, spawn
 from sema_rpc.core.secrets import SECRET_ENV
 
-from .base import FileEffect, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from .base import FileEffect, PermissionAsk, Tool, ToolContext, ToolOutput
+from .input import ToolInput
 
 DEFAULT_TIMEOUT_MS = 60_000
 MAX_TIMEOUT_MS = 180_000

@@ -9,7 +9,8 @@ from pydantic import Field, PrivateAttr
 from sema_rpc.core.policy.paths import resolve_path
 from sema_rpc.core.policy.permissions import EDIT_RULE
 
-from .base import FileEffect, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from .base import FileEffect, PermissionAsk, Tool, ToolContext, ToolOutput
+from .input import ToolInput
 from .write import (
     FileChange,
     FileChangeError,

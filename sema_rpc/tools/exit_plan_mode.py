@@ -26,7 +26,8 @@ from pydantic import Field
 
 from sema_rpc.core.policy.paths import display_path
 
-from .base import RebuildContext, Tool, ToolContext, ToolInput, ToolOutput
+from .base import RebuildContext, Tool, ToolContext, ToolOutput
+from .input import ToolInput
 
 PLAN_DIR = Path(".sema") / "plans"
 PLAN_EXIT_OPTIONS = ["startEditing", "clearContextAndStart", "keepPlanning"]

@@ -18,7 +18,8 @@ from sema_rpc.core.policy.paths import (
     split_glob,
 )
 
-from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from .base import PermissionAsk, Tool, ToolContext, ToolOutput
+from .input import ToolInput
 
 MAX_RESULTS = 100
 

@@ -25,7 +25,8 @@ from sema_rpc.core.policy.paths import (
     resolve_path,
 )
 
-from .base import PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from .base import PermissionAsk, Tool, ToolContext, ToolOutput
+from .input import ToolInput
 
 MAX_OUTPUT_CHARS = 30_000
 MAX_LINE_CHARS = 500

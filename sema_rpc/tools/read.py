@@ -13,7 +13,8 @@ from pydantic import Field
 
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
 
-from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolOutput
+from .input import ToolInput
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000

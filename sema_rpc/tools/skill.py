@@ -12,7 +12,8 @@ from pydantic import Field
 from sema_rpc.core.project.custom_commands import substitute_arguments
 from sema_rpc.core.project.skills import Skill, find_skill, list_skills
 
-from .base import PermissionAsk, Tool, ToolContext, ToolError, ToolInput, ToolOutput
+from .base import PermissionAsk, Tool, ToolContext, ToolError, ToolOutput
+from .input import ToolInput
 
 
 class SkillInput(ToolInput):

@@ -20,7 +20,8 @@ from sema_rpc.core.project.agents import (
     task_tool_description,
 )
 
-from .base import Tool, ToolContext, ToolError, ToolInput, ToolOutput
+from .base import Tool, ToolContext, ToolError, ToolOutput
+from .input import ToolInput
 
 
 class TaskInput(ToolInput):

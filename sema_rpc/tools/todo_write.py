@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import Tool, ToolContext, ToolInput, ToolOutput
+from .base import Tool, ToolContext, ToolOutput
+from .input import ToolInput
 
 
 class TodoItem(BaseModel):

@@ -15,7 +15,8 @@ from sema_rpc.core.files import replacing
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
 from sema_rpc.core.policy.permissions import EDIT_RULE
 
-from .base import FileEffect, FileSnapshot, PermissionAsk, Tool, ToolContext, ToolInput, ToolOutput
+from .base import FileEffect, FileSnapshot, PermissionAsk, Tool, ToolContext, ToolOutput
+from .input import ToolInput
 
 BOM = "\ufeff"
 

@@ -30,10 +30,8 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ValidationError
-from pydantic.alias_generators import to_camel
-
 from sema_client._methods import Methods
+from sema_client._models import Dumpable, is_model, is_validation_error, to_camel
 from sema_client.errors import SemaConnectionError, SemaRpcError
 from sema_client.events import Event, parse_notification
 from sema_client.framing import (
@@ -128,7 +126,7 @@ every server request repeats its id as `requestId`), or not at all."""
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
+    if is_model(value):
         return value.model_dump(mode="json", by_alias=True, exclude_none=True)
     return value
 
@@ -575,22 +573,25 @@ class SemaClient:
             return  # the server withdrew it and ignores a late answer
         except SemaRpcError as exc:
             answer = {"jsonrpc": "2.0", "id": msg_id, "error": exc.to_error()}
-        except ValidationError as exc:
-            answer = {
-                "jsonrpc": "2.0",
-                "id": msg_id,
-                "error": {"code": ErrorCode.INVALID_PARAMS, "message": f"{method}: {exc}"},
-            }
         except Exception as exc:
-            log.exception("handler for %s failed", method)
-            answer = {
-                "jsonrpc": "2.0",
-                "id": msg_id,
-                "error": {
-                    "code": ErrorCode.INTERNAL_ERROR,
-                    "message": f"client handler for {method} failed: {type(exc).__name__}: {exc}",
-                },
-            }
+            if is_validation_error(exc):  # pydantic's, without importing it for the check
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": msg_id,
+                    "error": {"code": ErrorCode.INVALID_PARAMS, "message": f"{method}: {exc}"},
+                }
+            else:
+                log.exception("handler for %s failed", method)
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": msg_id,
+                    "error": {
+                        "code": ErrorCode.INTERNAL_ERROR,
+                        "message": (
+                            f"client handler for {method} failed: {type(exc).__name__}: {exc}"
+                        ),
+                    },
+                }
         with contextlib.suppress(SemaConnectionError):
             await self._send(answer)
 
@@ -817,7 +818,7 @@ class SemaClient:
     async def prompt(
         self,
         session_id: str,
-        text: str | Iterable[Mapping[str, Any] | BaseModel],
+        text: str | Iterable[Mapping[str, Any] | Dumpable],
         delivery: Literal["followUp", "steer"] = "followUp",
         *,
         timeout: float | None = None,
@@ -831,7 +832,7 @@ class SemaClient:
 
         content: Any = text
         if not isinstance(text, str):
-            content = [b.model_dump(by_alias=True) if isinstance(b, BaseModel) else b for b in text]
+            content = [b.model_dump(by_alias=True) if is_model(b) else b for b in text]
         params = SessionPromptParams(session_id=session_id, input=content, delivery=delivery)
         return await self.rpc.session_prompt(params, timeout=timeout, msg_id=msg_id)
 

@@ -15,8 +15,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from pydantic import ValidationError
-
 from sema_rpc.protocol import NOTIFICATIONS, EventParams
 
 __all__ = ["Event", "Notification", "event_method", "parse_notification"]
@@ -52,9 +50,8 @@ def parse_notification(method: str, params: Any) -> Event:
     model = NOTIFICATIONS.get(method)
     if model is not None and isinstance(params, dict):
         try:
-            # `model_validate` without its Python wrapper: the same validator, per chunk
-            return model.__pydantic_validator__.validate_python(params)  # type: ignore[no-any-return]
-        except ValidationError as exc:
+            return model.model_validate(params)
+        except ValueError as exc:  # pydantic's ValidationError: the body only validates
             log.debug("%s params do not validate (%s); passing them on untyped", method, exc)
     return Notification(method, params if params is not None else {})
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import ValidationError
 
 from sema_rpc.core.messages import ToolResultBlock, ToolUseBlock
 from sema_rpc.core.policy.permissions import (
@@ -33,6 +32,7 @@ from sema_rpc.core.secrets import StreamRedactor, redact_known
 from sema_rpc.core.text import without_surrogates
 from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.loop.control import CANCEL_MESSAGE, TurnControl
+from sema_rpc.plain_model import is_validation_error
 from sema_rpc.tools.base import (
     ChangeWatch,
     RebuildContext,
@@ -130,7 +130,9 @@ class ToolRunner:
             return _Prepared(call, None, error=f"No such tool: {call.name}. Available: {known}")
         try:
             args = tool.Input.model_validate(call.input)
-        except ValidationError as exc:
+        except ValueError as exc:
+            if not is_validation_error(exc):
+                raise
             details = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
             )

@@ -20,6 +20,7 @@ counted with an estimate (the request's characters and what it streamed, at
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -176,7 +177,11 @@ def interrupted_usage(request: ModelRequest, streamed_chars: int) -> Usage:
             continue
         for block in message.content:
             # An image costs about as much as 1,500 tokens of text, whatever its bytes.
-            chars += 6000 if block.type == "image" else len(block.model_dump_json())
+            if block.type == "image":
+                chars += 6000
+            else:  # the block's JSON, as compact as pydantic's `model_dump_json` writes it
+                dumped = block.model_dump(mode="json")
+                chars += len(json.dumps(dumped, ensure_ascii=False, separators=(",", ":")))
     return Usage(input_tokens=estimate_tokens(chars), output_tokens=estimate_tokens(streamed_chars))
 
 

@@ -12,7 +12,8 @@ from sema_rpc.core.messages import ToolUseBlock
 from sema_rpc.engine.api import ConversationManager
 from sema_rpc.protocol import EventParams
 from sema_rpc.providers.scripted import ScriptedProvider, ScriptedReply
-from sema_rpc.tools.base import Tool, ToolContext, ToolInput, ToolOutput
+from sema_rpc.tools.base import Tool, ToolContext, ToolOutput
+from sema_rpc.tools.input import ToolInput
 from sema_rpc.tools.registry import builtin_tools
 from tests.engine._bridge import RecordingBridge
 

@@ -11,7 +11,8 @@ from sema_rpc.core.policy.permissions import PermissionPolicy, RuleStore
 from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.loop.control import CANCEL_MESSAGE, TurnControl
 from sema_rpc.engine.loop.run_tools import ToolRunner
-from sema_rpc.tools.base import Tool, ToolContext, ToolInput, ToolOutput
+from sema_rpc.tools.base import Tool, ToolContext, ToolOutput
+from sema_rpc.tools.input import ToolInput
 from sema_rpc.tools.write import WriteTool
 from tests.engine._bridge import RecordingBridge
 

@@ -225,3 +225,30 @@ def test_running_sum_without_provider_figures_matches_a_fresh_count() -> None:
     assert tracker.count(history) == fresh()
     history.append(msg("assistant", "after"))
     assert tracker.count(history) == fresh()
+
+
+def test_an_interrupted_requests_estimate_counts_each_block_as_its_compact_json() -> None:
+    """What an interrupted response is charged for reading: the request's text and each
+    block as the compact JSON pydantic writes for it (an image as 6,000 characters)."""
+    from sema_rpc.core.messages import ImageBlock
+    from sema_rpc.core.stream import ModelRequest
+    from sema_rpc.engine.loop.tokens import CHARS_PER_TOKEN
+    from sema_rpc.engine.loop.usage import interrupted_usage
+
+    blocks = [
+        TextBlock(text='résumé\u2028 “quoted” and "escaped"'),
+        ToolUseBlock(
+            id="t1", name="Read", input={"file_path": "é/x.py", "limit": 1.5, "l": [1, None]}
+        ),
+        ToolResultBlock(tool_use_id="t1", content="line\n" * 40, is_error=False),
+    ]
+    image = ImageBlock.model_validate(
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}
+    )
+    request = ModelRequest(
+        model="m", system="sys" * 10, messages=[Message(role="user", content=[*blocks, image])]
+    )
+    chars = 30 + sum(len(b.model_dump_json()) for b in blocks) + 6000
+    usage = interrupted_usage(request, streamed_chars=250)
+    assert usage.input_tokens == int(chars / CHARS_PER_TOKEN)
+    assert usage.output_tokens == int(250 / CHARS_PER_TOKEN)

@@ -1,0 +1,134 @@
+"""Which of our modules import pydantic on the paths to a first answer: the one-shot
+`sema-rpc run` and a native server's initialize → session/create → prompt → shutdown.
+
+Only the modules that declare the wire's and the conversation's models may: every other
+module of the server and of the Python client reaches those models through their own API
+(`model_validate`, `model_dump`, `wire()`), tells pydantic's `ValidationError` without
+importing it, and a tool's `Input` base (which needs pydantic) loads with the tool's
+module. Each `import pydantic…` statement our code runs is recorded (a statement in a
+function counts each time it runs, pydantic loaded or not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.support.scripted_llm import Reply, ScriptedLLM
+
+REPO = Path(__file__).resolve().parents[2]
+
+DECLARATIONS = {
+    # the wire's models and their method table (their schema's source)
+    "sema_rpc.protocol",
+    "sema_rpc.protocol_wire",
+    "sema_rpc.protocol_events",
+    "sema_rpc.protocol_tools",
+    "sema_rpc.protocol_settings",
+    "sema_rpc.protocol_sessions",
+    # the conversation's blocks and messages
+    "sema_rpc.core.messages",
+    # a session's warm-up builds the models a turn uses
+    "sema_rpc.engine.prompt.pipeline",
+}
+
+# Runs the real command line in this interpreter, records which of our modules run an
+# `import pydantic…` statement, and writes them at the end (`os._exit`, which the CLI
+# leaves by after an orderly end). The probe's own import shows the record works.
+_RECORD_IMPORTERS = """
+import builtins, json, os, sys
+seen = set()
+real_import = builtins.__import__
+def recording_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level == 0 and name.split(".")[0] in ("pydantic", "pydantic_core"):
+        module = (globals or {}).get("__name__", "")
+        if module.startswith(("sema_rpc", "sema_client")):
+            seen.add(module)
+    return real_import(name, globals, locals, fromlist, level)
+builtins.__import__ = recording_import
+_exit = os._exit
+def dump_and_exit(code):
+    exec("from pydantic import BaseModel", {"__name__": "sema_rpc.probe"})
+    with open(os.environ["SEMA_TEST_IMPORTERS_OUT"], "w") as f:
+        json.dump(sorted(seen), f)
+    _exit(code)
+os._exit = dump_and_exit
+sys.argv = ["sema-rpc", *sys.argv[1:]]
+from sema_rpc.cli import main
+main()
+"""
+
+
+def _importers(out: Path) -> set[str]:
+    seen = set(json.loads(out.read_text()))
+    assert "sema_rpc.probe" in seen, "the record saw no import at all"
+    return seen - {"sema_rpc.probe"}
+
+
+def test_the_one_shot_imports_pydantic_only_where_models_are_declared(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+) -> None:
+    """`sema-rpc run` drives its in-process server with the Python client: neither the
+    client nor the server's other modules import pydantic themselves."""
+    scripted_llm.script(Reply.text("hello there", chunks=2))
+    out = tmp_path / "importers.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", _RECORD_IMPORTERS, "run", "--yes", "--model",
+         "anthropic/claude-test", "--cwd", str(workspace), "hi"],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+        env={**os.environ, **server_env, "SEMA_TEST_IMPORTERS_OUT": str(out)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert lines[-1]["result"]["stopReason"] == "end_turn"
+    text = [x["params"]["delta"] for x in lines if x.get("method") == "message:text:chunk"]
+    assert "".join(text) == "hello there"
+    assert _importers(out) - DECLARATIONS == set()
+
+
+async def test_a_server_session_imports_pydantic_only_where_models_are_declared(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+) -> None:
+    """A native server answering initialize, session/create, a prompt that calls no tool
+    and shutdown: only the model declarations import pydantic."""
+    scripted_llm.script(Reply.text("hello there", chunks=2))
+    out = tmp_path / "importers.json"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _RECORD_IMPORTERS, "--jsonl", cwd=str(REPO),
+        env={**os.environ, **server_env, "SEMA_TEST_IMPORTERS_OUT": str(out)},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+    notified: list[dict[str, Any]] = []
+
+    async def call(msg_id: int, method: str, params: dict[str, Any] | None = None) -> Any:
+        request = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}}
+        stdin.write(json.dumps(request).encode() + b"\n")
+        await stdin.drain()
+        while True:
+            message = json.loads(await asyncio.wait_for(stdout.readline(), 60))
+            if "method" in message:
+                notified.append(message)
+            elif message.get("id") == msg_id:
+                assert "error" not in message, message
+                return message["result"]
+
+    await call(1, "initialize", {"protocolVersion": "1"})
+    ready = await call(2, "session/create",
+                       {"workingDir": str(workspace), "model": "anthropic/claude-test"})  # fmt: skip
+    answered = await call(3, "session/prompt", {"sessionId": ready["sessionId"], "input": "hi"})
+    await call(4, "shutdown")
+    stdin.write(b'{"jsonrpc":"2.0","method":"exit"}\n')
+    stdin.close()
+    assert await asyncio.wait_for(proc.wait(), 60) == 0
+    assert answered["stopReason"] == "end_turn"
+    text = [m["params"]["delta"] for m in notified if m["method"] == "message:text:chunk"]
+    assert "".join(text) == "hello there"
+    assert _importers(out) - DECLARATIONS == set()
