@@ -235,7 +235,8 @@ def check_tagged(key: str, resolve: Callable[[], dict[str, type[PlainModel]]]) -
             by_tag = resolve()
             classes = tuple(by_tag.values())
         if type(value) is dict:
-            cls = by_tag.get(value.get(key))  # type: ignore[arg-type]
+            tag = value.get(key)
+            cls = by_tag.get(tag) if type(tag) is str else None
             if cls is None:
                 return BAD
             built = cls._plain(value)
