@@ -124,7 +124,10 @@ def check_literal(*allowed: Any) -> Check:
     kinds = {(type(v), v) for v in allowed}
 
     def check(value: Any) -> Any:
-        return value if (type(value), value) in kinds else BAD
+        try:
+            return value if (type(value), value) in kinds else BAD
+        except TypeError:  # unhashable (a list, a dict): not one of them
+            return BAD
 
     return check
 
@@ -222,7 +225,10 @@ def check_tagged(key: str, resolve: Callable[[], dict[str, type[PlainModel]]]) -
             by_tag = resolve()
             classes = tuple(by_tag.values())
         if type(value) is dict:
-            cls = by_tag.get(value.get(key))  # type: ignore[arg-type]
+            try:
+                cls = by_tag.get(value.get(key))  # type: ignore[arg-type]
+            except TypeError:  # an unhashable tag (a list, a dict): the declaration's
+                cls = None
             if cls is None:
                 return BAD
             built = cls._plain(value)
