@@ -82,6 +82,7 @@ LAYERS: dict[str, int] = {
     "__main__": 5,
     "sema_client": 1,
     "login": 5,
+    "plain_model": 0,
 }
 """The layer of each unit: a subpackage or a top-level module of `sema_rpc`."""
 
