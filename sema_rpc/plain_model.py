@@ -295,6 +295,7 @@ class PlainModel:
     the declaration (a class with a validator of its own)."""
 
     __slots__ = ("__dict__", "_plain_set")
+    _plain_set: set[str]
 
     __plain_fields__: ClassVar[tuple[Field, ...]] = ()
     __plain_source__: ClassVar[str] = ""
