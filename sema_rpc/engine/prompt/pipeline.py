@@ -293,10 +293,11 @@ def subagent_setup(
 
 def _first_turn_models() -> list[Any]:
     """The models a turn that calls no tool validates or emits, not built yet
-    (`defer_build`): the prompt's, the events of every turn (`protocol_events`) and the
-    messages. The rest (a tool call's events, a setting's) build their own validator
-    on first use, about a millisecond each, so a session that never needs them (most
-    servers a script or a test starts) does not pay for them."""
+    (`defer_build`): the prompt's and the events of every turn (`protocol_events`); the
+    messages are plain models (`core/messages.py`), with nothing to build. The rest (a
+    tool call's events, a setting's) build their own validator on first use, about a
+    millisecond each, so a session that never needs them (most servers a script or a
+    test starts) does not pay for them."""
     from sema_rpc import protocol_events
     from sema_rpc.protocol_events import EventParams
 
@@ -316,24 +317,16 @@ def _expand(text: str, working_dir: Path) -> str | None:
 
 def turn_model_classes(events: list[Any] | None = None) -> list[Any]:
     """The pydantic models a turn validates or emits: the prompt's params and result,
-    `events` (every notification by default), the messages, and the models their fields
-    hold. A nested model has a validator of its own, built when the turn validates it
-    directly (the usage totals, a `turn:diff` file entry); building the outer model does
-    not build it."""
-    from pydantic import BaseModel
-
-    from sema_rpc.core import messages
+    `events` (every notification by default), and the models their fields hold (the
+    messages are plain models, built without pydantic). A nested model has a validator
+    of its own, built when the turn validates it directly (the usage totals, a
+    `turn:diff` file entry); building the outer model does not build it."""
     from sema_rpc.protocol import METHODS, NOTIFICATIONS
 
     prompt = METHODS["session/prompt"]
     if events is None:
         events = list(NOTIFICATIONS.values())
     roots: list[Any] = [prompt.params, prompt.result, *events]
-    roots += [
-        m
-        for m in vars(messages).values()
-        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == messages.__name__
-    ]
     found: dict[Any, None] = {}
     todo = [m for m in roots if m is not None]
     while todo:

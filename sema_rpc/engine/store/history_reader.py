@@ -18,8 +18,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydantic import ValidationError
-
 from sema_rpc.core.messages import Message
 from sema_rpc.engine.store.curated import append_curated, cut_before, stable_id
 from sema_rpc.engine.store.history_format import (
@@ -149,7 +147,7 @@ def parse_history(
                 if isinstance(obj.get("workingDir"), str):
                     out.working_dir = out.working_dir or obj["workingDir"]
             # unknown kinds: written by a newer version; ignored
-        except (ValidationError, TypeError, ValueError) as exc:
+        except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
             out.skipped += 1
             log.warning("%s: skipping invalid %s entry on line %d: %s", where, kind, number, exc)
     out.messages = curated

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from sema_rpc.core.messages import Message
 from sema_rpc.engine.store.checkpoint_index import checkpoints_dir
 from sema_rpc.engine.store.curated import message_title
@@ -173,7 +171,7 @@ def _summarise_seed_json(path: Path, session_id: str) -> SessionSummary | None:
 def _title_of(entry: dict[str, Any]) -> str | None:
     try:
         return message_title(Message.model_validate(entry))
-    except ValidationError:
+    except ValueError:  # pydantic's ValidationError: a message of an unknown shape
         return None
 
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import ValidationError
-
 from sema_rpc.core.messages import Message
 from sema_rpc.engine.store.curated import append_curated, stable_id
 from sema_rpc.engine.store.history_format import HistoryError, LoadedHistory, seed_json_path
@@ -83,7 +81,7 @@ def import_message(item: Any) -> Message | None:
         return None
     try:
         return Message.model_validate({"role": item["role"], "content": blocks})
-    except ValidationError:
+    except ValueError:  # pydantic's ValidationError: a message of an unknown shape
         return None
 
 
