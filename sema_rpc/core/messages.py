@@ -17,7 +17,8 @@ holds each table to its declaration.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal, TypeAlias
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from sema_rpc.plain_model import (
     Field,
@@ -50,6 +51,10 @@ class TextBlock(PlainModel):
     type: Literal["text"]
     text: str
 
+    if TYPE_CHECKING:  # the declaration's keywords, for the type checker
+
+        def __init__(self, *, type: Literal["text"] = ..., text: str) -> None: ...
+
 
 class ImageSource(PlainModel):
     __plain_source__ = f"{_SCHEMA}:ImageSource"
@@ -64,6 +69,12 @@ class ImageSource(PlainModel):
     """image/png | image/jpeg | image/gif | image/webp (checked against the bytes on input)."""
     data: str
     """The image's bytes, base64-encoded."""
+
+    if TYPE_CHECKING:  # the declaration's keywords, for the type checker
+
+        def __init__(
+            self, *, type: Literal["base64"] = ..., media_type: str, data: str
+        ) -> None: ...
 
 
 class ImageBlock(PlainModel):
@@ -82,6 +93,12 @@ class ImageBlock(PlainModel):
     path: str | None
     """The workspace path it was read from (relative to the workspace), when the input
     named a file: for display only, never sent to a model."""
+
+    if TYPE_CHECKING:  # the declaration's keywords, for the type checker
+
+        def __init__(
+            self, *, type: Literal["image"] = ..., source: ImageSource, path: str | None = ...
+        ) -> None: ...
 
 
 class ThinkingBlock(PlainModel):
@@ -103,6 +120,18 @@ class ThinkingBlock(PlainModel):
     item_id: str | None
     encrypted_content: str | None
 
+    if TYPE_CHECKING:  # the declaration's keywords, for the type checker
+
+        def __init__(
+            self,
+            *,
+            type: Literal["thinking"] = ...,
+            thinking: str,
+            signature: str | None = ...,
+            item_id: str | None = ...,
+            encrypted_content: str | None = ...,
+        ) -> None: ...
+
 
 class RedactedThinkingBlock(PlainModel):
     __plain_source__ = f"{_SCHEMA}:RedactedThinkingBlock"
@@ -110,6 +139,10 @@ class RedactedThinkingBlock(PlainModel):
 
     type: Literal["redacted_thinking"]
     data: str
+
+    if TYPE_CHECKING:  # the declaration's keywords, for the type checker
+
+        def __init__(self, *, type: Literal["redacted_thinking"] = ..., data: str) -> None: ...
 
 
 class ToolUseBlock(PlainModel):
@@ -126,6 +159,17 @@ class ToolUseBlock(PlainModel):
     name: str
     input: dict[str, Any]
 
+    if TYPE_CHECKING:  # the declaration's keywords, for the type checker
+
+        def __init__(
+            self,
+            *,
+            type: Literal["tool_use"] = ...,
+            id: str,
+            name: str,
+            input: dict[str, Any] = ...,
+        ) -> None: ...
+
 
 class ToolResultBlock(PlainModel):
     __plain_source__ = f"{_SCHEMA}:ToolResultBlock"
@@ -140,6 +184,17 @@ class ToolResultBlock(PlainModel):
     tool_use_id: str
     content: str
     is_error: bool
+
+    if TYPE_CHECKING:  # the declaration's keywords, for the type checker
+
+        def __init__(
+            self,
+            *,
+            type: Literal["tool_result"] = ...,
+            tool_use_id: str,
+            content: str,
+            is_error: bool = ...,
+        ) -> None: ...
 
 
 ContentBlock: TypeAlias = (
@@ -186,6 +241,10 @@ class MessagePart(PlainModel):
     at: int
     kind: MessageKind | None
 
+    if TYPE_CHECKING:  # the declaration's keywords, for the type checker
+
+        def __init__(self, *, id: str, at: int, kind: MessageKind | None = ...) -> None: ...
+
 
 class Message(PlainModel):
     """One conversation message. `role` is `user` (including tool results) or `assistant`.
@@ -208,6 +267,18 @@ class Message(PlainModel):
     id: str | None
     kind: MessageKind | None
     parts: list[MessagePart] | None
+
+    if TYPE_CHECKING:  # the declaration's keywords, for the type checker
+
+        def __init__(
+            self,
+            *,
+            role: Literal["user", "assistant"],
+            content: Sequence[ContentBlock],
+            id: str | None = ...,
+            kind: MessageKind | None = ...,
+            parts: list[MessagePart] | None = ...,
+        ) -> None: ...
 
     @classmethod
     def user_text(cls, text: str) -> Message:
@@ -241,6 +312,17 @@ class Usage(PlainModel):
     output_tokens: int
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
+
+    if TYPE_CHECKING:  # the declaration's keywords, for the type checker
+
+        def __init__(
+            self,
+            *,
+            input_tokens: int = ...,
+            output_tokens: int = ...,
+            cache_creation_input_tokens: int = ...,
+            cache_read_input_tokens: int = ...,
+        ) -> None: ...
 
     @property
     def prompt_tokens(self) -> int:

@@ -5,6 +5,7 @@ dumps) or the same error."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -83,6 +84,27 @@ def test_the_plain_class_keeps_every_method_and_property_of_the_declaration(
         and (callable(value) or isinstance(value, property | classmethod | staticmethod))
     }
     assert own <= set(vars(cls)), own - set(vars(cls))
+
+
+def _typed_inits() -> dict[str, ast.FunctionDef]:
+    """The `__init__` each class declares for the type checker (under TYPE_CHECKING)."""
+    tree = ast.parse(Path(messages.__file__).read_text())
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.FunctionDef) and sub.name == "__init__":
+                    out[node.name] = sub
+    return out
+
+
+@pytest.mark.parametrize("cls", PLAIN, ids=lambda c: c.__name__)
+def test_the_keywords_the_type_checker_sees_are_the_fields(cls: type[PlainModel]):
+    init = _typed_inits()[cls.__name__]
+    names = [a.arg for a in init.args.kwonlyargs]
+    assert names == [f.name for f in cls.__plain_fields__]
+    optional = [d is not None for d in init.args.kw_defaults]
+    assert optional == [not f.required for f in cls.__plain_fields__]
 
 
 # --------------------------------------------------------------------------- inputs
