@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -297,7 +297,7 @@ def test_anything_but_a_dict_is_the_declarations_error(data: Any):
 @FUZZ
 @given(st.lists(BLOCK, max_size=4), st.sampled_from(["user", "assistant"]))
 def test_a_message_built_from_instances_as_a_provider_does_is_the_declarations(
-    blocks: list[dict[str, Any]], role: str
+    blocks: list[dict[str, Any]], role: Literal["user", "assistant"]
 ):
     """Keyword construction from block instances (what a provider builds, what the engine
     copies): the same message and dumps as the declaration's from its own instances."""
