@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BAD",
+    "MISSING",
     "Field",
     "PlainModel",
     "check_any",
@@ -64,6 +65,8 @@ BAD: Any = object()
 """A check's answer for a value that is not plainly valid: the declaration decides."""
 
 _MISSING: Any = object()
+MISSING: Any = _MISSING
+"""A key absent from the input (for the `_plain` the generator writes out)."""
 _REQUIRED: Any = object()
 
 Check = Callable[[Any], Any]
