@@ -194,31 +194,6 @@ def test_initialize_and_its_end_load_none_of_the_modules_a_turn_does_without(
     assert _hits(modules, ("sema_rpc.engine", "sema_rpc.tools", "sema_rpc.mcp")) == []
 
 
-def test_a_one_shot_builds_only_the_wire_models_it_uses(
-    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
-) -> None:
-    """No first-turn warm-up in a one-shot: the notification models the answer did not
-    send are never built (a server's warm-up builds every one, ahead of its first prompt)."""
-    scripted_llm.script(Reply.text("hello there", chunks=2))
-    out = tmp_path / "built.json"
-    code = _DUMP_AT_EXIT.replace(
-        "json.dump(sorted(sys.modules), f)",
-        "from sema_rpc.protocol import NOTIFICATIONS\n"
-        "        json.dump(sorted(n for n, m in NOTIFICATIONS.items() "
-        "if m.__pydantic_complete__), f)",
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code, "run", "--yes", "--model", "anthropic/claude-test",
-         "--cwd", str(workspace), "hi"],
-        capture_output=True, text=True, timeout=120, cwd=REPO,
-        env={**os.environ, **server_env, "SEMA_TEST_MODULES_OUT": str(out)},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    built = set(json.loads(out.read_text()))
-    assert "turn:diff" not in built and "compact:exec" not in built
-    assert "task:agent:start" not in built and "file:reference" not in built
-
-
 def test_a_one_shot_offers_the_tools_without_building_their_input_models(
     server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
 ) -> None:

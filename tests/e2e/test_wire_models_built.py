@@ -1,7 +1,8 @@
-"""Which wire models a path creates: `sema-rpc run` answering `hi`, the same with a tool
-call, and a spawned server's `initialize`. The protocol's models live in modules loaded
-when a message first needs one (sema_rpc/protocol.py); these tests read `sys.modules`
-and the classes that exist when the process ends, never a time.
+"""What a path loads of the wire's models: `sema-rpc run` answering `hi`, the same with a
+tool call, and a spawned server's `initialize`. The running code builds the models' plain
+forms (protocol_plain.py); their pydantic declarations (and pydantic) load only for input
+that is not plainly valid. These tests read `sys.modules` and the classes that exist
+when the process ends, never a time.
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ from tests.support.scripted_llm import Reply, ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[2]
 
-TURN_MODULES = {"sema_rpc.protocol_wire", "sema_rpc.protocol_events"}
-"""The models of the handshake, a session, a prompt and a text turn's events."""
-
-RARE_MODULES = {
+DECLARATIONS = {
+    "sema_rpc.protocol_wire",
+    "sema_rpc.protocol_events",
     "sema_rpc.protocol_tools",
     "sema_rpc.protocol_settings",
     "sema_rpc.protocol_sessions",
+    "sema_rpc.core.messages_schema",
 }
-"""The models of tool calls and server requests, of settings, of sessions that last."""
+"""The pydantic declarations of the wire's and the conversation's models."""
 
 # Runs the real command line in this interpreter; at its end (`os._exit`, which the CLI
 # and the server leave by) writes the protocol's modules and the wire classes created.
@@ -43,7 +44,8 @@ def dump_and_exit(code):
     with open(os.environ["SEMA_TEST_OUT"], "w") as f:
         json.dump({
             "modules": sorted(m for m in sys.modules
-                              if m.startswith("sema_rpc.protocol") or m == "pydantic"),
+                              if m.startswith(("sema_rpc.protocol", "sema_rpc.core.messages"))
+                              or m == "pydantic"),
             "classes": classes,
         }, f)
     _exit(code)
@@ -66,7 +68,7 @@ def _run(env: dict[str, str], workspace: Path, out: Path) -> tuple[list[Any], di
     return lines, json.loads(out.read_text())
 
 
-def test_a_one_shot_answer_creates_only_the_turns_models(
+def test_a_one_shot_answer_loads_no_declaration_and_no_pydantic(
     server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
 ) -> None:
     scripted_llm.script(Reply.text("hello there", chunks=2))
@@ -75,19 +77,17 @@ def test_a_one_shot_answer_creates_only_the_turns_models(
     methods = [line.get("method") for line in lines]
     assert "session:ready" in methods and "message:complete" in methods
     modules = set(seen["modules"])
-    assert TURN_MODULES <= modules
-    assert not modules & RARE_MODULES
-    assert set(seen["classes"].values()) == TURN_MODULES
-    # what the answer sent (and what it nests) is there; what a rarer path needs is not
-    for name in ["SessionReadyEventParams", "TextChunkParams", "ConversationUsageParams"]:
-        assert name in seen["classes"]
-    for name in ["ToolExecutionStartParams", "TurnDiffParams", "ModelInfo", "SessionListItem"]:
-        assert name not in seen["classes"]
+    assert {"sema_rpc.protocol_plain", "sema_rpc.core.messages"} <= modules
+    assert not modules & DECLARATIONS
+    assert "pydantic" not in modules
+    assert seen["classes"] == {}
 
 
-def test_a_tool_call_creates_the_models_of_tool_calls_when_it_comes(
+def test_a_tool_call_loads_pydantic_for_the_tools_input_only(
     server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
 ) -> None:
+    """A tool's `Input` is a pydantic model (tools/input.py), loaded with the tool's module;
+    the wire's events of the call are plain."""
     scripted_llm.script(
         Reply.tools([("Read", {"file_path": str(workspace / "README.md")})]),
         Reply.text("read it", chunks=2),
@@ -97,9 +97,9 @@ def test_a_tool_call_creates_the_models_of_tool_calls_when_it_comes(
     done = [x["params"] for x in lines if x.get("method") == "tool:execution:complete"]
     assert done and done[0]["toolName"] == "Read" and "A tiny project." in done[0]["content"]
     modules = set(seen["modules"])
-    assert "sema_rpc.protocol_tools" in modules
-    assert not modules & {"sema_rpc.protocol_settings", "sema_rpc.protocol_sessions"}
-    assert seen["classes"]["ToolExecutionStartParams"] == "sema_rpc.protocol_tools"
+    assert "pydantic" in modules
+    assert not modules & DECLARATIONS
+    assert seen["classes"] == {}
 
 
 def test_initialize_creates_no_model(tmp_path: Path) -> None:
