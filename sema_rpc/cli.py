@@ -1,7 +1,9 @@
 """Command line: `sema-rpc` (serve on stdio), `sema-rpc --jsonl`, `sema-rpc --acp` (the Agent
 Client Protocol), `sema-rpc run "prompt"`.
 
-Kept free of heavy imports: the server's first answer must not wait for SDKs.
+Kept free of heavy imports: the server's first answer must not wait for SDKs. A stdio
+server answers a plainly valid first `initialize` before it imports asyncio
+(`_read_first`); the event loop and the server start after that answer.
 
 Start-up runs with the garbage collector off (it allocates hundreds of thousands of
 long-lived objects, nothing cyclic worth collecting); once the first prompt is answered
@@ -15,12 +17,14 @@ module; any other way out goes through the normal `sys.exit`.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import io
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sema_rpc.rpc.frames import First
 
 
 def _no_pydantic_plugins() -> None:
@@ -127,8 +131,19 @@ def serve_main(argv: list[str]) -> int:
 
     setup_logging(args.log_level)
     protocol_out = _protect_stdout()
+    # `--listen` opens its listener before the stdio client is read: no early answer.
+    first = (
+        None
+        if args.listen is not None
+        else _read_first(protocol_out, acp=args.acp, jsonl=args.jsonl)
+    )
+    if isinstance(first, int):  # a stop signal while waiting for the first message
+        _fast_exit(first, protocol_out)
+        return first  # not reached
     if args.acp:
-        return _serve_acp(protocol_out)
+        return _serve_acp(protocol_out, first)
+    import asyncio
+
     from sema_rpc.rpc.server import serve
 
     async def serving() -> int:
@@ -146,8 +161,9 @@ def serve_main(argv: list[str]) -> int:
             jsonl=args.jsonl,
             record_dir=args.record,
             after_first_session=startup_done,
-            stop=stop,
+            stop=stop.event,
             host=host,
+            first=first,
         )
         return _stopped_code(stop, code)
 
@@ -157,6 +173,41 @@ def serve_main(argv: list[str]) -> int:
         return 130
     _fast_exit(code, protocol_out)
     return code  # not reached
+
+
+def _read_first(protocol_out: Any, *, acp: bool, jsonl: bool) -> First | int:
+    """The stdio server's first message, read before the event loop (frames.read_first,
+    with the dialect's framing): a plainly valid `initialize` is answered at once, with
+    the bytes the server would write; anything else is left to the server. A stop
+    signal meanwhile (no handler of the loop's yet): its exit code, 128 + the signal,
+    as the loop's handlers give when nothing has started."""
+    import signal
+
+    from sema_rpc.rpc.frames import read_first
+
+    if acp:
+        from sema_rpc.acp.advert import initialize_answer
+    else:
+        from sema_rpc.rpc.initialize import initialize_answer
+
+    def stopped(signum: int, _frame: Any) -> None:
+        raise _Stopped(signum)
+
+    signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # processes.STOP_SIGNALS
+    previous = {signum: signal.signal(signum, stopped) for signum in signals}
+    try:
+        return read_first(0, protocol_out, jsonl=jsonl or acp, answer=initialize_answer)
+    except _Stopped as stop:
+        return 128 + stop.signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class _Stopped(Exception):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 async def _open_host(spec: str, *, one_shot: bool) -> Any:
@@ -206,6 +257,7 @@ def sockets_main(argv: list[str]) -> int:
 
     setup_logging(args.log_level)
     out = _protect_stdout()
+    import asyncio
 
     async def serving() -> int:
         stop = _stop_on_signals()
@@ -213,7 +265,7 @@ def sockets_main(argv: list[str]) -> int:
         if host is None:
             return USAGE_ERROR
         startup_done()
-        await stop.wait()
+        await stop.event.wait()
         await host.shutdown()
         host.close_listeners()
         await host.aclose()
@@ -227,13 +279,15 @@ def sockets_main(argv: list[str]) -> int:
     return code  # not reached
 
 
-def _serve_acp(protocol_out: object) -> int:
+def _serve_acp(protocol_out: object, first: First | None) -> int:
+    import asyncio
+
     from sema_rpc.acp.front import serve_acp
 
     async def serving() -> int:
         asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
         stop = _stop_on_signals()
-        code = await serve_acp(sys.stdin.buffer, protocol_out, stop=stop)  # type: ignore[arg-type]
+        code = await serve_acp(sys.stdin.buffer, protocol_out, stop=stop.event, first=first)  # type: ignore[arg-type]
         return _stopped_code(stop, code)
 
     try:
@@ -248,8 +302,14 @@ _GC_FALLBACK_S = 10.0
 """How long a server may run without a session before its collector comes back anyway."""
 
 
-class _StopEvent(asyncio.Event):
-    signum = 0
+class _StopEvent:
+    """A stop signal came (`event`), and which one (`signum`, 0 until then)."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.event = asyncio.Event()
+        self.signum = 0
 
 
 def _stop_on_signals() -> _StopEvent:
@@ -259,6 +319,7 @@ def _stop_on_signals() -> _StopEvent:
 
     The process supervisor is imported when a signal comes, not before: nothing of it
     is on the path to `initialize`."""
+    import asyncio
     import signal
 
     stop = _StopEvent()
@@ -266,10 +327,10 @@ def _stop_on_signals() -> _StopEvent:
     def on_signal(signum: int) -> None:
         from sema_rpc.core.processes import STOP_DEADLINE_S, hard_stop, hard_stop_after
 
-        if stop.is_set():
+        if stop.event.is_set():
             hard_stop(128 + signum)
         stop.signum = signum
-        stop.set()
+        stop.event.set()
         hard_stop_after(STOP_DEADLINE_S - _HARD_STOP_MARGIN_S, 128 + signum)
 
     loop = asyncio.get_running_loop()
@@ -286,7 +347,7 @@ _HARD_STOP_MARGIN_S = 0.3
 
 
 def _stopped_code(stop: _StopEvent, code: int) -> int:
-    return 128 + stop.signum if stop.is_set() else code
+    return 128 + stop.signum if stop.event.is_set() else code
 
 
 def _fast_exit(code: int, *streams: object) -> None:
@@ -385,6 +446,8 @@ def run_main(argv: list[str]) -> int:
         trust_project_once()
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     out = _user_stdout()
+    import asyncio
+
     from sema_rpc.core.config import recording_workspace
     from sema_rpc.runner import run_once
 
