@@ -127,9 +127,6 @@ def serve_main(argv: list[str]) -> int:
         print(f"sema-rpc {sema_rpc.__version__} (protocol {sema_rpc.PROTOCOL_VERSION})")
         return 0
 
-    from sema_rpc.log import setup_logging
-
-    setup_logging(args.log_level)
     protocol_out = _protect_stdout()
     # `--listen` opens its listener before the stdio client is read: no early answer.
     first = (
@@ -140,6 +137,9 @@ def serve_main(argv: list[str]) -> int:
     if isinstance(first, int):  # a stop signal while waiting for the first message
         _fast_exit(first, protocol_out)
         return first  # not reached
+    from sema_rpc.log import setup_logging  # after: nothing before logs, and logging costs
+
+    setup_logging(args.log_level)
     if args.acp:
         return _serve_acp(protocol_out, first)
     import asyncio

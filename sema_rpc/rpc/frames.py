@@ -16,15 +16,12 @@ before the event loop (tests/e2e/test_startup_imports.py).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 from collections.abc import Callable
 from typing import Any, BinaryIO, Literal
 
 from sema_rpc.core.text import SURROGATE_ESCAPE
-
-log = logging.getLogger("sema_rpc.rpc.framing")
 
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """A message larger than this is refused with -32600 and skipped."""
@@ -38,8 +35,19 @@ def max_message_bytes() -> int:
         return MAX_MESSAGE_BYTES
     if raw.isdigit() and int(raw) > 0:
         return int(raw)
-    log.warning("ignoring SEMA_MAX_MESSAGE_BYTES=%r: not a positive integer", raw)
+    import logging  # here: the path to the first answer has no logging (cli.py)
+
+    logging.getLogger("sema_rpc.rpc.framing").warning(
+        "ignoring SEMA_MAX_MESSAGE_BYTES=%r: not a positive integer", raw
+    )
     return MAX_MESSAGE_BYTES
+
+
+def _quiet_max_message_bytes() -> int:
+    """`max_message_bytes` without its warning (the server gives it, once logging is set
+    up)."""
+    raw = os.environ.get("SEMA_MAX_MESSAGE_BYTES", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else MAX_MESSAGE_BYTES
 
 
 OnBody = Callable[[bytes], None]
@@ -233,19 +241,20 @@ def read_first(
     fd: int, out: BinaryIO, *, jsonl: bool, answer: Callable[[Any], dict[str, Any] | None]
 ) -> First:
     """Read stdin (`fd`) until one whole message, with the framing the server reads
-    (`jsonl`, else Content-Length), blocking; when it is a plainly valid `initialize`
-    (`answer(params)` gives its result, None for anything it does not vouch for), write
-    its answer to `out`, framed, the same bytes the connection would write.
+        (`jsonl`, else Content-Length), blocking; when it is a plainly valid `initialize`
+        (`answer(params)` gives its result, None for anything it does not vouch for; an
+    exception is taken as None), write
+        its answer to `out`, framed, the same bytes the connection would write.
 
-    Anything else answers nothing and hands every byte read to the normal reader,
-    which then does what it always did: a first message that is not `initialize`, one
-    that does not parse, a bad header block, a message over the size limit, an id that
-    is not a string or an integer, an escaped surrogate anywhere (the connection rewrites
-    those). So do end of input before a whole message (`eof`: the normal reader sees
-    the bytes, then the end), `FIRST_READ_LIMIT` bytes without a whole message, and a
-    stdin that cannot be read blocking. A message split over several reads is joined;
-    bytes read past the first message (a second message in the same write) are `rest`."""
-    limit = min(FIRST_READ_LIMIT, max_message_bytes())
+        Anything else answers nothing and hands every byte read to the normal reader,
+        which then does what it always did: a first message that is not `initialize`, one
+        that does not parse, a bad header block, a message over the size limit, an id that
+        is not a string or an integer, an escaped surrogate anywhere (the connection rewrites
+        those). So do end of input before a whole message (`eof`: the normal reader sees
+        the bytes, then the end), `FIRST_READ_LIMIT` bytes without a whole message, and a
+        stdin that cannot be read blocking. A message split over several reads is joined;
+        bytes read past the first message (a second message in the same write) are `rest`."""
+    limit = min(FIRST_READ_LIMIT, _quiet_max_message_bytes())
     buf = bytearray()
     while True:
         frame = _first_frame(buf, jsonl, limit)
@@ -262,7 +271,10 @@ def read_first(
         return First(bytes(buf))
     body, end = frame
     request = _plain_request(body, "initialize")
-    result = None if request is None else answer(request[1])
+    try:
+        result = None if request is None else answer(request[1])
+    except Exception:  # the server answers it as it always does (its error answer)
+        result = None
     if request is None or result is None:
         return First(bytes(buf))
     reply = dumps({"jsonrpc": "2.0", "id": request[0], "result": result})

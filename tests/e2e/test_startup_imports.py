@@ -322,6 +322,7 @@ async def test_acp_initialize_of_another_shape_gets_the_models_answer(
 BEFORE_THE_LOOP_NEVER = (
     *INITIALIZE_NEVER,
     "asyncio",
+    "logging",
     "concurrent",
     "ssl",
     "sema_rpc.rpc.connection",
