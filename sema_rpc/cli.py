@@ -16,7 +16,6 @@ module; any other way out goes through the normal `sys.exit`.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import io
 import os
@@ -66,6 +65,77 @@ def _protect_stdout() -> object:
 
 
 def serve_main(argv: list[str]) -> int:
+    args = _plain_serve_args(argv) or _parse_serve_args(argv)
+    if args.trust_project:
+        from sema_rpc.core.trust import trust_project_once
+
+        trust_project_once()
+    if args.version:
+        import sema_rpc
+
+        print(f"sema-rpc {sema_rpc.__version__} (protocol {sema_rpc.PROTOCOL_VERSION})")
+        return 0
+
+    protocol_out = _protect_stdout()
+    # `--listen` opens its listener before the stdio client is read: no early answer.
+    first = None if args.listen is not None else _read_first(protocol_out, args.acp, args.jsonl)
+    if first is not None and first.stopped:  # a stop signal while waiting for it
+        _fast_exit(128 + first.stopped, protocol_out)
+    from sema_rpc.log import setup_logging  # after: nothing before logs, and logging costs
+
+    setup_logging(args.log_level)
+    if args.acp:
+        return _serve_acp(protocol_out, first)
+    import asyncio
+
+    from sema_rpc.rpc.server import serve
+
+    async def serving() -> int:
+        # A server that never creates a session still gets its collector back.
+        asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
+        stop = _stop_on_signals()
+        host = None
+        if args.listen is not None:
+            host = await _open_host(args.listen, one_shot=False)
+            if host is None:
+                return USAGE_ERROR
+        code = await serve(
+            sys.stdin.buffer,
+            protocol_out,  # type: ignore[arg-type]
+            jsonl=args.jsonl,
+            record_dir=args.record,
+            after_first_session=startup_done,
+            stop=stop.event,
+            host=host,
+            first=first,
+        )
+        return _stopped_code(stop, code)
+
+    try:
+        code = asyncio.run(serving())
+    except KeyboardInterrupt:
+        return 130
+    _fast_exit(code, protocol_out)
+    return code  # not reached
+
+
+def _plain_serve_args(argv: list[str]) -> Any:
+    """The stdio server's command line as editors give it (nothing, `--jsonl` or `--acp`),
+    without argparse (its import and a parser cost the path to `initialize`); None for
+    any other, which argparse parses."""
+    if argv not in ([], ["--jsonl"], ["--acp"]):
+        return None
+    import types
+
+    return types.SimpleNamespace(
+        jsonl=argv == ["--jsonl"], acp=argv == ["--acp"], log_level=None, record=None,
+        trust_project=False, listen=None, version=False,
+    )  # fmt: skip
+
+
+def _parse_serve_args(argv: list[str]) -> Any:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="sema-rpc",
         description="Agent backend over stdio JSON-RPC 2.0 (LSP framing; --jsonl for one message per line).",
@@ -117,97 +187,20 @@ def serve_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.listen is not None and args.acp:
         parser.error("--listen speaks sema-rpc's own protocol: not with --acp")
-    if args.trust_project:
-        from sema_rpc.core.trust import trust_project_once
-
-        trust_project_once()
-    if args.version:
-        import sema_rpc
-
-        print(f"sema-rpc {sema_rpc.__version__} (protocol {sema_rpc.PROTOCOL_VERSION})")
-        return 0
-
-    protocol_out = _protect_stdout()
-    # `--listen` opens its listener before the stdio client is read: no early answer.
-    first = (
-        None
-        if args.listen is not None
-        else _read_first(protocol_out, acp=args.acp, jsonl=args.jsonl)
-    )
-    if isinstance(first, int):  # a stop signal while waiting for the first message
-        _fast_exit(first, protocol_out)
-        return first  # not reached
-    from sema_rpc.log import setup_logging  # after: nothing before logs, and logging costs
-
-    setup_logging(args.log_level)
-    if args.acp:
-        return _serve_acp(protocol_out, first)
-    import asyncio
-
-    from sema_rpc.rpc.server import serve
-
-    async def serving() -> int:
-        # A server that never creates a session still gets its collector back.
-        asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
-        stop = _stop_on_signals()
-        host = None
-        if args.listen is not None:
-            host = await _open_host(args.listen, one_shot=False)
-            if host is None:
-                return USAGE_ERROR
-        code = await serve(
-            sys.stdin.buffer,
-            protocol_out,  # type: ignore[arg-type]
-            jsonl=args.jsonl,
-            record_dir=args.record,
-            after_first_session=startup_done,
-            stop=stop.event,
-            host=host,
-            first=first,
-        )
-        return _stopped_code(stop, code)
-
-    try:
-        code = asyncio.run(serving())
-    except KeyboardInterrupt:
-        return 130
-    _fast_exit(code, protocol_out)
-    return code  # not reached
+    return args
 
 
-def _read_first(protocol_out: Any, *, acp: bool, jsonl: bool) -> First | int:
+def _read_first(protocol_out: Any, acp: bool, jsonl: bool) -> First:
     """The stdio server's first message, read before the event loop (frames.read_first,
     with the dialect's framing): a plainly valid `initialize` is answered at once, with
-    the bytes the server would write; anything else is left to the server. A stop
-    signal meanwhile (no handler of the loop's yet): its exit code, 128 + the signal,
-    as the loop's handlers give when nothing has started."""
-    import signal
-
+    the bytes the server would write; anything else is left to the server."""
     from sema_rpc.rpc.frames import read_first
 
     if acp:
         from sema_rpc.acp.advert import initialize_answer
     else:
         from sema_rpc.rpc.initialize import initialize_answer
-
-    def stopped(signum: int, _frame: Any) -> None:
-        raise _Stopped(signum)
-
-    signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # processes.STOP_SIGNALS
-    previous = {signum: signal.signal(signum, stopped) for signum in signals}
-    try:
-        return read_first(0, protocol_out, jsonl=jsonl or acp, answer=initialize_answer)
-    except _Stopped as stop:
-        return 128 + stop.signum
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-class _Stopped(Exception):
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
+    return read_first(0, protocol_out, jsonl=jsonl or acp, answer=initialize_answer)
 
 
 async def _open_host(spec: str, *, one_shot: bool) -> Any:
@@ -228,6 +221,8 @@ async def _open_host(spec: str, *, one_shot: bool) -> Any:
 
 def sockets_main(argv: list[str]) -> int:
     """`sema-rpc serve`: sessions hosted for socket clients only, until a stop signal."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="sema-rpc serve",
         description="Host sessions for clients that connect to a socket (no stdio client): "
@@ -369,6 +364,8 @@ def _fast_exit(code: int, *streams: object) -> None:
 
 
 def run_main(argv: list[str]) -> int:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="sema-rpc run", description="Run one prompt and print the event stream."
     )
@@ -482,6 +479,8 @@ def run_main(argv: list[str]) -> int:
 
 def trust_main(argv: list[str]) -> int:
     """`sema-rpc trust list|add|revoke`: the projects whose .sema/mcp.json may start."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="sema-rpc trust",
         description="Which projects may start the MCP servers their .sema/mcp.json defines "

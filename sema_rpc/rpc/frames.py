@@ -220,14 +220,16 @@ first message: an `initialize` is a few hundred bytes."""
 class First:
     """What `read_first` read from stdin before the event loop: `rest`, the bytes the
     normal reader must take first (everything read when nothing was answered); `eof`,
-    whether the input ended meanwhile; and, when the first message was answered, its
-    `body`, its `params`, and the `reply` body written."""
+    whether the input ended meanwhile; `stopped`, the stop signal that came while it
+    waited (0: none); and, when the first message was answered, its `body`, its
+    `params`, and the `reply` body written."""
 
-    __slots__ = ("body", "eof", "params", "reply", "rest")
+    __slots__ = ("body", "eof", "params", "reply", "rest", "stopped")
 
-    def __init__(self, rest: bytes, eof: bool = False) -> None:
+    def __init__(self, rest: bytes, eof: bool = False, stopped: int = 0) -> None:
         self.rest = rest
         self.eof = eof
+        self.stopped = stopped
         self.body: bytes | None = None
         self.params: Any = None
         self.reply: bytes | None = None
@@ -237,7 +239,38 @@ class First:
         return self.reply is not None
 
 
+STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+"""Stop a server waiting for its first message (as the loop's handlers do later:
+core.processes.STOP_SIGNALS)."""
+
+
+class _Stopped(Exception):
+    pass
+
+
 def read_first(
+    fd: int, out: BinaryIO, *, jsonl: bool, answer: Callable[[Any], dict[str, Any] | None]
+) -> First:
+    """`_read_first` with the stop signals caught while it runs: a `First` whose
+    `stopped` is the signal, and nothing else, when one comes (no handler of the loop's
+    exists yet; the caller exits 128 + the signal, as the server does later)."""
+    import signal
+
+    def stopped(signum: int, _frame: Any) -> None:
+        raise _Stopped(signum)
+
+    signums = [getattr(signal, name) for name in STOP_SIGNALS]
+    previous = {signum: signal.signal(signum, stopped) for signum in signums}
+    try:
+        return _read_first(fd, out, jsonl=jsonl, answer=answer)
+    except _Stopped as stop:
+        return First(b"", stopped=stop.args[0])
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _read_first(
     fd: int, out: BinaryIO, *, jsonl: bool, answer: Callable[[Any], dict[str, Any] | None]
 ) -> First:
     """Read stdin (`fd`) until one whole message, with the framing the server reads

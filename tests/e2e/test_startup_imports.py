@@ -323,6 +323,7 @@ BEFORE_THE_LOOP_NEVER = (
     *INITIALIZE_NEVER,
     "asyncio",
     "logging",
+    "argparse",
     "concurrent",
     "ssl",
     "sema_rpc.rpc.connection",
