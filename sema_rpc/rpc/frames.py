@@ -244,8 +244,8 @@ STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 core.processes.STOP_SIGNALS)."""
 
 
-class _Stopped(Exception):
-    pass
+class _Stopped(BaseException):
+    """Not an Exception: nothing on the way (`answer`'s guard) may swallow it."""
 
 
 def read_first(
@@ -274,19 +274,18 @@ def _read_first(
     fd: int, out: BinaryIO, *, jsonl: bool, answer: Callable[[Any], dict[str, Any] | None]
 ) -> First:
     """Read stdin (`fd`) until one whole message, with the framing the server reads
-        (`jsonl`, else Content-Length), blocking; when it is a plainly valid `initialize`
-        (`answer(params)` gives its result, None for anything it does not vouch for; an
-    exception is taken as None), write
-        its answer to `out`, framed, the same bytes the connection would write.
+    (`jsonl`, else Content-Length), blocking; when it is a plainly valid `initialize`
+    (`answer(params)` gives its result; None, or an exception, for one it does not vouch
+    for), write its answer to `out`, framed: the bytes the connection would write.
 
-        Anything else answers nothing and hands every byte read to the normal reader,
-        which then does what it always did: a first message that is not `initialize`, one
-        that does not parse, a bad header block, a message over the size limit, an id that
-        is not a string or an integer, an escaped surrogate anywhere (the connection rewrites
-        those). So do end of input before a whole message (`eof`: the normal reader sees
-        the bytes, then the end), `FIRST_READ_LIMIT` bytes without a whole message, and a
-        stdin that cannot be read blocking. A message split over several reads is joined;
-        bytes read past the first message (a second message in the same write) are `rest`."""
+    Anything else answers nothing and hands every byte read to the normal reader, which
+    then does what it always did: a first message that is not `initialize`, one that
+    does not parse, a bad header block, a message over the size limit, an id that is not
+    a string or an integer, an escaped surrogate anywhere (the connection rewrites
+    those). So do end of input before a whole message (`eof`: the normal reader sees the
+    bytes, then the end), `FIRST_READ_LIMIT` bytes without a whole message, and a stdin
+    that cannot be read blocking. A message split over several reads is joined; bytes
+    read past the first message (a second message in the same write) are `rest`."""
     limit = min(FIRST_READ_LIMIT, _quiet_max_message_bytes())
     buf = bytearray()
     while True:
