@@ -38,6 +38,14 @@ of the last `--imports --write`, with each module's self ms then). A module that
 the path is start-up time every `run` pays from then on: load it where it is used.
 (`-X importtime` does not see a module loaded with `importlib.import_module`; the
 tests in tests/e2e/test_startup_imports.py read `sys.modules` and do.)
+
+`--initialize --against PYTHON` (`--pairs N`, default 15): spawn → `initialize` answered,
+in each dialect (Content-Length, `--jsonl`, `--acp`), for `python -m sema_rpc` of this
+interpreter (A) and of PYTHON (B: another checkout's venv, the baseline), fresh servers
+in turn (A B, B A, …), from the start of the process to the last byte of the answer
+read; medians of A, B and of the pairs' A/B ratios. The servers run in a temporary
+folder (so `-m` imports each venv's own install, never this checkout by its cwd) with a
+temporary HOME and SEMA_ROOT.
 """
 
 from __future__ import annotations
@@ -577,6 +585,79 @@ def import_budget(
 _HTTP_STACK = ("httpx2", "httpcore2", "h11", "h2", "anyio", "sniffio", "idna", "certifi")
 
 
+# --------------------------------------------------------------------------- initialize, paired
+
+_INIT_BODY = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+_INIT_DIALECTS = {
+    "content-length": ([], b"Content-Length: %d\r\n\r\n" % len(_INIT_BODY) + _INIT_BODY),
+    "jsonl": (["--jsonl"], _INIT_BODY + b"\n"),
+    "acp": (["--acp"], _INIT_BODY + b"\n"),
+}
+
+
+def _initialize_once(python: str, dialect: str, env: dict[str, str], cwd: Path) -> float:
+    """ms from the spawn of `python -m sema_rpc` to its whole `initialize` answer read."""
+    args, request = _INIT_DIALECTS[dialect]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [python, "-m", "sema_rpc", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, env=env, cwd=cwd,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(request)
+    proc.stdin.flush()
+    data = b""
+    while not _whole_answer(data, jsonl=bool(args)):
+        chunk = proc.stdout.read1(65536)
+        if not chunk:
+            raise RuntimeError(f"{python}: no answer to initialize ({dialect}): {data!r}")
+        data += chunk
+    elapsed = (time.perf_counter() - t0) * 1000
+    proc.stdin.close()
+    proc.wait(30)
+    if b'"result"' not in data:
+        raise RuntimeError(f"{python}: initialize ({dialect}) was not answered: {data!r}")
+    return elapsed
+
+
+def _whole_answer(data: bytes, *, jsonl: bool) -> bool:
+    if jsonl:
+        return data.endswith(b"\n")
+    head, sep, body = data.partition(b"\r\n\r\n")
+    return bool(sep) and len(body) >= int(head.split(b":")[1])
+
+
+def initialize_pairs(against: str, pairs: int) -> int:
+    """`--initialize`: see the module docstring."""
+    ours = sys.executable
+    rows: list[list[Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-init-") as tmp_name:
+        tmp = Path(tmp_name)
+        env = {**os.environ, "HOME": str(tmp), "SEMA_ROOT": str(tmp / "root")}
+        env.pop("PYTHONPATH", None)
+        for dialect in _INIT_DIALECTS:
+            _initialize_once(ours, dialect, env, tmp)  # warm-up: bytecode, page cache
+            _initialize_once(against, dialect, env, tmp)
+            a: list[float] = []
+            b: list[float] = []
+            for i in range(pairs):
+                order = [(ours, a), (against, b)]
+                for python, into in order if i % 2 == 0 else reversed(order):
+                    into.append(_initialize_once(python, dialect, env, tmp))
+            ratios = [x / y for x, y in zip(a, b, strict=True)]
+            rows.append(
+                [dialect, statistics.median(a), min(a), statistics.median(b), min(b),
+                 round(statistics.median(ratios), 3)]
+            )  # fmt: skip
+    print_table(
+        f"spawn → initialize answered, ms ({pairs} pairs; A = {ours}, B = {against})",
+        ["dialect", "A median", "A min", "B median", "B min", "A/B median"],
+        rows,
+    )
+    print(json.dumps({"bench": "initialize", "pairs": pairs, "rows": rows}))
+    return 0
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -598,13 +679,26 @@ def main() -> int:
     parser.add_argument(
         "--pairs",
         type=int,
-        default=5,
-        help="with --imports: `hi` pairs against each installed peer (0: none)",
+        default=None,
+        help="with --imports: `hi` pairs against each installed peer (0: none; default 5); "
+        "with --initialize: pairs per dialect (default 15)",
     )
     parser.add_argument(
         "--write", action="store_true", help=f"with --imports: rewrite {MODULES_FILE.name}"
     )
+    parser.add_argument(
+        "--initialize",
+        action="store_true",
+        help="spawn → initialize answered in each dialect, paired against --against",
+    )
+    parser.add_argument(
+        "--against", default=None, help="with --initialize: the python of the baseline (B)"
+    )
     args = parser.parse_args()
+    if args.initialize:
+        if args.against is None:
+            parser.error("--initialize needs --against PYTHON")
+        return initialize_pairs(args.against, 15 if args.pairs is None else args.pairs)
     if args.imports:
         with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp_name:
             return import_budget(
@@ -613,7 +707,7 @@ def main() -> int:
                 args.runs,
                 args.write,
                 args.peers,
-                args.pairs,
+                5 if args.pairs is None else args.pairs,
             )
     host = host_header()
     runs = (

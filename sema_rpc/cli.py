@@ -1,7 +1,9 @@
 """Command line: `sema-rpc` (serve on stdio), `sema-rpc --jsonl`, `sema-rpc --acp` (the Agent
 Client Protocol), `sema-rpc run "prompt"`.
 
-Kept free of heavy imports: the server's first answer must not wait for SDKs.
+Kept free of heavy imports: the server's first answer must not wait for SDKs. A stdio
+server answers a plainly valid first `initialize` before it imports asyncio
+(`_read_first`); the event loop and the server start after that answer.
 
 Start-up runs with the garbage collector off (it allocates hundreds of thousands of
 long-lived objects, nothing cyclic worth collecting); once the first prompt is answered
@@ -14,13 +16,14 @@ module; any other way out goes through the normal `sys.exit`.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import gc
 import io
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sema_rpc.rpc.frames import First
 
 
 def _no_pydantic_plugins() -> None:
@@ -62,6 +65,77 @@ def _protect_stdout() -> object:
 
 
 def serve_main(argv: list[str]) -> int:
+    args = _plain_serve_args(argv) or _parse_serve_args(argv)
+    if args.trust_project:
+        from sema_rpc.core.trust import trust_project_once
+
+        trust_project_once()
+    if args.version:
+        import sema_rpc
+
+        print(f"sema-rpc {sema_rpc.__version__} (protocol {sema_rpc.PROTOCOL_VERSION})")
+        return 0
+
+    protocol_out = _protect_stdout()
+    # `--listen` opens its listener before the stdio client is read: no early answer.
+    first = None if args.listen is not None else _read_first(protocol_out, args.acp, args.jsonl)
+    if first is not None and first.stopped:  # a stop signal while waiting for it
+        _fast_exit(128 + first.stopped, protocol_out)
+    from sema_rpc.log import setup_logging  # after: nothing before logs, and logging costs
+
+    setup_logging(args.log_level)
+    if args.acp:
+        return _serve_acp(protocol_out, first)
+    import asyncio
+
+    from sema_rpc.rpc.server import serve
+
+    async def serving() -> int:
+        # A server that never creates a session still gets its collector back.
+        asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
+        stop = _stop_on_signals()
+        host = None
+        if args.listen is not None:
+            host = await _open_host(args.listen, one_shot=False)
+            if host is None:
+                return USAGE_ERROR
+        code = await serve(
+            sys.stdin.buffer,
+            protocol_out,  # type: ignore[arg-type]
+            jsonl=args.jsonl,
+            record_dir=args.record,
+            after_first_session=startup_done,
+            stop=stop.event,
+            host=host,
+            first=first,
+        )
+        return _stopped_code(stop, code)
+
+    try:
+        code = asyncio.run(serving())
+    except KeyboardInterrupt:
+        return 130
+    _fast_exit(code, protocol_out)
+    return code  # not reached
+
+
+def _plain_serve_args(argv: list[str]) -> Any:
+    """The stdio server's command line as editors give it (nothing, `--jsonl` or `--acp`),
+    without argparse (its import and a parser cost the path to `initialize`); None for
+    any other, which argparse parses."""
+    if argv not in ([], ["--jsonl"], ["--acp"]):
+        return None
+    import types
+
+    return types.SimpleNamespace(
+        jsonl=argv == ["--jsonl"], acp=argv == ["--acp"], log_level=None, record=None,
+        trust_project=False, listen=None, version=False,
+    )  # fmt: skip
+
+
+def _parse_serve_args(argv: list[str]) -> Any:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="sema-rpc",
         description="Agent backend over stdio JSON-RPC 2.0 (LSP framing; --jsonl for one message per line).",
@@ -113,50 +187,20 @@ def serve_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.listen is not None and args.acp:
         parser.error("--listen speaks sema-rpc's own protocol: not with --acp")
-    if args.trust_project:
-        from sema_rpc.core.trust import trust_project_once
+    return args
 
-        trust_project_once()
-    if args.version:
-        import sema_rpc
 
-        print(f"sema-rpc {sema_rpc.__version__} (protocol {sema_rpc.PROTOCOL_VERSION})")
-        return 0
+def _read_first(protocol_out: Any, acp: bool, jsonl: bool) -> First:
+    """The stdio server's first message, read before the event loop (frames.read_first,
+    with the dialect's framing): a plainly valid `initialize` is answered at once, with
+    the bytes the server would write; anything else is left to the server."""
+    from sema_rpc.rpc.frames import read_first
 
-    from sema_rpc.log import setup_logging
-
-    setup_logging(args.log_level)
-    protocol_out = _protect_stdout()
-    if args.acp:
-        return _serve_acp(protocol_out)
-    from sema_rpc.rpc.server import serve
-
-    async def serving() -> int:
-        # A server that never creates a session still gets its collector back.
-        asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
-        stop = _stop_on_signals()
-        host = None
-        if args.listen is not None:
-            host = await _open_host(args.listen, one_shot=False)
-            if host is None:
-                return USAGE_ERROR
-        code = await serve(
-            sys.stdin.buffer,
-            protocol_out,  # type: ignore[arg-type]
-            jsonl=args.jsonl,
-            record_dir=args.record,
-            after_first_session=startup_done,
-            stop=stop,
-            host=host,
-        )
-        return _stopped_code(stop, code)
-
-    try:
-        code = asyncio.run(serving())
-    except KeyboardInterrupt:
-        return 130
-    _fast_exit(code, protocol_out)
-    return code  # not reached
+    if acp:
+        from sema_rpc.acp.advert import initialize_answer
+    else:
+        from sema_rpc.rpc.initialize import initialize_answer
+    return read_first(0, protocol_out, jsonl=jsonl or acp, answer=initialize_answer)
 
 
 async def _open_host(spec: str, *, one_shot: bool) -> Any:
@@ -177,6 +221,8 @@ async def _open_host(spec: str, *, one_shot: bool) -> Any:
 
 def sockets_main(argv: list[str]) -> int:
     """`sema-rpc serve`: sessions hosted for socket clients only, until a stop signal."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="sema-rpc serve",
         description="Host sessions for clients that connect to a socket (no stdio client): "
@@ -206,6 +252,7 @@ def sockets_main(argv: list[str]) -> int:
 
     setup_logging(args.log_level)
     out = _protect_stdout()
+    import asyncio
 
     async def serving() -> int:
         stop = _stop_on_signals()
@@ -213,7 +260,7 @@ def sockets_main(argv: list[str]) -> int:
         if host is None:
             return USAGE_ERROR
         startup_done()
-        await stop.wait()
+        await stop.event.wait()
         await host.shutdown()
         host.close_listeners()
         await host.aclose()
@@ -227,13 +274,15 @@ def sockets_main(argv: list[str]) -> int:
     return code  # not reached
 
 
-def _serve_acp(protocol_out: object) -> int:
+def _serve_acp(protocol_out: object, first: First | None) -> int:
+    import asyncio
+
     from sema_rpc.acp.front import serve_acp
 
     async def serving() -> int:
         asyncio.get_running_loop().call_later(_GC_FALLBACK_S, startup_done)
         stop = _stop_on_signals()
-        code = await serve_acp(sys.stdin.buffer, protocol_out, stop=stop)  # type: ignore[arg-type]
+        code = await serve_acp(sys.stdin.buffer, protocol_out, stop=stop.event, first=first)  # type: ignore[arg-type]
         return _stopped_code(stop, code)
 
     try:
@@ -248,8 +297,14 @@ _GC_FALLBACK_S = 10.0
 """How long a server may run without a session before its collector comes back anyway."""
 
 
-class _StopEvent(asyncio.Event):
-    signum = 0
+class _StopEvent:
+    """A stop signal came (`event`), and which one (`signum`, 0 until then)."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.event = asyncio.Event()
+        self.signum = 0
 
 
 def _stop_on_signals() -> _StopEvent:
@@ -259,6 +314,7 @@ def _stop_on_signals() -> _StopEvent:
 
     The process supervisor is imported when a signal comes, not before: nothing of it
     is on the path to `initialize`."""
+    import asyncio
     import signal
 
     stop = _StopEvent()
@@ -266,10 +322,10 @@ def _stop_on_signals() -> _StopEvent:
     def on_signal(signum: int) -> None:
         from sema_rpc.core.processes import STOP_DEADLINE_S, hard_stop, hard_stop_after
 
-        if stop.is_set():
+        if stop.event.is_set():
             hard_stop(128 + signum)
         stop.signum = signum
-        stop.set()
+        stop.event.set()
         hard_stop_after(STOP_DEADLINE_S - _HARD_STOP_MARGIN_S, 128 + signum)
 
     loop = asyncio.get_running_loop()
@@ -286,7 +342,7 @@ _HARD_STOP_MARGIN_S = 0.3
 
 
 def _stopped_code(stop: _StopEvent, code: int) -> int:
-    return 128 + stop.signum if stop.is_set() else code
+    return 128 + stop.signum if stop.event.is_set() else code
 
 
 def _fast_exit(code: int, *streams: object) -> None:
@@ -308,6 +364,8 @@ def _fast_exit(code: int, *streams: object) -> None:
 
 
 def run_main(argv: list[str]) -> int:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="sema-rpc run", description="Run one prompt and print the event stream."
     )
@@ -385,6 +443,8 @@ def run_main(argv: list[str]) -> int:
         trust_project_once()
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     out = _user_stdout()
+    import asyncio
+
     from sema_rpc.core.config import recording_workspace
     from sema_rpc.runner import run_once
 
@@ -419,6 +479,8 @@ def run_main(argv: list[str]) -> int:
 
 def trust_main(argv: list[str]) -> int:
     """`sema-rpc trust list|add|revoke`: the projects whose .sema/mcp.json may start."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="sema-rpc trust",
         description="Which projects may start the MCP servers their .sema/mcp.json defines "

@@ -1,6 +1,8 @@
 """What `initialize` tells an ACP client about this agent: capabilities, authentication
-methods, and the extensions it speaks. Standard library only (with `core.config`): the
-front answers `initialize` with it before pydantic loads (front.py)."""
+methods, and the extensions it speaks; and which `initialize` params are plainly valid.
+Standard library only (with `core.config`), and no event loop: the front answers
+`initialize` with it before pydantic loads (front.py), and a stdio server before its
+event loop exists (cli.py, frames.read_first)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,51 @@ REWIND_METHOD = "_session/rewind"
 
 FORK_ADVERT = {"version": 1, "inclusive": True}
 """`agentCapabilities._meta.jetbrains.air.fork`: JetBrains' fork point is honoured."""
+
+
+_FS_KEYS = frozenset({"readTextFile", "writeTextFile"})
+
+
+def initialize_capabilities_plain(params: Any) -> dict[str, Any] | None:
+    """`initialize`'s params checked without pydantic, for the plainly valid shapes only
+    (every key a wire name `InitializeRequest` reads, every value of its exact type): the
+    client's capabilities as given (wire names), for `AcpClientCapabilities`. None for
+    anything else, which the server's models then validate (and refuse with their usual
+    -32602 data, or accept)."""
+    if type(params) is not dict or not params.keys() <= {
+        "protocolVersion",
+        "clientCapabilities",
+        "clientInfo",
+        "_meta",
+    }:
+        return None
+    if type(params.get("protocolVersion")) is not int:
+        return None
+    for key in ("clientInfo", "_meta"):
+        if params.get(key) is not None and type(params[key]) is not dict:
+            return None
+    caps = params.get("clientCapabilities", {})
+    if type(caps) is not dict or not caps.keys() <= {
+        "fs",
+        "terminal",
+        "elicitation",
+        "auth",
+        "_meta",
+    }:
+        return None
+    for key in ("auth", "_meta"):
+        if caps.get(key) is not None and type(caps[key]) is not dict:
+            return None
+    fs = caps.get("fs", {})
+    if type(fs) is not dict or not fs.keys() <= _FS_KEYS:
+        return None
+    if any(type(value) is not bool for value in fs.values()):
+        return None
+    if "terminal" in caps and type(caps["terminal"]) is not bool:
+        return None
+    if caps.get("elicitation") is not None and type(caps["elicitation"]) is not dict:
+        return None
+    return caps
 
 
 def default_model_takes_images() -> bool:
@@ -72,3 +119,10 @@ def initialize_result(capabilities: Mapping[str, Any] | None = None) -> dict[str
         # Where claude-agent-acp and codex-acp advertise `_session/steering`.
         "_meta": {"steering": STEERING_ADVERT},
     }
+
+
+def initialize_answer(params: Any) -> dict[str, Any] | None:
+    """`initialize`'s result for `params` when they are plainly valid; None for any
+    other (frames.read_first leaves that one to the server)."""
+    caps = initialize_capabilities_plain(params)
+    return None if caps is None else initialize_result(caps)

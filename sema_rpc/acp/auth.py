@@ -13,7 +13,6 @@ whether a key is now usable (the stored file is read again).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import Any
 
@@ -56,6 +55,8 @@ def auth_methods(auth: dict[str, Any] | None, meta: dict[str, Any] | None) -> li
 
 async def usable_model() -> bool:
     """Whether a model is configured now (the environment, models.json, stored keys)."""
+    import asyncio  # here: `initialize` (auth_methods) is answered before the event loop
+
     from sema_rpc.core.config import resolve_model
 
     return await asyncio.to_thread(resolve_model, None) is not None

@@ -20,59 +20,16 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from sema_rpc.acp.advert import initialize_result
+from sema_rpc.acp.advert import initialize_capabilities_plain, initialize_result
 from sema_rpc.rpc import errors
 from sema_rpc.rpc.connection import Connection
 from sema_rpc.rpc.framing import FrameWriter, read_stream
 
 if TYPE_CHECKING:
     from sema_rpc.acp.server import AcpServer
+    from sema_rpc.rpc.frames import First
 
 log = logging.getLogger("sema_rpc.acp.server")
-
-_FS_KEYS = frozenset({"readTextFile", "writeTextFile"})
-
-
-def initialize_capabilities_plain(params: Any) -> dict[str, Any] | None:
-    """`initialize`'s params checked without pydantic, for the plainly valid shapes only
-    (every key a wire name `InitializeRequest` reads, every value of its exact type): the
-    client's capabilities as given (wire names), for `AcpClientCapabilities`. None for
-    anything else, which the server's models then validate (and refuse with their usual
-    -32602 data, or accept)."""
-    if type(params) is not dict or not params.keys() <= {
-        "protocolVersion",
-        "clientCapabilities",
-        "clientInfo",
-        "_meta",
-    }:
-        return None
-    if type(params.get("protocolVersion")) is not int:
-        return None
-    for key in ("clientInfo", "_meta"):
-        if params.get(key) is not None and type(params[key]) is not dict:
-            return None
-    caps = params.get("clientCapabilities", {})
-    if type(caps) is not dict or not caps.keys() <= {
-        "fs",
-        "terminal",
-        "elicitation",
-        "auth",
-        "_meta",
-    }:
-        return None
-    for key in ("auth", "_meta"):
-        if caps.get(key) is not None and type(caps[key]) is not dict:
-            return None
-    fs = caps.get("fs", {})
-    if type(fs) is not dict or not fs.keys() <= _FS_KEYS:
-        return None
-    if any(type(value) is not bool for value in fs.values()):
-        return None
-    if "terminal" in caps and type(caps["terminal"]) is not bool:
-        return None
-    if caps.get("elicitation") is not None and type(caps["elicitation"]) is not dict:
-        return None
-    return caps
 
 
 class _Front:
@@ -90,12 +47,20 @@ class _Front:
 
     def on_request(self, msg_id: Any, method: str, params: Any) -> Any:
         if self.server is None and self.capabilities is None and method == "initialize":
-            caps = initialize_capabilities_plain(params)
+            caps = self.take_initialize(params)
             if caps is not None:
-                self.capabilities = caps
-                asyncio.get_running_loop().call_soon(self.load)
                 return initialize_result(caps)
         return self.load().on_request(msg_id, method, params)
+
+    def take_initialize(self, params: Any) -> dict[str, Any] | None:
+        """A plainly valid `initialize` taken: the client's capabilities (None for any
+        other: nothing taken); the server loads at the loop's next turn. Also for one
+        answered before the loop (frames.read_first, `serve_acp`'s `first`)."""
+        caps = initialize_capabilities_plain(params)
+        if caps is not None:
+            self.capabilities = caps
+            asyncio.get_running_loop().call_soon(self.load)
+        return caps
 
     def on_notification(self, method: str, params: Any) -> None:
         self.load().on_notification(method, params)
@@ -117,14 +82,26 @@ class _Front:
         return self.server
 
 
-async def serve_acp(stdin: BinaryIO, stdout: BinaryIO, stop: asyncio.Event | None = None) -> int:
+async def serve_acp(
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    stop: asyncio.Event | None = None,
+    first: First | None = None,
+) -> int:
     """Serve one ACP client until end of input or `stop` (a stop signal). Returns the
-    process exit code."""
+    process exit code. `first`: what was read from `stdin` before the loop (cli.py,
+    frames.read_first): an `initialize` answered then is taken as if answered here; the
+    bytes after it are read first."""
     loop = asyncio.get_running_loop()
     writer = FrameWriter(stdout, jsonl=True)
     await writer.start(loop)
     front = _Front(writer)
-    reading = asyncio.ensure_future(read_stream(stdin, front.conn.feed, loop))
+    if first is not None and first.answered:
+        front.take_initialize(first.params)
+    head, at_eof = (first.rest, first.eof) if first is not None else (b"", False)
+    reading = asyncio.ensure_future(
+        read_stream(stdin, front.conn.feed, loop, head=head, at_eof=at_eof)
+    )
     stopping = asyncio.ensure_future((stop or asyncio.Event()).wait())
     await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
     if reading.done():

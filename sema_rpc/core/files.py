@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -42,7 +41,9 @@ def replacing(
     The temporary file has a name nobody can guess and is created exclusively (never
     through a link someone placed there: the folder may be a workspace, written by a
     stranger), 0600 until it is complete."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    # os.urandom is what `secrets.token_hex` reads; `secrets` (hmac, hashlib, random)
+    # would cost the path to `initialize` (ACP's reads the credentials, which import this).
+    tmp = path.with_name(f".{path.name}.{os.urandom(8).hex()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(tmp, flags, PRIVATE_FILE_MODE)
     try:

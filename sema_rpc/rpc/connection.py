@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
 from sema_rpc.protocol_core import RpcError
 from sema_rpc.rpc import errors
+from sema_rpc.rpc.frames import dumps as dumps
 from sema_rpc.rpc.framing import (
     ContentLengthDecoder,
     FrameWriter,
@@ -48,12 +49,6 @@ from sema_rpc.rpc.framing import (
 )
 
 log = logging.getLogger(__name__)
-
-
-def dumps(obj: Any) -> bytes:
-    # ASCII output: U+2028/U+2029 (and every non-ASCII char) are escaped, so a JSONL
-    # reader splitting on "\n" can never cut a message, and Content-Length is len(bytes).
-    return json.dumps(obj, separators=(",", ":")).encode("ascii")
 
 
 def error_message(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:

@@ -1,196 +1,30 @@
 """Message framing on stdio: LSP `Content-Length` headers (default) or one JSON per line.
 
 Readers are fed raw bytes (from an asyncio pipe protocol, or a thread reading a regular
-file) and hand complete message bodies to a callback. Framing errors are reported, the
-stream is resynchronised where possible, and the process keeps serving.
-
-JSONL splits on LF only: U+2028/U+2029 are legal inside JSON strings. Outgoing JSON is
-ASCII-escaped, so those characters never appear raw on the wire in either mode.
+file) and hand them to a decoder (frames.py: the decoders, the encoder and the first
+message read before the loop, which need no event loop). Framing errors are reported,
+the stream is resynchronised where possible, and the process keeps serving.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
-import re
 import stat
 import threading
 import time
 from collections.abc import Callable
 from typing import BinaryIO
 
-log = logging.getLogger(__name__)
-
-MAX_MESSAGE_BYTES = 256 * 1024 * 1024
-"""A message larger than this is refused with -32600 and skipped."""
-
-
-def max_message_bytes() -> int:
-    """The largest message read: `$SEMA_MAX_MESSAGE_BYTES` (a positive integer; any other
-    value is ignored with a warning), else `MAX_MESSAGE_BYTES`."""
-    raw = os.environ.get("SEMA_MAX_MESSAGE_BYTES", "").strip()
-    if not raw:
-        return MAX_MESSAGE_BYTES
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    log.warning("ignoring SEMA_MAX_MESSAGE_BYTES=%r: not a positive integer", raw)
-    return MAX_MESSAGE_BYTES
-
-
-OnBody = Callable[[bytes], None]
-OnError = Callable[[str], None]
-
-_HEADER_LINE = re.compile(rb"([!-9;-~]+)[ \t]*:[ \t]*(.*?)[ \t]*\r?", re.DOTALL)
-_FRAME_START = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
-"""Where a frame can start again after a bad header: a whole `Content-Length: N` line.
-It cannot be inside a JSON body (a raw newline never occurs inside a JSON string, and
-an unquoted name is not JSON), so resynchronising on it never cuts a good message."""
-
-
-class JsonlDecoder:
-    """Splits a byte stream on b'\\n'."""
-
-    def __init__(self, on_body: OnBody, on_error: OnError, max_bytes: int = MAX_MESSAGE_BYTES):
-        self._on_body = on_body
-        self._on_error = on_error
-        self._max = max_bytes
-        self._buf = bytearray()
-        self._discarding = False
-
-    def feed(self, data: bytes) -> None:
-        buf = self._buf
-        start = len(buf)
-        buf += data
-        while True:
-            newline = buf.find(b"\n", start)
-            if newline < 0:
-                break
-            line = bytes(buf[:newline])
-            del buf[: newline + 1]
-            start = 0
-            if self._discarding:
-                self._discarding = False
-                continue
-            if line.strip():
-                self._on_body(line)
-        if len(buf) > self._max and not self._discarding:
-            self._on_error(f"message larger than {self._max} bytes; skipped")
-            self._discarding = True
-        if self._discarding:
-            buf.clear()
-
-    def eof(self) -> None:
-        rest = bytes(self._buf).strip()
-        self._buf.clear()
-        if rest and not self._discarding:
-            # A last line without its newline is still a whole JSON value if it parses.
-            self._on_body(rest)
-
-
-class ContentLengthDecoder:
-    """LSP base protocol: headers, a blank line, then exactly Content-Length bytes.
-
-    Header lines end with CRLF or a bare LF; the block ends at the first empty line. The
-    Content-Length value must be digits only. A bad header block (no Content-Length, a
-    value such as `5.0`, `1_0` or `5abc`, two different values) is reported once and
-    the reader skips to the next `Content-Length: N` line: it costs that message only.
-    """
-
-    def __init__(self, on_body: OnBody, on_error: OnError, max_bytes: int = MAX_MESSAGE_BYTES):
-        self._on_body = on_body
-        self._on_error = on_error
-        self._max = max_bytes
-        self._buf = bytearray()
-        self._need: int | None = None  # body length once headers are read
-        self._skip = 0
-        self._resync = False  # after a bad header: looking for the next frame's header
-
-    def feed(self, data: bytes) -> None:
-        buf = self._buf
-        buf += data
-        while True:
-            if self._skip:
-                n = min(self._skip, len(buf))
-                del buf[:n]
-                self._skip -= n
-                if self._skip:
-                    return
-            if self._resync:
-                match = _FRAME_START.search(buf)
-                if match is None:
-                    # Keep a tail that may be the start of a header line cut by the read.
-                    del buf[: max(0, len(buf) - 64)]
-                    return
-                del buf[: match.start()]
-                self._resync = False
-            if self._need is None:
-                parsed = self._headers(buf)
-                if parsed is None:
-                    if len(buf) > 64 * 1024:
-                        self._on_error("header block too long; discarded")
-                        self._resync = True
-                        del buf[:1]
-                        continue
-                    return
-                length, error = parsed
-                if length is None:
-                    self._on_error(f"{error}; message discarded")
-                    self._resync = True
-                    continue
-                if length > self._max:
-                    self._on_error(f"message larger than {self._max} bytes; skipped")
-                    self._skip = length
-                    continue
-                self._need = length
-            if len(buf) < self._need:
-                return
-            body = bytes(buf[: self._need])
-            del buf[: self._need]
-            self._need = None
-            self._on_body(body)
-
-    @staticmethod
-    def _headers(buf: bytearray) -> tuple[int | None, str] | None:
-        """Consume one header block from `buf`: (length, "") or (None, why it is bad);
-        None while the block is incomplete (nothing consumed)."""
-        values: list[bytes] = []
-        pos = 0
-        seen = False
-        while True:
-            end = buf.find(b"\n", pos)
-            if end < 0:
-                return None
-            line = bytes(buf[pos:end])
-            pos = end + 1
-            if line in (b"", b"\r"):
-                if seen:
-                    break
-                continue  # a stray line break between frames is not a header block
-            seen = True
-            match = _HEADER_LINE.fullmatch(line)
-            if match is not None and match.group(1).lower() == b"content-length":
-                values.append(match.group(2))
-        del buf[:pos]
-        if not values:
-            return None, "message without a Content-Length header"
-        shown = ", ".join(repr(v.decode("ascii", "replace")) for v in values)
-        if len(set(values)) > 1 or not values[0].isdigit():
-            return None, f"invalid Content-Length header: {shown}"
-        return int(values[0]), ""
-
-    def eof(self) -> None:
-        if not self._resync and (self._need is not None or self._buf.strip()):
-            self._on_error("end of input in the middle of a message; discarded")
-        self._buf.clear()
-        self._need = None
-
-
-def encode_frame(body: bytes, jsonl: bool) -> bytes:
-    if jsonl:
-        return body + b"\n"
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
+from sema_rpc.rpc.frames import (
+    MAX_MESSAGE_BYTES,
+    ContentLengthDecoder,
+    JsonlDecoder,
+    OnBody,
+    OnError,
+    encode_frame,
+    max_message_bytes,
+)
 
 # ---------------------------------------------------------------------------- stdin
 
@@ -212,13 +46,26 @@ class _PipeProtocol(asyncio.Protocol):
 
 
 async def read_stream(
-    stream: BinaryIO, feed: Callable[[bytes], None], loop: asyncio.AbstractEventLoop
+    stream: BinaryIO,
+    feed: Callable[[bytes], None],
+    loop: asyncio.AbstractEventLoop,
+    *,
+    head: bytes = b"",
+    at_eof: bool = False,
 ) -> None:
     """Feed everything read from `stream` until EOF.
+
+    `head`: bytes read from `stream` before the loop (frames.read_first), fed first;
+    `at_eof`: the input had ended then (not read again: a terminal's end of input is
+    given once).
 
     Pipes, sockets and ttys use the event loop directly; a regular file (which the loop's
     pipe transport refuses) is read by a thread.
     """
+    if head:
+        feed(head)
+    if at_eof:
+        return
     done = asyncio.Event()
     finished = False
 
@@ -413,3 +260,16 @@ class FrameWriter:
             if loop.time() > deadline:
                 break
             await asyncio.sleep(0.005)
+
+
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "ContentLengthDecoder",
+    "FrameWriter",
+    "JsonlDecoder",
+    "OnBody",
+    "OnError",
+    "encode_frame",
+    "max_message_bytes",
+    "read_stream",
+]

@@ -29,14 +29,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-import sema_rpc
-from sema_rpc import protocol_names
 from sema_rpc.plain_model import is_validation_error
 from sema_rpc.protocol_core import PROTOCOL_VERSION, ErrorCode, RpcError
 from sema_rpc.rpc import errors
 from sema_rpc.rpc.connection import Connection, current_request
 from sema_rpc.rpc.framing import FrameWriter, read_stream
 from sema_rpc.rpc.host import Host
+from sema_rpc.rpc.initialize import _initialize_capabilities_plain, initialize_result
 from sema_rpc.rpc.notifications import DeltaEncoder, NativeEvents
 
 if TYPE_CHECKING:
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
         WireModel,
     )
     from sema_rpc.record.recorder import TranscriptRecorder
+    from sema_rpc.rpc.frames import First
 
 log = logging.getLogger(__name__)
 
@@ -59,62 +59,6 @@ connection: contextvars.ContextVar[SemaServer | None] = contextvars.ContextVar(
 )
 """The front whose request handler is running (a listening server's host reads it: the
 connection creating a session follows it from its first event, shared.py)."""
-
-
-_INITIALIZE_CAPABILITIES = {
-    "permissions": "permissions",
-    "askQuestion": "ask_question",
-    "planExit": "plan_exit",
-}
-
-
-def _initialize_capabilities_plain(params: Any) -> dict[str, bool] | None:
-    """`initialize`'s params checked without pydantic, for the common, plainly valid
-    shapes only (every key its wire name, every value of its exact type, the supported
-    version): the client's capabilities given, by field name. None for anything else,
-    which `InitializeParams` then validates (and refuses with its usual -32602 data).
-    Equal to what the model gives (tests/test_protocol.py)."""
-    if params is None or params == []:
-        params = {}
-    if type(params) is not dict or not params.keys() <= {
-        "protocolVersion",
-        "clientInfo",
-        "capabilities",
-    }:
-        return None
-    version = params.get("protocolVersion", PROTOCOL_VERSION)
-    if type(version) is not int or version != PROTOCOL_VERSION:
-        return None
-    info = params.get("clientInfo")
-    if info is not None and not (
-        type(info) is dict
-        and info.keys() <= {"name", "version"}
-        and type(info.get("name")) is str
-        and (info.get("version") is None or type(info["version"]) is str)
-    ):
-        return None
-    caps = params.get("capabilities", {})
-    if type(caps) is not dict or not caps.keys() <= _INITIALIZE_CAPABILITIES.keys():
-        return None
-    if any(type(value) is not bool for value in caps.values()):
-        return None
-    return {_INITIALIZE_CAPABILITIES[key]: value for key, value in caps.items()}
-
-
-def initialize_result() -> dict[str, Any]:
-    """`initialize`'s result on the wire, built without pydantic (see
-    `_initialize_capabilities_plain`); equal to `InitializeResult(...).wire()`
-    (tests/test_protocol.py)."""
-    return {
-        "protocolVersion": PROTOCOL_VERSION,
-        "serverInfo": {"name": "sema-rpc", "version": sema_rpc.__version__},
-        "capabilities": {
-            "methods": list(protocol_names.METHODS),
-            "notifications": list(protocol_names.NOTIFICATIONS),
-            "serverRequests": list(protocol_names.SERVER_REQUESTS),
-            "promptDelivery": ["followUp", "steer"],
-        },
-    }
 
 
 class SemaServer:
@@ -319,16 +263,8 @@ class SemaServer:
     def on_request(self, msg_id: Any, method: str, params: Any) -> Any:
         connection.set(self)  # in the request's own context (connection.py)
         if not self._handlers:
-            if method == "initialize":
-                caps = _initialize_capabilities_plain(params)
-                if caps is not None:
-                    self._capabilities = caps
-                    info = params.get("clientInfo") if isinstance(params, dict) else None
-                    self.client_name = info.get("name") if isinstance(info, dict) else None
-                    # Answered now; the models load at the loop's next turn (or at once
-                    # for a message already read behind this one).
-                    asyncio.get_running_loop().call_soon(self._load)
-                    return initialize_result()
+            if method == "initialize" and self.take_initialize(params):
+                return initialize_result()
             self._load()
         if method == "shutdown" and self._params_valid(method, params):
             # In the order received: an `exit` in the same write sees it (exit code 0),
@@ -346,6 +282,20 @@ class SemaServer:
             self._prompts[msg_id] = cancel
             self.conn.after_answer(lambda: self._forget_prompt(msg_id, cancel))
         return handler(params)
+
+    def take_initialize(self, params: Any) -> bool:
+        """A plainly valid `initialize` (`_initialize_capabilities_plain`) taken: what
+        the client declared is kept, and the models load at the loop's next turn (or at
+        once for a message already read behind it). False for any other: nothing taken.
+        Also for one answered before the loop (frames.read_first, `serve`'s `first`)."""
+        caps = _initialize_capabilities_plain(params)
+        if caps is None:
+            return False
+        self._capabilities = caps
+        info = params.get("clientInfo") if isinstance(params, dict) else None
+        self.client_name = info.get("name") if isinstance(info, dict) else None
+        asyncio.get_running_loop().call_soon(self._load)
+        return True
 
     def on_notification(self, method: str, params: Any) -> None:
         self._load()
@@ -549,6 +499,7 @@ async def serve(
     stop: asyncio.Event | None = None,
     one_shot: bool = False,
     host: Host | None = None,
+    first: First | None = None,
 ) -> int:
     """Serve one client until `exit`, end of input or `stop` (a stop signal). Returns the
     process exit code. `host`: a listening server's (shared.py), its listeners open:
@@ -557,6 +508,9 @@ async def serve(
     `after_first_session`: called once, after the first `session/create` succeeded.
     `one_shot`: the client sends one prompt right behind `session/create` and leaves
     (`sema-rpc run`): no first-turn warm-up (`SemaServer.one_shot`).
+    `first`: what was read from `stdin` before the loop (cli.py, frames.read_first): an
+    `initialize` answered then is taken and recorded as if read here; the bytes after it
+    are read first.
 
     Returns after an orderly end: running turns interrupted and answered, history
     synced, providers' HTTP clients closed, every answer written, the recording closed."""
@@ -574,7 +528,12 @@ async def serve(
     server.after_first_session = after_first_session
     server.one_shot = one_shot
     conn = server.conn
-    reading = asyncio.ensure_future(read_stream(stdin, conn.feed, loop))
+    if first is not None and first.body is not None and first.reply is not None:
+        recorder.record_in(first.body)
+        recorder.record_out(first.reply)
+        server.take_initialize(first.params)
+    head, at_eof = (first.rest, first.eof) if first is not None else (b"", False)
+    reading = asyncio.ensure_future(read_stream(stdin, conn.feed, loop, head=head, at_eof=at_eof))
     exiting = asyncio.ensure_future(server.exit_requested.wait())
     stopping = asyncio.ensure_future((stop or asyncio.Event()).wait())
     await asyncio.wait({reading, exiting, stopping}, return_when=asyncio.FIRST_COMPLETED)

@@ -292,3 +292,76 @@ async def test_acp_initialize_of_another_shape_gets_the_models_answer(
     assert first["id"] == 1 and first["error"]["code"] == -32602
     assert any(e.get("loc") == ["protocolVersion"] for e in first["error"]["data"])
     assert second["id"] == 2 and second["result"]["agentInfo"]["name"] == "sema-rpc"
+
+
+BEFORE_THE_LOOP_NEVER = (
+    *INITIALIZE_NEVER,
+    "asyncio",
+    "logging",
+    "argparse",
+    "concurrent",
+    "ssl",
+    "sema_rpc.rpc.connection",
+    "sema_rpc.rpc.server",
+    "sema_rpc.acp.front",
+    "sema_rpc.record",
+)
+"""Not imported when a stdio server writes its answer to a plainly valid first
+`initialize`: it is answered before the event loop (cli.py, frames.read_first)."""
+
+# Runs the real command line and writes `sys.modules` to a file at the first write to
+# the protocol stream (the stream `_protect_stdout` keeps for it).
+_DUMP_AT_FIRST_WRITE = """
+import io, json, os, sys
+import sema_rpc.cli as cli
+protect = cli._protect_stdout
+class Tap(io.FileIO):
+    seen = False
+    def write(self, data):
+        if not Tap.seen:
+            Tap.seen = True
+            with open(os.environ["SEMA_TEST_MODULES_OUT"], "w") as f:
+                json.dump(sorted(sys.modules), f)
+        return super().write(data)
+def tapped():
+    Tap.stream = protect()  # kept open: the tap writes to its descriptor
+    return Tap(Tap.stream.fileno(), "wb", closefd=False)
+cli._protect_stdout = tapped
+sys.argv = ["sema-rpc", *sys.argv[1:]]
+cli.main()
+"""
+
+
+@pytest.mark.parametrize("dialect", ["", "--jsonl", "--acp"], ids=["native", "jsonl", "acp"])
+def test_a_first_initialize_is_answered_before_the_event_loop(
+    server_env: dict[str, str], tmp_path: Path, dialect: str
+) -> None:
+    """What is imported when the answer is written: no asyncio, no connection, no
+    server; and the answer is the server's (the same result as a second `initialize`,
+    which the server answers once its loop runs)."""
+    out = tmp_path / "modules.json"
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"protocolVersion": 1}})  # fmt: skip
+    again = body.replace('"id": 1', '"id": 2')
+    if dialect:
+        data = body + "\n" + again + "\n"
+    else:
+        data = "".join(f"Content-Length: {len(b)}\r\n\r\n{b}" for b in (body, again))
+    proc = subprocess.run(
+        [sys.executable, "-c", _DUMP_AT_FIRST_WRITE, *([dialect] if dialect else [])],
+        input=data.encode(), capture_output=True, timeout=120, cwd=REPO,
+        env={**os.environ, **server_env, "SEMA_TEST_MODULES_OUT": str(out)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    if dialect:
+        first, second = (json.loads(x) for x in proc.stdout.splitlines())
+    else:
+        heads = proc.stdout.split(b"Content-Length: ")[1:]
+        first, second = (json.loads(h.partition(b"\r\n\r\n")[2]) for h in heads)
+    assert first["id"] == 1 and first["result"]["protocolVersion"] == 1
+    assert second["id"] == 2 and second["result"] == first["result"]
+    modules = json.loads(out.read_text())
+    assert "sema_rpc.rpc.frames" in modules
+    # pydantic's plugin loader is a stand-in module, not pydantic (cli._no_pydantic_plugins)
+    modules.remove("pydantic.plugin._loader")
+    assert _hits(modules, BEFORE_THE_LOOP_NEVER) == []
