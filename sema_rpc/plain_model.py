@@ -514,6 +514,7 @@ class PlainModel:
 
 
 _WIRE = ("json", True, True, False)
+_INFINITIES = (float("inf"), float("-inf"))
 
 
 def _rebuild(cls: type[P], values: dict[str, Any], given: set[str]) -> P:
@@ -525,7 +526,12 @@ def _rebuild(cls: type[P], values: dict[str, Any], given: set[str]) -> P:
 
 def _dump(value: Any, options: tuple[str, bool, bool, bool]) -> Any:
     kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        # JSON has no infinity nor NaN: pydantic's JSON mode writes them as null.
+        if options[0] == "json" and (value != value or value in _INFINITIES):
+            return None
         return value
     if isinstance(value, PlainModel):
         if options is _WIRE:
