@@ -8,12 +8,28 @@ VSCODE_STAMP := $(VSCODE)/node_modules/.installed
 
 .PHONY: bytecode demo test test-slow test-tools lint lint-lua fmt schema generate spec bench clean vsix dist test-vscode soak
 
+# The editable install is two plain paths in a .pth file (the checkout and clients/python),
+# not setuptools' default import hook, whose own imports (pathlib, re, importlib.util…) cost
+# every Python process ~20 ms at start — every server the suite starts paid them. A module
+# added to either package imports without a reinstall (CONTRIBUTING.md, "The dev install").
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
+	$(BIN)/python -c "$$ADD_CLIENT_PATH" '$(CURDIR)/clients/python'
 	$(MAKE) --no-print-directory bytecode
 	touch $(STAMP)
+
+# The compat editable install puts the checkout on sys.path only; sema_client lives in
+# clients/python, added to the same .pth (pip uninstall removes that file with the rest).
+define ADD_CLIENT_PATH
+import pathlib, sys, sysconfig
+pth, = pathlib.Path(sysconfig.get_path("purelib")).glob("__editable__.sema_rpc-*.pth")
+lines = pth.read_text().splitlines()
+lines += [] if sys.argv[1] in lines else [sys.argv[1]]
+pth.write_text("\n".join(lines) + "\n")
+endef
+export ADD_CLIENT_PATH
 
 # Our modules' bytecode, compiled ahead as pip does for an installed wheel: an editable
 # install compiles nothing, and with PYTHONDONTWRITEBYTECODE set every start would compile

@@ -243,8 +243,10 @@ async def test_content_length_framing_and_rpc_errors(server_env, workspace: Path
 
 
 async def test_a_dead_server_fails_pending_requests_with_its_stderr():
+    # The server dies once the request is on its way (it reads the request's first line):
+    # the request is pending then, whatever the speed of the interpreter's start.
     client = await SemaClient.spawn(
-        [sys.executable, "-c", "import sys; sys.exit('boom: no server')"]
+        [sys.executable, "-c", "import sys; sys.stdin.readline(); sys.exit('boom: no server')"]
     )
     with pytest.raises(SemaConnectionError) as err:
         await client.initialize()

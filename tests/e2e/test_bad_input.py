@@ -78,7 +78,9 @@ async def test_unknown_method(shared_server: SharedServer):
     await still_serving(client)
 
 
-async def test_wrong_param_types_carry_pydantic_details(client: WireClient, workspace):
+@pytest.mark.asyncio(loop_scope="module")
+async def test_wrong_param_types_carry_pydantic_details(shared_server: SharedServer):
+    client = await shared_server()
     response = await client.request("session/create", {"workingDir": 17, "useTools": "Read"})
     error = response["error"]
     assert error["code"] == -32602
@@ -99,7 +101,9 @@ async def test_unknown_fields_are_ignored(client: WireClient, workspace):
     assert ready["workingDir"] == str(workspace.resolve())
 
 
-async def test_unknown_session_and_bad_working_dir(client: WireClient, tmp_path):
+@pytest.mark.asyncio(loop_scope="module")
+async def test_unknown_session_and_bad_working_dir(shared_server: SharedServer, tmp_path):
+    client = await shared_server()
     for method, params in [
         ("session/prompt", {"sessionId": "nope", "input": "hi"}),
         ("session/interrupt", {"sessionId": "nope"}),
@@ -165,22 +169,25 @@ async def test_eof_in_the_middle_of_a_message_exits_cleanly(server_env):
 
 
 @pytest.mark.parametrize("jsonl", [True, False], ids=["jsonl", "content-length"])
-async def test_absurdly_nested_json_is_a_parse_error_and_loses_nothing(server_env, jsonl: bool):
+@pytest.mark.asyncio(loop_scope="module")
+async def test_absurdly_nested_json_is_a_parse_error_and_loses_nothing(
+    shared_server: SharedServer, jsonl: bool
+):
     nested = b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": ' + b"[" * 5000
     nested += b"]" * 5000 + b"}"
-    async with WireClient(env=server_env, jsonl=jsonl) as client:
-        # The nested message and two good ones in one write: all three are answered.
-        good = [
-            json.dumps({"jsonrpc": "2.0", "id": f"alive{i}", "method": "initialize"}).encode()
-            for i in (1, 2)
-        ]
-        replies = [client.expect_response(f"alive{i}") for i in (1, 2)]
-        client.send_bytes(b"".join(client.frame(m) for m in [nested, *good]))
-        [answer] = await client.wait_unsolicited(1)
-        assert answer["error"]["code"] == -32700
-        for reply in await asyncio.wait_for(asyncio.gather(*replies), 10):
-            assert reply["result"]["serverInfo"]["name"] == "sema-rpc"
-        assert b"Traceback" not in client.stderr
+    client = await shared_server(jsonl=jsonl)
+    # The nested message and two good ones in one write: all three are answered.
+    good = [
+        json.dumps({"jsonrpc": "2.0", "id": f"alive{i}", "method": "initialize"}).encode()
+        for i in (1, 2)
+    ]
+    replies = [client.expect_response(f"alive{i}") for i in (1, 2)]
+    client.send_bytes(b"".join(client.frame(m) for m in [nested, *good]))
+    [answer] = await client.wait_unsolicited(1)
+    assert answer["error"]["code"] == -32700
+    for reply in await asyncio.wait_for(asyncio.gather(*replies), 10):
+        assert reply["result"]["serverInfo"]["name"] == "sema-rpc"
+    assert b"Traceback" not in client.stderr
 
 
 async def test_eof_in_the_middle_of_a_jsonl_line_exits_cleanly(server_env):
