@@ -1,4 +1,5 @@
-"""The conversation's pydantic declarations: the source of truth for `core/messages.py`.
+"""The conversation's pydantic declarations: the source of truth for `core/messages.py`,
+fields only (the methods are the plain classes').
 
 The engine runs on the plain classes of `core/messages.py` (no pydantic on its path);
 this module is imported only when an input is not plainly valid (its validation decides,
@@ -11,7 +12,6 @@ per line.
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -87,11 +87,6 @@ a compaction put in place of the older history, or a note the engine added (an i
 Tool-result messages have no kind."""
 
 
-def new_message_id() -> str:
-    """A fresh message id: `m_` and 12 hex characters."""
-    return "m_" + uuid.uuid4().hex[:12]
-
-
 class MessagePart(BaseModel):
     """A user message merged into the one before it (`append_curated`): its own id and
     kind, and the index in `content` of its first block. Keeps every prompt addressable
@@ -119,22 +114,6 @@ class Message(BaseModel):
     kind: MessageKind | None = None
     parts: list[MessagePart] | None = None
 
-    @classmethod
-    def user_text(cls, text: str) -> Message:
-        return cls(role="user", content=[TextBlock(text=text)])
-
-    def text(self) -> str:
-        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
-
-    def thinking(self) -> str:
-        return "".join(b.thinking for b in self.content if isinstance(b, ThinkingBlock))
-
-    def images(self) -> list[ImageBlock]:
-        return [b for b in self.content if isinstance(b, ImageBlock)]
-
-    def tool_uses(self) -> list[ToolUseBlock]:
-        return [b for b in self.content if isinstance(b, ToolUseBlock)]
-
 
 class Usage(BaseModel):
     """Token usage of one model response, as the provider reported it."""
@@ -145,8 +124,3 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
-
-    @property
-    def prompt_tokens(self) -> int:
-        """Everything the model read: fresh input plus cache writes plus cache reads."""
-        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens

@@ -72,20 +72,6 @@ def test_the_field_table_is_the_declarations(cls: type[PlainModel]):
             assert (f.factory is not None) == (info.default_factory is not None), f.name
 
 
-@pytest.mark.parametrize("cls", PLAIN, ids=lambda c: c.__name__)
-def test_the_plain_class_keeps_every_method_and_property_of_the_declaration(
-    cls: type[PlainModel],
-):
-    declared = cls.declaration()
-    own = {
-        name
-        for name, value in vars(declared).items()
-        if not name.startswith("_")
-        and (callable(value) or isinstance(value, property | classmethod | staticmethod))
-    }
-    assert own <= set(vars(cls)), own - set(vars(cls))
-
-
 def _typed_inits() -> dict[str, ast.FunctionDef]:
     """The `__init__` each class declares for the type checker (under TYPE_CHECKING)."""
     tree = ast.parse(Path(messages.__file__).read_text())
