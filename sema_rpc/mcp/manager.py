@@ -66,6 +66,9 @@ _STDERR_LINES = 40
 _STDERR_LINE_CHARS = 400
 _STDERR_TAIL_LINES = 10
 _STDERR_TAIL_CHARS = 1500
+_STDERR_SETTLE_S = 0.5
+"""How long a dead server's report waits for its last stderr lines (something it started
+may still hold the pipe)."""
 PASSTHROUGH_ENV = (
     "LANG",
     "LC_ALL",
@@ -130,6 +133,14 @@ class _StderrTail:
                     continue
                 log.debug("mcp[%s] stderr: %s", self.server, line)
                 self.lines.append(line[:_STDERR_LINE_CHARS])
+
+    async def settle(self) -> None:
+        """Returns once what the server wrote to stderr is read to its end (it exited, so
+        its write end closed) or after `_STDERR_SETTLE_S`: a death's report then carries
+        the server's last words, which another thread reads."""
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            await anyio.to_thread.run_sync(thread.join, _STDERR_SETTLE_S)
 
     def tail(self) -> str:
         text = "\n".join(list(self.lines)[-_STDERR_TAIL_LINES:])
@@ -263,6 +274,7 @@ class _ServerHandle:
             log.info("MCP server %r connected: %d tools", self.name, len(self.tools))
             await self._wake.wait()
             if not self._stopping:
+                await self.stderr.settle()
                 self.mark_dead(self._death_message())
 
     async def _connect_remote(self, stack: AsyncExitStack, timeout_s: float) -> tuple[Any, Any]:
@@ -356,15 +368,17 @@ class _ServerHandle:
                     f"MCP server {self.name!r}: {tool} timed out after {timeout_s:g}s"
                 ) from None
             if exc.code == CONNECTION_CLOSED:
-                raise McpCallError(self._connection_lost()) from None
+                raise McpCallError(await self._connection_lost()) from None
             raise McpCallError(f"MCP server {self.name!r}: {tool} failed: {exc.message}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-            raise McpCallError(self._connection_lost()) from None
+            raise McpCallError(await self._connection_lost()) from None
 
     def _death_message(self) -> str:
         return self._with_stderr(f"MCP server {self.name!r} exited (connection lost)")
 
-    def _connection_lost(self) -> str:
+    async def _connection_lost(self) -> str:
+        if not self._stopping:
+            await self.stderr.settle()
         if self._stopping:
             return f"MCP server {self.name!r} was stopped"
         if self.state == "failed" and self.error:
