@@ -75,10 +75,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from sema_rpc.plain_model import (
+from sema_rpc.plain_model import Field, PlainModel
+from sema_rpc.plain_checks import (
     MISSING,
-    Field,
-    PlainModel,
     check_any,
     check_bool,
     check_dict,
@@ -455,7 +454,7 @@ def generate(
     parts.append(f"KEPT = {tuple(sorted(kept))!r}")
     parts.append('"""Models that stay pydantic (`extra="allow"`): from their own modules."""')
     text = "\n".join(parts) + "\n"
-    body = text[text.index(")\n", text.index("from sema_rpc.plain_model import")) :]
+    body = text[text.index(")\n", text.index("from sema_rpc.plain_checks import")) :]
     for name in _CHECK_NAMES:  # import what the classes use only
         if not re.search(rf"\b{name}\b", body):
             text = text.replace(f"    {name},\n", "", 1)

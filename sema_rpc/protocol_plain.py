@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from sema_rpc.plain_model import (
+from sema_rpc.plain_checks import (
     MISSING,
-    Field,
-    PlainModel,
     check_any,
     check_bool,
     check_dict,
@@ -30,6 +28,7 @@ from sema_rpc.plain_model import (
     check_union,
     never,
 )
+from sema_rpc.plain_model import Field, PlainModel
 
 if TYPE_CHECKING:
     from sema_rpc.protocol_wire import McpServerParams

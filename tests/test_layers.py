@@ -5,7 +5,8 @@ packages import each other (directly or round a ring).
        (protocol_core, protocol_names: its parts that need no pydantic, for `initialize`;
        protocol_wire, protocol_events, protocol_tools, protocol_settings, protocol_sessions:
        its models' declarations, by when they are needed; protocol_plain: their plain
-       forms, which the server and clients build; plain_model: what a plain form is)
+       forms, which the server and clients build; plain_model, plain_checks: what a plain
+       form is and what its fields accept)
     1  core                           shared vocabulary: messages, stream events, errors,
                                       config, secrets, text, project files, policy
        sandbox                        the OS sandbox commands run in (stdlib only)
@@ -75,6 +76,7 @@ LAYERS: dict[str, int] = {
     "__init__": 0,
     "protocol_core": 0,
     "plain_model": 0,
+    "plain_checks": 0,
     "protocol_plain": 0,
     "plain_gen": 5,
     "protocol_names": 0,
@@ -371,7 +373,8 @@ def test_the_client_is_walked_and_imports_only_the_protocol() -> None:
         if target.startswith("sema_rpc")
     }
     assert used and all(
-        _unit(t) in {"protocol", "protocol_core", "protocol_names", "plain_model"} for t in used
+        _unit(t) in {"protocol", "protocol_core", "protocol_names", "plain_model", "plain_checks"}
+        for t in used
     ), used
 
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sema_rpc.plain_model import (
-    Field,
+from sema_rpc.plain_checks import (
     check_bool,
     check_dict,
     check_int,
@@ -22,6 +21,7 @@ from sema_rpc.plain_model import (
     check_str,
     check_union,
 )
+from sema_rpc.plain_model import Field
 from sema_rpc.protocol_plain import WireModel
 
 

@@ -20,9 +20,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from sema_rpc.plain_model import (
-    Field,
-    PlainModel,
+from sema_rpc.plain_checks import (
     check_bool,
     check_dict,
     check_int,
@@ -33,6 +31,7 @@ from sema_rpc.plain_model import (
     check_str,
     check_tagged,
 )
+from sema_rpc.plain_model import Field, PlainModel
 
 _SCHEMA = "sema_rpc.core.messages_schema"
 

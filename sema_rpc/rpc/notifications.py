@@ -14,7 +14,7 @@ from json.encoder import encode_basestring_ascii as _escape  # type: ignore[attr
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from sema_rpc.plain_model import check_optional_str, check_str
+from sema_rpc.plain_checks import check_optional_str, check_str
 from sema_rpc.rpc.connection import dumps as _dumps
 from sema_rpc.rpc.framing import FrameWriter
 
