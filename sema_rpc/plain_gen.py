@@ -45,13 +45,6 @@ ACP_MODULES = ["sema_rpc.acp.wire"]
 WIRE_BASE = "WireModel"
 _OWN_VALIDATORS = {"_empty_array_is_empty_object"}
 
-# The streamed chunks, which a client validates once per notification (thousands per
-# answer): their `_plain` is written out straight (`_straight_plain`) instead of the
-# table-driven loop PlainModel runs, about twice as fast. Only for fields that are plain
-# scalars (a string, an optional string, an int, a bool) with a constant default.
-STRAIGHT = ("TextChunkParams", "ThinkingChunkParams", "ToolExecutionUpdateParams")
-_INLINE_TYPES = {"check_str": "str", "check_int": "int", "check_bool": "bool"}
-
 _HEADER = '''"""The wire's models as plain classes: what the running server and clients build.
 
 Generated from the pydantic declarations in sema_rpc/protocol_*.py (the schema's source of
@@ -77,7 +70,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from sema_rpc.plain_model import Field, PlainModel
 from sema_rpc.plain_checks import (
-    MISSING,
     check_any,
     check_bool,
     check_dict,
@@ -344,8 +336,6 @@ def _class_source(
         lines.append("    if TYPE_CHECKING:")
         lines.append("")
         lines.append(f"        def __init__(self, *, {', '.join(params)}) -> None: ...")
-    if name in STRAIGHT:
-        lines.extend(_straight_plain(cls))
     for attr, value in cls.__dict__.items():
         if attr.startswith("__") or attr in decorators.model_validators:
             continue
@@ -356,52 +346,6 @@ def _class_source(
             lines.append("")
             lines.extend("    " + line if line else "" for line in source.rstrip().splitlines())
     return "\n".join(lines)
-
-
-def _straight_plain(cls: type[BaseModel]) -> list[str]:
-    """`_plain` written out for `cls` (see STRAIGHT); the same contract as PlainModel's."""
-    body = [
-        "",
-        "    @classmethod",
-        "    def _plain(cls, data: dict[str, Any]) -> Any:",
-        "        # Generated: PlainModel._plain's loop written out for this class's fields.",
-        "        given = set()",
-        "        get = data.get",
-    ]
-    names = []
-    for fname, field in cls.model_fields.items():
-        check = _check(field.annotation, list(field.metadata), field.discriminator)
-        default = _default(field)
-        if check not in (*_INLINE_TYPES, "check_optional_str"):
-            raise Unsupported(f"{cls.__name__}.{fname}: {check} in a straight _plain")
-        if default is not None and not default.startswith("default="):
-            raise Unsupported(f"{cls.__name__}.{fname}: {default} in a straight _plain")
-        var = f"v_{fname}"
-        names.append((fname, var))
-        body.append(f"        {var} = get({(field.alias or fname)!r}, MISSING)")
-        if field.alias and field.alias != fname:
-            body.append(f"        if {var} is MISSING:")
-            body.append(f"            {var} = get({fname!r}, MISSING)")
-        body.append(f"        if {var} is MISSING:")
-        body.append(
-            "            return None" if default is None else f"            {var} = {default[8:]}"
-        )
-        if check == "check_optional_str":
-            bad = f"{var} is not None and type({var}) is not str"
-        else:
-            bad = f"type({var}) is not {_INLINE_TYPES[check]}"
-        body.append(f"        elif {bad}:")
-        body.append("            return None")
-        body.append("        else:")
-        body.append(f"            given.add({fname!r})")
-    values = ", ".join(f"{n!r}: {v}" for n, v in names)
-    body += [
-        "        instance = object.__new__(cls)",
-        f'        object.__setattr__(instance, "__dict__", {{{values}}})',
-        '        object.__setattr__(instance, "_plain_set", given)',
-        "        return instance",
-    ]
-    return body
 
 
 def _own_field_names(cls: type[BaseModel]) -> set[str]:

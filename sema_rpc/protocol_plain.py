@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from sema_rpc.plain_checks import (
-    MISSING,
     check_any,
     check_bool,
     check_dict,
@@ -1927,67 +1926,6 @@ class TextChunkParams(EventParams):
             message_id: Any = ...,
         ) -> None: ...
 
-    @classmethod
-    def _plain(cls, data: dict[str, Any]) -> Any:
-        # Generated: PlainModel._plain's loop written out for this class's fields.
-        given = set()
-        get = data.get
-        v_session_id = get("sessionId", MISSING)
-        if v_session_id is MISSING:
-            v_session_id = get("session_id", MISSING)
-        if v_session_id is MISSING:
-            v_session_id = ""
-        elif type(v_session_id) is not str:
-            return None
-        else:
-            given.add("session_id")
-        v_agent_id = get("agentId", MISSING)
-        if v_agent_id is MISSING:
-            v_agent_id = get("agent_id", MISSING)
-        if v_agent_id is MISSING:
-            v_agent_id = "main"
-        elif type(v_agent_id) is not str:
-            return None
-        else:
-            given.add("agent_id")
-        v_seq = get("seq", MISSING)
-        if v_seq is MISSING:
-            v_seq = 0
-        elif type(v_seq) is not int:
-            return None
-        else:
-            given.add("seq")
-        v_delta = get("delta", MISSING)
-        if v_delta is MISSING:
-            return None
-        elif type(v_delta) is not str:
-            return None
-        else:
-            given.add("delta")
-        v_message_id = get("messageId", MISSING)
-        if v_message_id is MISSING:
-            v_message_id = get("message_id", MISSING)
-        if v_message_id is MISSING:
-            v_message_id = None
-        elif v_message_id is not None and type(v_message_id) is not str:
-            return None
-        else:
-            given.add("message_id")
-        instance = object.__new__(cls)
-        object.__setattr__(
-            instance,
-            "__dict__",
-            {
-                "session_id": v_session_id,
-                "agent_id": v_agent_id,
-                "seq": v_seq,
-                "delta": v_delta,
-                "message_id": v_message_id,
-            },
-        )
-        object.__setattr__(instance, "_plain_set", given)
-        return instance
-
 
 class TextInputBlock(WireModel):
     __plain_source__ = "sema_rpc.protocol_wire:TextInputBlock"
@@ -2027,67 +1965,6 @@ class ThinkingChunkParams(EventParams):
             delta: Any,
             message_id: Any = ...,
         ) -> None: ...
-
-    @classmethod
-    def _plain(cls, data: dict[str, Any]) -> Any:
-        # Generated: PlainModel._plain's loop written out for this class's fields.
-        given = set()
-        get = data.get
-        v_session_id = get("sessionId", MISSING)
-        if v_session_id is MISSING:
-            v_session_id = get("session_id", MISSING)
-        if v_session_id is MISSING:
-            v_session_id = ""
-        elif type(v_session_id) is not str:
-            return None
-        else:
-            given.add("session_id")
-        v_agent_id = get("agentId", MISSING)
-        if v_agent_id is MISSING:
-            v_agent_id = get("agent_id", MISSING)
-        if v_agent_id is MISSING:
-            v_agent_id = "main"
-        elif type(v_agent_id) is not str:
-            return None
-        else:
-            given.add("agent_id")
-        v_seq = get("seq", MISSING)
-        if v_seq is MISSING:
-            v_seq = 0
-        elif type(v_seq) is not int:
-            return None
-        else:
-            given.add("seq")
-        v_delta = get("delta", MISSING)
-        if v_delta is MISSING:
-            return None
-        elif type(v_delta) is not str:
-            return None
-        else:
-            given.add("delta")
-        v_message_id = get("messageId", MISSING)
-        if v_message_id is MISSING:
-            v_message_id = get("message_id", MISSING)
-        if v_message_id is MISSING:
-            v_message_id = None
-        elif v_message_id is not None and type(v_message_id) is not str:
-            return None
-        else:
-            given.add("message_id")
-        instance = object.__new__(cls)
-        object.__setattr__(
-            instance,
-            "__dict__",
-            {
-                "session_id": v_session_id,
-                "agent_id": v_agent_id,
-                "seq": v_seq,
-                "delta": v_delta,
-                "message_id": v_message_id,
-            },
-        )
-        object.__setattr__(instance, "_plain_set", given)
-        return instance
 
 
 class TodoItem(WireModel):
@@ -2296,87 +2173,6 @@ class ToolExecutionUpdateParams(EventParams):
             delta: Any,
             message_id: Any = ...,
         ) -> None: ...
-
-    @classmethod
-    def _plain(cls, data: dict[str, Any]) -> Any:
-        # Generated: PlainModel._plain's loop written out for this class's fields.
-        given = set()
-        get = data.get
-        v_session_id = get("sessionId", MISSING)
-        if v_session_id is MISSING:
-            v_session_id = get("session_id", MISSING)
-        if v_session_id is MISSING:
-            v_session_id = ""
-        elif type(v_session_id) is not str:
-            return None
-        else:
-            given.add("session_id")
-        v_agent_id = get("agentId", MISSING)
-        if v_agent_id is MISSING:
-            v_agent_id = get("agent_id", MISSING)
-        if v_agent_id is MISSING:
-            v_agent_id = "main"
-        elif type(v_agent_id) is not str:
-            return None
-        else:
-            given.add("agent_id")
-        v_seq = get("seq", MISSING)
-        if v_seq is MISSING:
-            v_seq = 0
-        elif type(v_seq) is not int:
-            return None
-        else:
-            given.add("seq")
-        v_tool_call_id = get("toolCallId", MISSING)
-        if v_tool_call_id is MISSING:
-            v_tool_call_id = get("tool_call_id", MISSING)
-        if v_tool_call_id is MISSING:
-            return None
-        elif type(v_tool_call_id) is not str:
-            return None
-        else:
-            given.add("tool_call_id")
-        v_tool_name = get("toolName", MISSING)
-        if v_tool_name is MISSING:
-            v_tool_name = get("tool_name", MISSING)
-        if v_tool_name is MISSING:
-            return None
-        elif type(v_tool_name) is not str:
-            return None
-        else:
-            given.add("tool_name")
-        v_delta = get("delta", MISSING)
-        if v_delta is MISSING:
-            return None
-        elif type(v_delta) is not str:
-            return None
-        else:
-            given.add("delta")
-        v_message_id = get("messageId", MISSING)
-        if v_message_id is MISSING:
-            v_message_id = get("message_id", MISSING)
-        if v_message_id is MISSING:
-            v_message_id = None
-        elif v_message_id is not None and type(v_message_id) is not str:
-            return None
-        else:
-            given.add("message_id")
-        instance = object.__new__(cls)
-        object.__setattr__(
-            instance,
-            "__dict__",
-            {
-                "session_id": v_session_id,
-                "agent_id": v_agent_id,
-                "seq": v_seq,
-                "tool_call_id": v_tool_call_id,
-                "tool_name": v_tool_name,
-                "delta": v_delta,
-                "message_id": v_message_id,
-            },
-        )
-        object.__setattr__(instance, "_plain_set", given)
-        return instance
 
 
 class ToolListItem(WireModel):
