@@ -1,7 +1,7 @@
 """Plain models: the running form of a pydantic declaration, without pydantic.
 
 Importing pydantic costs a one-shot `hi` a third of its time. The wire's models
-(`protocol_plain.py`, generated from the declarations in `protocol_*.py`) and the
+(`protocol_plain/`, generated from the declarations in `protocol_*.py`) and the
 conversation's (`core/messages.py`) are therefore plain classes built on `PlainModel`: each
 class holds a table of its fields (`Field`: name, wire alias, a check, a default) and the
 path of its pydantic declaration, which stays the source of truth (the JSON Schema, the

@@ -12,7 +12,7 @@ Import every model from here. The models are declared with pydantic in five modu
 when they are needed (`_MODULES`): the declarations are the schema's source of truth (the
 JSON Schema, the clients' types, the spec tables) and the judges of input that is not
 plainly valid. What the running server and clients build are their plain forms
-(`protocol_plain.py`, generated from the declarations; `plain_model.py` says how they
+(`protocol_plain/`, generated from the declarations; `plain_model.py` says how they
 follow them): importing pydantic alone would cost a one-shot `hi` a third of its time.
 This module loads a model only when a name it holds is first read (PEP 562
 `__getattr__`), so the server answers a plainly valid `initialize` before loading any

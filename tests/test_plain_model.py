@@ -1,4 +1,4 @@
-"""The wire's plain models (protocol_plain.py) hold to their pydantic declarations: for any
+"""The wire's plain models (protocol_plain/) hold to their pydantic declarations: for any
 input, the plain class answers what the declaration answers — the same values, fields
 set and dumps, or an error (pydantic's own, either way). Inputs are drawn per field from
 the declaration's annotation (valid values, wrong types, missing and extra keys, camelCase
@@ -157,7 +157,7 @@ def test_to_camel_is_pydantics(name: str) -> None:
 
 
 def test_the_plain_models_are_up_to_date() -> None:
-    """protocol_plain.py is what the generator writes today (`make generate`)."""
+    """protocol_plain/ is what the generator writes today (`make generate`)."""
     run = subprocess.run(
         [sys.executable, "-m", "sema_rpc.plain_gen", "--check"],
         capture_output=True,
@@ -165,4 +165,4 @@ def test_the_plain_models_are_up_to_date() -> None:
         cwd=REPO,
     )
     assert run.returncode == 0, run.stderr
-    assert plain_gen.OUT == REPO / "sema_rpc" / "protocol_plain.py"
+    assert plain_gen.OUT == REPO / "sema_rpc" / "protocol_plain"

@@ -1,5 +1,5 @@
 """`sema_rpc.protocol` is one module to import from, whose models are declared in five
-modules and built, when first read, as their plain forms (protocol_plain.py): every model
+modules and built, when first read, as their plain forms (protocol_plain/): every model
 is reachable from it under its name, the table saying where each is declared agrees with
 the modules, and reading a model loads neither pydantic nor any declaration."""
 
@@ -95,7 +95,7 @@ def _fresh(code: str) -> dict[str, list[str]]:
         "mods = sorted(m for m in sys.modules if m.startswith('sema_rpc.protocol') "
         "or m == 'pydantic')\n"
         "classes = []\n"
-        "for name in ('sema_rpc.protocol_wire', 'sema_rpc.protocol_plain'):\n"
+        "for name in ('sema_rpc.protocol_wire', 'sema_rpc.protocol_plain.wire'):\n"
         "    if name in sys.modules:\n"
         "        todo = [sys.modules[name].WireModel]\n"
         "        while todo:\n"
@@ -124,13 +124,15 @@ def test_importing_the_protocol_creates_no_model() -> None:
 
 
 def test_reading_a_model_loads_no_declaration() -> None:
-    """The running server and clients build plain models: reading one loads their module
-    (protocol_plain), neither pydantic nor the declarations."""
+    """The running server and clients build plain models: reading one loads its module
+    of protocol_plain/ (and the ones it derives from), neither pydantic nor the
+    declarations."""
     seen = _fresh("from sema_rpc.protocol import SessionPromptParams\n")
     assert seen["modules"] == [
         "sema_rpc.protocol",
         "sema_rpc.protocol_core",
         "sema_rpc.protocol_plain",
+        "sema_rpc.protocol_plain.wire",
     ]
     assert "SessionPromptParams" in seen["classes"]
 
@@ -144,4 +146,7 @@ def test_reading_a_model_loads_no_declaration() -> None:
         "sema_rpc.protocol",
         "sema_rpc.protocol_core",
         "sema_rpc.protocol_plain",
+        "sema_rpc.protocol_plain.events",
+        "sema_rpc.protocol_plain.settings",
+        "sema_rpc.protocol_plain.wire",
     ]

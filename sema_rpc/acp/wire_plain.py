@@ -22,7 +22,7 @@ from sema_rpc.plain_checks import (
     check_union,
 )
 from sema_rpc.plain_model import Field
-from sema_rpc.protocol_plain import WireModel
+from sema_rpc.protocol_plain.wire import WireModel
 
 
 class AcpClientCapabilities(WireModel):
@@ -42,15 +42,7 @@ class AcpClientCapabilities(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            fs: Any = ...,
-            terminal: Any = ...,
-            elicitation: Any = ...,
-            auth: Any = ...,
-            meta: Any = ...,
-        ) -> None: ...
+        def __init__(self, *, fs: Any = ..., terminal: Any = ..., elicitation: Any = ..., auth: Any = ..., meta: Any = ...) -> None: ...  # fmt: skip
 
 
 class AcpParams(WireModel):
@@ -62,39 +54,39 @@ class AcpParams(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: Any = ...) -> None: ...
+        def __init__(self, *, meta: Any = ...) -> None: ...  # fmt: skip
 
 
 class AuthenticateRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:AuthenticateRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
+        *AcpParams.__plain_fields__,
         Field("method_id", check_str, alias="methodId", scalar=True),
     )
     method_id: str
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: Any = ..., method_id: Any) -> None: ...
+        def __init__(self, *, meta: Any = ..., method_id: Any) -> None: ...  # fmt: skip
 
 
 class CancelRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:CancelRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
+        *AcpParams.__plain_fields__,
         Field("request_id", check_union(check_str, check_int), alias="requestId", scalar=True),
     )
     request_id: str | int
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: Any = ..., request_id: Any) -> None: ...
+        def __init__(self, *, meta: Any = ..., request_id: Any) -> None: ...  # fmt: skip
 
 
 class NewSessionRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:NewSessionRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
+        *AcpParams.__plain_fields__,
         Field("cwd", check_str, scalar=True),
         Field(
             "mcp_servers",
@@ -115,84 +107,33 @@ class NewSessionRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            meta: Any = ...,
-            cwd: Any,
-            mcp_servers: Any = ...,
-            additional_directories: Any = ...,
-        ) -> None: ...
+        def __init__(self, *, meta: Any = ..., cwd: Any, mcp_servers: Any = ..., additional_directories: Any = ...) -> None: ...  # fmt: skip
 
 
 class LoadSessionRequest(NewSessionRequest):
     __plain_source__ = "sema_rpc.acp.wire:LoadSessionRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
-        Field("cwd", check_str, scalar=True),
-        Field(
-            "mcp_servers",
-            check_list(check_model(lambda: McpServer)),
-            alias="mcpServers",
-            factory=list,
-        ),
-        Field(
-            "additional_directories",
-            check_list(check_str),
-            alias="additionalDirectories",
-            factory=list,
-        ),
+        *NewSessionRequest.__plain_fields__,
         Field("session_id", check_str, alias="sessionId", scalar=True),
     )
     session_id: str
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            meta: Any = ...,
-            cwd: Any,
-            mcp_servers: Any = ...,
-            additional_directories: Any = ...,
-            session_id: Any,
-        ) -> None: ...
+        def __init__(self, *, meta: Any = ..., cwd: Any, mcp_servers: Any = ..., additional_directories: Any = ..., session_id: Any) -> None: ...  # fmt: skip
 
 
 class ForkRequest(LoadSessionRequest):
     __plain_source__ = "sema_rpc.acp.wire:ForkRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
-        Field("cwd", check_str, scalar=True),
-        Field(
-            "mcp_servers",
-            check_list(check_model(lambda: McpServer)),
-            alias="mcpServers",
-            factory=list,
-        ),
-        Field(
-            "additional_directories",
-            check_list(check_str),
-            alias="additionalDirectories",
-            factory=list,
-        ),
-        Field("session_id", check_str, alias="sessionId", scalar=True),
+        *LoadSessionRequest.__plain_fields__,
         Field("message_id", check_optional_str, alias="messageId", default=None, scalar=True),
     )
     message_id: str | None
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            meta: Any = ...,
-            cwd: Any,
-            mcp_servers: Any = ...,
-            additional_directories: Any = ...,
-            session_id: Any,
-            message_id: Any = ...,
-        ) -> None: ...
+        def __init__(self, *, meta: Any = ..., cwd: Any, mcp_servers: Any = ..., additional_directories: Any = ..., session_id: Any, message_id: Any = ...) -> None: ...  # fmt: skip
 
 
 class FsCapabilities(WireModel):
@@ -206,13 +147,13 @@ class FsCapabilities(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, read_text_file: Any = ..., write_text_file: Any = ...) -> None: ...
+        def __init__(self, *, read_text_file: Any = ..., write_text_file: Any = ...) -> None: ...  # fmt: skip
 
 
 class InitializeRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:InitializeRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
+        *AcpParams.__plain_fields__,
         Field("protocol_version", check_int, alias="protocolVersion", scalar=True),
         Field(
             "client_capabilities",
@@ -228,20 +169,13 @@ class InitializeRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            meta: Any = ...,
-            protocol_version: Any,
-            client_capabilities: Any = ...,
-            client_info: Any = ...,
-        ) -> None: ...
+        def __init__(self, *, meta: Any = ..., protocol_version: Any, client_capabilities: Any = ..., client_info: Any = ...) -> None: ...  # fmt: skip
 
 
 class ListSessionsRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:ListSessionsRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
+        *AcpParams.__plain_fields__,
         Field("cwd", check_optional_str, default=None, scalar=True),
         Field("cursor", check_optional_str, default=None, scalar=True),
     )
@@ -250,7 +184,7 @@ class ListSessionsRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: Any = ..., cwd: Any = ..., cursor: Any = ...) -> None: ...
+        def __init__(self, *, meta: Any = ..., cwd: Any = ..., cursor: Any = ...) -> None: ...  # fmt: skip
 
 
 class McpServer(WireModel):
@@ -274,23 +208,13 @@ class McpServer(WireModel):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            name: Any,
-            type: Any = ...,
-            command: Any = ...,
-            args: Any = ...,
-            env: Any = ...,
-            url: Any = ...,
-            headers: Any = ...,
-        ) -> None: ...
+        def __init__(self, *, name: Any, type: Any = ..., command: Any = ..., args: Any = ..., env: Any = ..., url: Any = ..., headers: Any = ...) -> None: ...  # fmt: skip
 
 
 class PromptRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:PromptRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
+        *AcpParams.__plain_fields__,
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("prompt", check_list(check_dict())),
     )
@@ -299,13 +223,13 @@ class PromptRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: Any = ..., session_id: Any, prompt: Any) -> None: ...
+        def __init__(self, *, meta: Any = ..., session_id: Any, prompt: Any) -> None: ...  # fmt: skip
 
 
 class RewindRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:RewindRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
+        *AcpParams.__plain_fields__,
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("message_id", check_optional_str, alias="messageId", default=None, scalar=True),
         Field("mode", check_str, default="both", scalar=True),
@@ -320,35 +244,26 @@ class RewindRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self,
-            *,
-            meta: Any = ...,
-            session_id: Any,
-            message_id: Any = ...,
-            mode: Any = ...,
-            redo: Any = ...,
-            force: Any = ...,
-        ) -> None: ...
+        def __init__(self, *, meta: Any = ..., session_id: Any, message_id: Any = ..., mode: Any = ..., redo: Any = ..., force: Any = ...) -> None: ...  # fmt: skip
 
 
 class SessionRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:SessionRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
+        *AcpParams.__plain_fields__,
         Field("session_id", check_str, alias="sessionId", scalar=True),
     )
     session_id: str
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: Any = ..., session_id: Any) -> None: ...
+        def __init__(self, *, meta: Any = ..., session_id: Any) -> None: ...  # fmt: skip
 
 
 class SetConfigOptionRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:SetConfigOptionRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
+        *AcpParams.__plain_fields__,
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("config_id", check_str, alias="configId", scalar=True),
         Field("value", check_union(check_str, check_bool), scalar=True),
@@ -359,15 +274,13 @@ class SetConfigOptionRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(
-            self, *, meta: Any = ..., session_id: Any, config_id: Any, value: Any
-        ) -> None: ...
+        def __init__(self, *, meta: Any = ..., session_id: Any, config_id: Any, value: Any) -> None: ...  # fmt: skip
 
 
 class SetModeRequest(AcpParams):
     __plain_source__ = "sema_rpc.acp.wire:SetModeRequest"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
+        *AcpParams.__plain_fields__,
         Field("session_id", check_str, alias="sessionId", scalar=True),
         Field("mode_id", check_str, alias="modeId", scalar=True),
     )
@@ -376,20 +289,16 @@ class SetModeRequest(AcpParams):
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: Any = ..., session_id: Any, mode_id: Any) -> None: ...
+        def __init__(self, *, meta: Any = ..., session_id: Any, mode_id: Any) -> None: ...  # fmt: skip
 
 
 class SteeringRequest(PromptRequest):
     __plain_source__ = "sema_rpc.acp.wire:SteeringRequest"
-    __plain_fields__: ClassVar[tuple[Field, ...]] = (
-        Field("meta", check_optional(check_dict()), alias="_meta", default=None),
-        Field("session_id", check_str, alias="sessionId", scalar=True),
-        Field("prompt", check_list(check_dict())),
-    )
+    __plain_fields__: ClassVar[tuple[Field, ...]] = (*PromptRequest.__plain_fields__,)
 
     if TYPE_CHECKING:
 
-        def __init__(self, *, meta: Any = ..., session_id: Any, prompt: Any) -> None: ...
+        def __init__(self, *, meta: Any = ..., session_id: Any, prompt: Any) -> None: ...  # fmt: skip
 
 
 __all__ = [
@@ -411,6 +320,3 @@ __all__ = [
     "SetModeRequest",
     "SteeringRequest",
 ]
-
-KEPT = ()
-"""Models that stay pydantic (`extra="allow"`): from their own modules."""

@@ -2,7 +2,7 @@
 `sema-rpc run` and a native server's initialize → session/create → prompt → shutdown.
 
 None does, and pydantic is not loaded: the running code builds the models' plain forms
-(protocol_plain.py, core/messages.py), whose pydantic declarations (`DECLARATIONS`) load
+(protocol_plain/, core/messages.py), whose pydantic declarations (`DECLARATIONS`) load
 only for input that is not plainly valid; every other module reaches the models through
 their API (`model_validate`, `model_dump`, `wire()`) and tells pydantic's
 `ValidationError` without importing it; a tool's `Input` base (which needs pydantic) loads

@@ -1,6 +1,6 @@
 """What a path loads of the wire's models: `sema-rpc run` answering `hi`, the same with a
 tool call, and a spawned server's `initialize`. The running code builds the models' plain
-forms (protocol_plain.py); their pydantic declarations (and pydantic) load only for input
+forms (protocol_plain/); their pydantic declarations (and pydantic) load only for input
 that is not plainly valid. These tests read `sys.modules` and the classes that exist
 when the process ends, never a time.
 """

@@ -136,7 +136,7 @@ class InputPipeline:
             self.session.tokens.set_overhead(setup.system_prompt, setup.specs)
             await asyncio.sleep(0)
             load_rules(self.session.working_dir)
-            # The wire's models are plain classes (protocol_plain.py): nothing to build.
+            # The wire's models are plain classes (protocol_plain/): nothing to build.
         except Exception:
             log.debug("first-turn warm-up failed", exc_info=True)
 
