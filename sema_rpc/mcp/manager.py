@@ -264,6 +264,11 @@ class _ServerHandle:
                     init = await session.initialize()
                     tools = await self._list_tools(session) if init.capabilities.tools else []
             except Exception as exc:
+                from mcp import MCPError
+                from mcp_types import CONNECTION_CLOSED
+
+                if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+                    await self.stderr.settle()  # it exited: its last words, for the report
                 self._fail(self._start_error(exc, timeout_s))
                 return
             self.instructions = init.instructions or None
