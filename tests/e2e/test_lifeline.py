@@ -188,7 +188,7 @@ async def test_a_daemon_left_by_a_finished_command_dies_with_the_server(
 # ------------------------------------------------------------------------------ MCP
 
 
-MCP_SERVER = REPO / "tests" / "mcp" / "servers" / "crashy_server.py"
+MCP_SERVER = REPO / "tests" / "mcp" / "servers" / "tiny_server.py"
 
 
 @pytest.mark.parametrize("how", ["eof", "sigterm", "sigkill"])
@@ -198,7 +198,7 @@ async def test_mcp_stdio_server_and_its_children_end_with_the_server(
     server = await RawServer(["--jsonl"], marked_env).start()
     await server.call("initialize", {"protocolVersion": 1, "clientInfo": {"name": "t"}})
     mcp = {
-        "name": "crashy",
+        "name": "tiny",
         "command": "sh",
         # A child of its own beside the server, in the server's session.
         "args": ["-c", 'sleep 300 & exec "$0" "$1"', sys.executable, str(MCP_SERVER)],
@@ -208,7 +208,7 @@ async def test_mcp_stdio_server_and_its_children_end_with_the_server(
         "session/create", {"workingDir": str(workspace), "model": MODEL, "mcpServers": [mcp]}
     )
     assert [s["state"] for s in ready["mcpServers"]] == ["connected"], ready["mcpServers"]
-    mcp_procs = [p for p in marked(mark) if "crashy_server" in p[1] or p[1].startswith("sleep")]
+    mcp_procs = [p for p in marked(mark) if "tiny_server" in p[1] or p[1].startswith("sleep")]
     assert len(mcp_procs) == 2, marked(mark)
     end(server, how)
     await assert_all_gone(mark, how)

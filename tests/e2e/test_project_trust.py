@@ -21,21 +21,22 @@ from tests.support.scripted_llm import Reply, ScriptedLLM
 
 from .wire_helpers import Editor, prompt, start_client
 
-CRASHY = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "crashy_server.py"
+# What runs is not the subject here, only whether it runs: the SDK-free server starts in ms.
+TINY = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "tiny_server.py"
 MODEL = "anthropic/claude-test"
 KEY = "sk-ant-test-key-000000"  # server_env's ANTHROPIC_API_KEY
 
 
 def marker_server(tmp_path: Path) -> tuple[Path, Path]:
-    """A real MCP server (crashy's) that first appends its environment to a marker file."""
+    """A real MCP server (tiny_server.py) that first appends its environment to a marker file."""
     marker = tmp_path / "marker.jsonl"
     script = tmp_path / "marker_server.py"
     script.write_text(
         "import json, os, runpy, sys\n"
         f"with open({str(marker)!r}, 'a') as f:\n"
         "    f.write(json.dumps(dict(os.environ)) + '\\n')\n"
-        f"sys.argv = [{str(CRASHY)!r}]\n"
-        f"runpy.run_path({str(CRASHY)!r}, run_name='__main__')\n"
+        f"sys.argv = [{str(TINY)!r}]\n"
+        f"runpy.run_path({str(TINY)!r}, run_name='__main__')\n"
     )
     return script, marker
 
@@ -106,7 +107,7 @@ async def test_refused_trust_never_runs_and_is_not_asked_again_in_the_session(
         assert asked["toolName"] == "ProjectTrust"
         assert asked["options"] == ["allow_once", "allow_always", "reject"]
         # Exactly what would run, env names without values.
-        assert str(CRASHY) not in asked["content"]
+        assert str(TINY) not in asked["content"]
         assert f"x: {sys.executable} {project[0]}" in asked["content"]
         assert f"cwd: {workspace}" in asked["content"]
         assert "env: LEAK, MODE" in asked["content"]

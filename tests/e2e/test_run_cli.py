@@ -476,8 +476,9 @@ def test_the_mcp_sdk_is_imported_only_for_a_session_with_an_mcp_server(tmp_path:
 
     root = Path(env["SEMA_ROOT"])
     root.mkdir(exist_ok=True)
-    server = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
-    (root / "mcp.json").write_text(json.dumps({"mcpServers": {"time": server}}))
+    tiny = REPO / "tests" / "mcp" / "servers" / "tiny_server.py"  # an MCP server without the SDK
+    server = {"command": sys.executable, "args": [str(tiny)]}
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": {"tiny": server}}))
     with_server = run(*args, env=env)
     assert with_server.returncode == 0, with_server.stderr
     assert "mcp" in _imported(with_server.stderr)
