@@ -60,10 +60,12 @@ TEST_WORKERS ?= 3
 # The extension's unit tests run beside pytest (their output printed after it): the suite is
 # CPU-bound on two cores, and they fill the cores pytest leaves idle while it starts its
 # workers and while its last long tests finish. pytest may write its assertion-rewritten
-# bytecode (PYTHONDONTWRITEBYTECODE emptied), so a second run does not rewrite every module
-# in every worker again.
+# bytecode (PYTHONDONTWRITEBYTECODE emptied), written once ahead by
+# tests/support/assertion_cache.py: otherwise on a fresh checkout every worker rewrites every
+# test module at the same moment.
 test: $(STAMP) $(VSCODE_STAMP) test-tools bytecode
 	@log=$$(mktemp); { (cd $(VSCODE) && npm test >"$$log" 2>&1); echo $$? >"$$log.rc"; } & \
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m tests.support.assertion_cache; \
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow"; \
 	rc=$$?; wait; cat "$$log"; npm_rc=$$(cat "$$log.rc"); rm -f "$$log" "$$log.rc"; \
 	[ $$rc -eq 0 ] && [ $$npm_rc -eq 0 ]
