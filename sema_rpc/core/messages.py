@@ -16,10 +16,10 @@ holds each table to its declaration.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from sema_rpc.core.ids import random_hex
 from sema_rpc.plain_checks import (
     check_bool,
     check_dict,
@@ -221,7 +221,7 @@ _check_kind = check_optional(check_literal("prompt", "summary", "notice"))
 
 def new_message_id() -> str:
     """A fresh message id: `m_` and 12 hex characters."""
-    return "m_" + uuid.uuid4().hex[:12]
+    return "m_" + random_hex(12)
 
 
 class MessagePart(PlainModel):

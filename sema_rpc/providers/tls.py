@@ -19,7 +19,6 @@ by httpcore2: it loads no CA store up front, so there is nothing to defer.
 from __future__ import annotations
 
 import os
-import platform
 import re
 import ssl
 import sys
@@ -122,7 +121,7 @@ class LazyTrustContext(ssl.SSLContext):
 def client_ssl_context() -> ssl.SSLContext:
     """The light path's client context: a `LazyTrustContext` on Linux and the like, the
     platform verifier's context (built as httpcore2 builds it) on macOS and Windows."""
-    if platform.system() in ("Windows", "Darwin"):
+    if sys.platform in ("win32", "darwin"):  # platform.system() Windows, Darwin
         import httpcore2
 
         return httpcore2.default_ssl_context()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 
 
 class SandboxSettings:
@@ -28,10 +26,14 @@ class SandboxSettings:
         """The session's private temp dir (0700, created on first use): `TMPDIR` of its
         commands and the one place outside the workspace they may write."""
         if self._temp is None or not os.path.isdir(self._temp):
+            import tempfile  # here: only a sandboxed command needs it
+
             self._temp = tempfile.mkdtemp(prefix="sema-sandbox-")
         return self._temp
 
     def close(self) -> None:
         if self._temp is not None:
+            import shutil
+
             shutil.rmtree(self._temp, ignore_errors=True)
             self._temp = None

@@ -37,6 +37,13 @@ ONE_SHOT_NEVER = (
     # httpx2 and httpcore2 ask it their versions; the light path answers from their
     # dist-info (sema_rpc/providers/_httpx2_version.py)
     "importlib.metadata",
+    # standard modules with a few ms of import each, for what needs none of them (random
+    # ids, the platform's name, the temp folder, escaping an attribute)
+    "uuid",
+    "platform",
+    "tempfile",
+    "html",
+    "datetime",
     # our own modules for other paths
     "sema_rpc.acp",
     "sema_rpc.mcp.manager",

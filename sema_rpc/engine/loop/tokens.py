@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
+import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -99,11 +99,27 @@ def tiktoken_cache_file(name: str) -> Path | None:
     elif "DATA_GYM_CACHE_DIR" in os.environ:
         cache_dir = os.environ["DATA_GYM_CACHE_DIR"]
     else:
-        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+        cache_dir = os.path.join(_temp_dir(), "data-gym-cache")
     if not cache_dir:  # tiktoken's "no cache": it would download every time
         return None
     url = _ENCODING_FILES[name][0]
     return Path(cache_dir) / hashlib.sha1(url.encode()).hexdigest()
+
+
+def _temp_dir() -> str:
+    """`tempfile.gettempdir()`, where tiktoken keeps its default cache, without importing
+    `tempfile` (with `shutil`, `random`, `bz2`, `lzma`: ms of every session's start) when
+    nothing has yet: the same candidates in the same order ($TMPDIR, $TEMP, $TMP, /tmp,
+    /var/tmp, /usr/tmp, the working directory), the first a writable folder."""
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        return str(tempfile.gettempdir())
+    named = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
+    for candidate in [*filter(None, named), "/tmp", "/var/tmp", "/usr/tmp"]:
+        folder = os.path.abspath(candidate)
+        if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+            return folder
+    return os.getcwd()
 
 
 def tiktoken_enabled() -> bool:

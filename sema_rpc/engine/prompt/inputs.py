@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,10 +198,21 @@ def _resource(item: Any, root: Path, where: str) -> str:
         text = _read_text(file, where)
         name = display_path(file, root)
     mime = getattr(item, "mime_type", None)
-    attrs = f'uri="{html.escape(uri)}"' + (f' mimeType="{html.escape(mime)}"' if mime else "")
+    attrs = f'uri="{_escape(uri)}"' + (f' mimeType="{_escape(mime)}"' if mime else "")
     if name != uri:
-        attrs += f' path="{html.escape(name)}"'
+        attrs += f' path="{_escape(name)}"'
     return f"{_RESOURCE_TAG}{attrs}>\n{text}\n</resource>"
+
+
+def _escape(value: str) -> str:
+    """`html.escape(value)` (quotes included), without importing `html` and its entity table."""
+    return (
+        value.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#x27;")
+    )
 
 
 def _read_text(file: Path, where: str) -> str:

@@ -14,12 +14,16 @@ prompt that changes every turn defeats the provider's prompt cache.
 
 from __future__ import annotations
 
-import datetime
 import logging
 import os
-import platform
 import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import datetime
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +124,12 @@ def format_git_status(lines: list[str]) -> str:
     return f"Current branch: {branch}{tracking}. Changed files: {len(changed)}{detail}."
 
 
+def _platform_name() -> str:
+    """`platform.system().lower()` ("linux", "darwin", "windows"), without importing
+    `platform` (a few ms of every process's start)."""
+    return os.uname().sysname.lower() if hasattr(os, "uname") else sys.platform
+
+
 def build_system_prompt(
     working_dir: Path,
     mode: str,
@@ -138,8 +148,8 @@ def build_system_prompt(
     """
     env = [
         f"Working directory: {working_dir}",
-        f"Platform: {platform_name or platform.system().lower()}",
-        f"Today's date: {(today or datetime.date.today()).isoformat()}",
+        f"Platform: {platform_name or _platform_name()}",
+        f"Today's date: {today.isoformat() if today else time.strftime('%Y-%m-%d')}",
     ]
     if git_status:
         env.append(f"Is a git repository: yes. {git_status} (snapshot at the session start)")

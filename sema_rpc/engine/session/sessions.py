@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from sema_rpc.core.errors import (
     SessionNotFound,
 )
 from sema_rpc.core.errors import working_dir as checked_working_dir
+from sema_rpc.core.ids import random_uuid_hex
 from sema_rpc.core.messages import Message
 from sema_rpc.core.policy.permissions import RuleStore
 from sema_rpc.engine.events import ClientBridge, EventBus
@@ -148,7 +148,7 @@ class SessionRegistry:
             raise InvalidArgument(f"unknown model: {params.model}")
 
         box = self.sandbox_settings(params.sandbox, params.sandbox_network)
-        session_id = params.session_id or uuid.uuid4().hex
+        session_id = params.session_id or random_uuid_hex()
         record_dir = self._session_record_dir(params.record_dir, session_id)
         existing = self.sessions.get(session_id)
         if existing is not None and not existing.disposed:
@@ -338,7 +338,7 @@ class SessionRegistry:
                 f"session {params.session_id} has no working directory on record: cannot fork it"
             )
         checked = checked_working_dir(working_dir)
-        fork_id = uuid.uuid4().hex
+        fork_id = random_uuid_hex()
         store = HistoryStore(fork_id, checked.resolve())
         store.import_messages(history, as_dicts(todos) if todos else None)
         store.close()
