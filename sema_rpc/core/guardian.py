@@ -308,8 +308,33 @@ def main(argv: list[str]) -> int:
                 for fd in fds:
                     os.close(fd)
     finally:
+        _drain(sock, adopted)
         kill_everything(adopted)
     return 0
+
+
+def _drain(sock: socket.socket, adopted: set[int]) -> None:
+    """Take the messages still queued on the lifeline when the server is gone: an MCP
+    server adopted just before the server died (or before this guardian even got to its
+    loop, on a loaded machine) must be killed with the rest. Nothing new is started."""
+    sock.setblocking(False)
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, MAX_MESSAGE, 3)
+        except OSError:  # nothing more queued (BlockingIOError), or the socket is gone
+            return
+        for fd in fds:
+            os.close(fd)
+        if not data:
+            return
+        try:
+            request = json.loads(data)
+            if request.get("op") == "adopt":
+                adopted.add(int(request["pid"]))
+            elif request.get("op") == "release":
+                adopted.discard(int(request["pid"]))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            continue
 
 
 if __name__ == "__main__":
