@@ -89,6 +89,16 @@ LIST_PAGE = 100
 """Sessions per `session/list` page."""
 
 
+def _mcp_servers(servers: list[Any]) -> list[Any]:
+    """The editor's MCP servers as `session/create` takes them. `McpServerParams` stays a
+    pydantic model (it keeps unknown keys): loaded only when there is one to build."""
+    if not servers:
+        return []
+    from sema_rpc.protocol import McpServerParams
+
+    return [McpServerParams.model_validate(mcp(m)) for m in servers]
+
+
 def acp_connection(writer: FrameWriter) -> Connection:
     """The JSON-RPC connection of an ACP client: one JSON per line, ACP's error codes
     and its `$/cancel_request {requestId}`."""
@@ -269,7 +279,7 @@ class AcpServer:
     async def _open(
         self, params: NewSessionRequest, session_id: str | None
     ) -> tuple[Session, AcpSession]:
-        from sema_rpc.protocol import McpServerParams, SessionCreateParams
+        from sema_rpc.protocol import SessionCreateParams
 
         system_prompt = client_system_prompt(params.meta)  # refused before anything opens
         cwd = Path(params.cwd)
@@ -285,9 +295,7 @@ class AcpServer:
                 SessionCreateParams(
                     session_id=session_id,
                     working_dir=params.cwd,
-                    mcp_servers=[
-                        McpServerParams.model_validate(mcp(m)) for m in params.mcp_servers
-                    ],
+                    mcp_servers=_mcp_servers(params.mcp_servers),
                 )
             )
         except BaseException:

@@ -132,3 +132,44 @@ async def test_a_server_session_imports_pydantic_only_where_models_are_declared(
     text = [m["params"]["delta"] for m in notified if m["method"] == "message:text:chunk"]
     assert "".join(text) == "hello there"
     assert _importers(out) == set()  # not even a declaration: everything was plainly valid
+
+
+async def test_an_acp_session_imports_pydantic_only_where_models_are_declared(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+) -> None:
+    """`--acp` answering initialize, session/new (no MCP server), a prompt that calls no
+    tool, then end of input: only the model declarations import pydantic."""
+    scripted_llm.script(Reply.text("hello there", chunks=2))
+    out = tmp_path / "importers.json"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _RECORD_IMPORTERS, "--acp", cwd=str(REPO),
+        env={**os.environ, **server_env, "SEMA_TEST_IMPORTERS_OUT": str(out)},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+    updates: list[dict[str, Any]] = []
+
+    async def call(msg_id: int, method: str, params: dict[str, Any]) -> Any:
+        request = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
+        stdin.write(json.dumps(request).encode() + b"\n")
+        await stdin.drain()
+        while True:
+            message = json.loads(await asyncio.wait_for(stdout.readline(), 60))
+            if message.get("method") == "session/update":
+                updates.append(message["params"]["update"])
+            elif "method" not in message and message.get("id") == msg_id:
+                assert "error" not in message, message
+                return message["result"]
+
+    await call(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    new = await call(2, "session/new", {"cwd": str(workspace), "mcpServers": []})
+    prompt = [{"type": "text", "text": "hi"}]
+    answered = await call(3, "session/prompt", {"sessionId": new["sessionId"], "prompt": prompt})
+    stdin.close()
+    assert await asyncio.wait_for(proc.wait(), 60) == 0
+    assert answered["stopReason"] == "end_turn"
+    chunks = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert "".join(chunks) == "hello there"
+    assert _importers(out) == set()  # not even a declaration: everything was plainly valid
