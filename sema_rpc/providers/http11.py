@@ -327,7 +327,7 @@ class ResponseParser:
         buf = self._buf
         if buf[:1] == b"\n" or buf[:2] == b"\r\n":
             raise RemoteProtocolError("no response line received")
-        start = max(self._scanned - 2, 0)
+        start = self._scanned
         while True:
             nl = buf.find(b"\n", start)
             if nl < 0:
