@@ -194,10 +194,6 @@ class ResponseParser:
         self._eof = True
 
     @property
-    def done(self) -> bool:
-        return self._state == _DONE
-
-    @property
     def reusable(self) -> bool:
         """After `END`: the connection may carry the next request."""
         return self._state == _DONE and self._reusable and not self._buf and not self._eof
