@@ -1,5 +1,6 @@
-"""The light path's HTTP/1.1 client: asyncio streams + h11, nothing else of an HTTP stack
-(no httpx2, httpcore2, urllib.request, email or `ssl` for a plain-http origin).
+"""The light path's HTTP/1.1 client: asyncio streams + our own codec (`http11.py`), nothing
+else of an HTTP stack (no httpx2, httpcore2, h11, urllib.request, email or `ssl` for a
+plain-http origin).
 
 What it does, the way the SDKs' httpx2 client does it for a streamed POST:
 
@@ -7,10 +8,11 @@ What it does, the way the SDKs' httpx2 client does it for a streamed POST:
   (`Accept: */*`, `Accept-Encoding: gzip, deflate`, `Connection: keep-alive`, its
   User-Agent): the model server sees the same request as from the SDKs; the response's
   status and headers, then its body as bytes as they arrive (Content-Length or chunked,
-  parsed by h11; a gzip or deflate body decoded with zlib, as httpx2 decodes it);
+  parsed by `http11.py`; a gzip or deflate body decoded with zlib, as httpx2 decodes it);
 - keep-alive: one idle connection per origin, reused when the response before it was
-  read to its end; a response abandoned, cancelled or failed, or one whose server asked
-  to close, closes its connection. At most `max_connections` open at once (waiting for
+  read to its end; a response abandoned, cancelled or failed, one whose server asked
+  to close or spoke HTTP/1.0, or one whose body ran until the close, closes its
+  connection. At most `max_connections` open at once (waiting for
   a free one is the pool timeout), at most `max_keepalive` idle;
 - timeouts (`Timeouts`): connect, each read, each write, the wait for a free connection;
   each raises its own `TimeoutException` subclass, as httpx2 names them;
@@ -39,8 +41,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-import h11
-
+from sema_rpc.providers import http11
 from sema_rpc.providers.transport_errors import (
     ConnectError,
     ConnectTimeout,
@@ -98,7 +99,7 @@ _READ_SIZE = 65536
 
 
 class _Conn:
-    __slots__ = ("h11", "key", "reader", "writer")
+    __slots__ = ("key", "parser", "reader", "writer")
 
     def __init__(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, key: Any
@@ -106,14 +107,11 @@ class _Conn:
         self.reader = reader
         self.writer = writer
         self.key = key
-        self.h11 = h11.Connection(h11.CLIENT)
+        self.parser: http11.ResponseParser | None = None
+        """The response to the request in flight (or the last one)."""
 
     def reusable(self) -> bool:
-        return (
-            self.h11.our_state is h11.IDLE
-            and not self.reader.at_eof()
-            and not self.writer.is_closing()
-        )
+        return not self.reader.at_eof() and not self.writer.is_closing()
 
     def close(self) -> None:
         try:
@@ -121,11 +119,13 @@ class _Conn:
         except Exception:  # closing is best effort  # pragma: no cover
             pass
 
-    async def send(self, data: bytes | None, timeout: float | None) -> None:
-        if not data:
-            return
+    async def send(
+        self, request: bytes, parser: http11.ResponseParser, timeout: float | None
+    ) -> None:
+        """Write `request` (its head and body); `parser` reads its response."""
+        self.parser = parser
         try:
-            self.writer.write(data)
+            self.writer.write(request)
             await asyncio.wait_for(self.writer.drain(), timeout)
         except TimeoutError as exc:
             raise WriteTimeout("timed out writing the request") from exc
@@ -133,13 +133,14 @@ class _Conn:
             raise WriteError("") from exc
 
     async def event(self, timeout: float | None) -> Any:
-        """The next h11 event, reading from the socket as needed."""
+        """The response's next event (`http11.Head`, body bytes or `http11.END`),
+        reading from the socket as needed; a malformed response, or a close before its
+        end, raises `RemoteProtocolError`."""
+        parser = self.parser
+        assert parser is not None
         while True:
-            try:
-                ev = self.h11.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise RemoteProtocolError(str(exc)) from exc
-            if ev is not h11.NEED_DATA:
+            ev = parser.next_event()
+            if ev is not http11.NEED_DATA:
                 return ev
             try:
                 data = await asyncio.wait_for(self.reader.read(_READ_SIZE), timeout)
@@ -147,12 +148,10 @@ class _Conn:
                 raise ReadTimeout("timed out reading the response") from exc
             except OSError as exc:  # no message, as httpx2's (anyio's BrokenResourceError)
                 raise ReadError("") from exc
-            if not data and self.h11.their_state is h11.SEND_RESPONSE:
-                raise RemoteProtocolError("Server disconnected without sending a response.")
-            try:
-                self.h11.receive_data(data)
-            except h11.RemoteProtocolError as exc:
-                raise RemoteProtocolError(str(exc)) from exc
+            if data:
+                parser.feed(data)
+            else:
+                parser.feed_eof()
 
 
 class _Zlib:
@@ -197,12 +196,12 @@ class Response:
     """A response whose body is read by `aiter_bytes()` (once) or `aread()`."""
 
     def __init__(
-        self, client: AsyncClient, conn: _Conn, status: int, headers: Headers, url: str, read: Any
+        self, client: AsyncClient, conn: _Conn, head: http11.Head, url: str, read: Any
     ) -> None:
-        self.status_code = status
-        self.headers = headers
+        self.status_code = head.status
+        self.headers = Headers(head.headers)
         self.url = url
-        self.http_version = "HTTP/1.1"
+        self.http_version = f"HTTP/{head.version}"
         self._client = client
         self._conn: _Conn | None = conn
         self._read_timeout = read
@@ -221,17 +220,14 @@ class Response:
         try:
             while True:
                 ev = await conn.event(self._read_timeout)
-                if type(ev) is h11.Data:
-                    data = bytes(ev.data) if decoder is None else decoder.decode(bytes(ev.data))
-                    if data:
-                        yield data
-                elif type(ev) is h11.EndOfMessage:
+                if ev is http11.END:
                     done = True
                     if decoder is not None and (rest := decoder.flush()):
                         yield rest
                     return
-                elif ev is h11.PAUSED or type(ev) is h11.ConnectionClosed:
-                    raise RemoteProtocolError("the connection closed before the body ended")
+                data = ev if decoder is None else decoder.decode(ev)
+                if data:
+                    yield data
         finally:
             if self._conn is conn:  # not already closed by `aclose()`
                 self._conn = None
@@ -384,15 +380,15 @@ class AsyncClient:
             lines.extend(proxy.proxy_authorization())
         if method not in ("GET", "HEAD") or body:
             lines.append(("Content-Length", str(len(body))))
-        request = h11.Request(method=method, target=target, headers=lines)
+        request = http11.encode_request(method, target, lines, body)
+        keep_alive = http11.keep_alive(lines)
         key = (url.origin, proxy)
         reused = key in self._idle
         conn = await self._connection(url, proxy, key, t)
         try:
             try:
-                await conn.send(conn.h11.send(request), t.write)
-                await conn.send(conn.h11.send(h11.Data(data=body)) if body else None, t.write)
-                await conn.send(conn.h11.send(h11.EndOfMessage()), t.write)
+                parser = http11.ResponseParser(method, request_keep_alive=keep_alive)
+                await conn.send(request, parser, t.write)
                 ev = await conn.event(t.read)
             except (ReadError, WriteError, RemoteProtocolError):
                 if not reused:
@@ -400,17 +396,15 @@ class AsyncClient:
                 # A kept-alive connection the server had closed: once more on a new one.
                 self._release(conn, False)
                 conn = await self._connection(url, proxy, key, t, fresh=True)
-                await conn.send(conn.h11.send(request), t.write)
-                await conn.send(conn.h11.send(h11.Data(data=body)) if body else None, t.write)
-                await conn.send(conn.h11.send(h11.EndOfMessage()), t.write)
+                parser = http11.ResponseParser(method, request_keep_alive=keep_alive)
+                await conn.send(request, parser, t.write)
                 ev = await conn.event(t.read)
-            while type(ev) is h11.InformationalResponse:
+            while ev.status < 200:  # interim (1xx) heads: the final one follows
                 ev = await conn.event(t.read)
         except BaseException:
             self._release(conn, False)
             raise
-        pairs = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in ev.headers]
-        return Response(self, conn, ev.status_code, Headers(pairs), str(url), t.read)
+        return Response(self, conn, ev, str(url), t.read)
 
     def _proxy_for(self, url: _Url) -> _Url | None:
         proxies = self._proxies
@@ -422,8 +416,8 @@ class AsyncClient:
     def _release(self, conn: _Conn, complete: bool) -> None:
         """Back to the pool after a complete response the server lets us reuse, else
         closed. The pool keeps one idle connection per origin."""
-        if complete and conn.h11.our_state is h11.DONE and conn.h11.their_state is h11.DONE:
-            conn.h11.start_next_cycle()
+        if complete and conn.parser is not None and conn.parser.reusable:
+            conn.parser = None
             if (
                 not self.is_closed
                 and conn.key not in self._idle
@@ -460,24 +454,18 @@ class AsyncClient:
         reader, writer = await self._dial(hop, tls, t)
         conn = _Conn(reader, writer, key)
         if proxy is not None and url.scheme == "https":
-            tunnel = h11.Connection(h11.CLIENT)
             authority = f"{url.host}:{url.port}"
             try:
-                tunnel_conn = _Conn(reader, writer, None)
-                tunnel_conn.h11 = tunnel
-                await tunnel_conn.send(
-                    tunnel.send(
-                        h11.Request(
-                            method="CONNECT",
-                            target=authority,
-                            headers=[("Host", authority), *proxy.proxy_authorization()],
-                        )
-                    ),
-                    t.write,
+                request = http11.encode_request(
+                    "CONNECT", authority, [("Host", authority), *proxy.proxy_authorization()]
                 )
-                ev = await tunnel_conn.event(t.connect)
-                if not 200 <= ev.status_code < 300:
-                    raise ProxyError(f"proxy answered {ev.status_code} to CONNECT {authority}")
+                await conn.send(request, http11.ResponseParser("CONNECT"), t.write)
+                ev = await conn.event(t.connect)
+                while ev.status < 200:
+                    ev = await conn.event(t.connect)
+                conn.parser = None
+                if not 200 <= ev.status < 300:
+                    raise ProxyError(f"proxy answered {ev.status} to CONNECT {authority}")
                 context = self._context()
                 await self._trust(context)
                 try:

@@ -28,9 +28,10 @@ ONE_SHOT_NEVER = (
     "tiktoken",
     "mcp",
     "mcp_types",
-    # the light path's HTTP is our own transport (asyncio streams + h11)
+    # the light path's HTTP is our own transport (asyncio streams + our HTTP/1.1 codec)
     "httpx2",
     "httpcore2",
+    "h11",
     "urllib.request",
     "email",
     "truststore",
@@ -99,6 +100,7 @@ INITIALIZE_NEVER = (
     "sema_rpc.mcp",
     "httpx2",
     "httpcore2",
+    "h11",
     "anyio",
     "anthropic",
     "openai",
