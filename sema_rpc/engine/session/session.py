@@ -2,7 +2,7 @@
 
 A `Session` is built whole: `sessions.build_session` gathers everything it needs (the
 history read back, the model, the stores, the sandbox) and then constructs it in one
-call; `__post_init__` wires the parts that point back at the session (its input
+call; the constructor wires the parts that point back at the session (its input
 pipeline, the tool services that record and ask through it). Nothing is completed
 later, so a collaborator is never None. What is None while no turn runs (`control`,
 `policy`, `runner`, `conversation`) or when absent (`profile`: no model configured;
