@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 
 from sema_rpc.core.messages import Message, Usage
 from sema_rpc.core.secrets import redact
-from sema_rpc.plain_record import Record
+from sema_rpc.plain_record import Record, fields_eq, fields_repr
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "pause_turn"]
 
@@ -102,12 +102,16 @@ class ModelRequest(Record):
         self.temperature = temperature
 
 
-# The deltas are built once per streamed chunk: `__init__` sets the field and nothing else.
+# The deltas are built once per streamed chunk: `__init__` sets the field and nothing else,
+# and no Python base class adds to their deallocation (plain_record.py).
 
 
-class TextDelta(Record):
+class TextDelta:
     __slots__ = ("text",)
     _fields = ("text",)
+    __eq__ = fields_eq
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+    __repr__ = fields_repr
 
     text: str
 
@@ -115,9 +119,12 @@ class TextDelta(Record):
         self.text = text
 
 
-class ThinkingDelta(Record):
+class ThinkingDelta:
     __slots__ = ("text",)
     _fields = ("text",)
+    __eq__ = fields_eq
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+    __repr__ = fields_repr
 
     text: str
 
@@ -171,12 +178,15 @@ class ProviderError(Record):
         self.code = code
 
 
-class ResponseFailed(Record):
+class ResponseFailed:
     """The response failed. What had streamed before it reached the consumer as deltas;
     nothing of it joins the history."""
 
     __slots__ = ("error",)
     _fields = ("error",)
+    __eq__ = fields_eq
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+    __repr__ = fields_repr
 
     error: ProviderError
 
