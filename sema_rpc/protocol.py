@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
+
+from sema_rpc.plain_record import FrozenRecord as _FrozenRecord
 
 # The version and the error codes need no pydantic (rpc/server.py answers `initialize`
 # before any model is created); they are the wire's as much as what follows.
@@ -225,16 +226,37 @@ def __dir__() -> list[str]:
 # --------------------------------------------------------------------------- registry
 
 
-@dataclass(frozen=True)
-class MethodSpec:
+class MethodSpec(_FrozenRecord):
     """A method; `params` and `result` are read by name, their module loaded then."""
+
+    # A plain class, as ServerRequestSpec: every server loads this module, and a dataclass
+    # costs its creation.
+
+    _fields = ("name", "params_model", "result_model", "doc", "direction", "notification")
 
     name: str
     params_model: str
     result_model: str | None
     doc: str
-    direction: Literal["client→server", "server→client"] = "client→server"
-    notification: bool = False
+    direction: Literal["client→server", "server→client"]
+    notification: bool
+
+    def __init__(
+        self,
+        name: str,
+        params_model: str,
+        result_model: str | None,
+        doc: str,
+        direction: Literal["client→server", "server→client"] = "client→server",
+        notification: bool = False,
+    ) -> None:
+        set_field = object.__setattr__
+        set_field(self, "name", name)
+        set_field(self, "params_model", params_model)
+        set_field(self, "result_model", result_model)
+        set_field(self, "doc", doc)
+        set_field(self, "direction", direction)
+        set_field(self, "notification", notification)
 
     @property
     def params(self) -> type[WireModel]:
@@ -439,15 +461,26 @@ NOTIFICATIONS: Mapping[str, type[EventParams]] = _Events(
 """Each notification's model (its `event` is the notification's name)."""
 
 
-@dataclass(frozen=True)
-class ServerRequestSpec:
+class ServerRequestSpec(_FrozenRecord):
     """A server→client request; `params` and `result` are read by name, as MethodSpec's."""
+
+    _fields = ("name", "params_model", "result_model", "capability", "doc")
 
     name: str
     params_model: str
     result_model: str
     capability: str
     doc: str
+
+    def __init__(
+        self, name: str, params_model: str, result_model: str, capability: str, doc: str
+    ) -> None:
+        set_field = object.__setattr__
+        set_field(self, "name", name)
+        set_field(self, "params_model", params_model)
+        set_field(self, "result_model", result_model)
+        set_field(self, "capability", capability)
+        set_field(self, "doc", doc)
 
     @property
     def params(self) -> type[EventParams]:

@@ -6,7 +6,8 @@ packages import each other (directly or round a ring).
        protocol_wire, protocol_events, protocol_tools, protocol_settings, protocol_sessions:
        its models' declarations, by when they are needed; protocol_plain: their plain
        forms, which the server and clients build; plain_model, plain_checks: what a plain
-       form is and what its fields accept)
+       form is and what its fields accept; plain_record: the hand-written value classes'
+       equality, repr and copy)
     1  core                           shared vocabulary: messages, stream events, errors,
                                       config, secrets, text, project files, policy
        sandbox                        the OS sandbox commands run in (stdlib only)
@@ -77,6 +78,7 @@ LAYERS: dict[str, int] = {
     "protocol_core": 0,
     "plain_model": 0,
     "plain_checks": 0,
+    "plain_record": 0,
     "protocol_plain": 0,
     "plain_gen": 5,
     "protocol_names": 0,

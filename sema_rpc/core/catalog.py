@@ -12,21 +12,32 @@ Stdlib only: imported with the config at startup.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from sema_rpc.plain_record import FrozenRecord
 
 __all__ = ["Price", "builtin_price", "infer_images", "price_from_json", "price_key"]
 
 
-@dataclass(frozen=True, slots=True)
-class Price:
+class Price(FrozenRecord):
     """USD per million tokens. `input`: input tokens neither read from nor written to the
     prompt cache; `cache_read` / `cache_write`: the cached ones."""
+
+    # A plain class (every server loads this module; a dataclass costs its creation).
+    __slots__ = ("cache_read", "cache_write", "input", "output")
+    _fields = ("input", "output", "cache_read", "cache_write")
 
     input: float
     output: float
     cache_read: float
     cache_write: float
+
+    def __init__(self, input: float, output: float, cache_read: float, cache_write: float) -> None:
+        set_field = object.__setattr__
+        set_field(self, "input", input)
+        set_field(self, "output", output)
+        set_field(self, "cache_read", cache_read)
+        set_field(self, "cache_write", cache_write)
 
     def public(self) -> dict[str, float]:
         return {

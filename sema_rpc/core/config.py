@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +49,7 @@ from sema_rpc.core.credentials import load_credentials, stored_credential
 from sema_rpc.core.errors import ConfigError, UnknownModel
 from sema_rpc.core.root import sema_root
 from sema_rpc.core.secrets import register_secret
+from sema_rpc.plain_record import Record
 
 __all__ = [
     "PROVIDERS",
@@ -118,34 +118,95 @@ def stream_idle_timeout(profile_value: float | None = None) -> float | None:
     return value or None
 
 
-@dataclass(slots=True)
-class ModelProfile:
+class ModelProfile(Record):
+    # Plain classes (every server loads this module; a dataclass costs its creation).
+    # A copy with changes: `profile.replace(thinking=True)`.
+    __slots__ = (
+        "api_key",
+        "base_url",
+        "context_length",
+        "images",
+        "max_tokens",
+        "model_name",
+        "name",
+        "price",
+        "provider",
+        "stream_idle_timeout",
+        "thinking",
+        "transport",
+    )
+    _fields = (
+        "name",
+        "provider",
+        "model_name",
+        "base_url",
+        "api_key",
+        "max_tokens",
+        "context_length",
+        "thinking",
+        "stream_idle_timeout",
+        "transport",
+        "images",
+        "price",
+    )
+
     name: str
     provider: str
     """anthropic | openai | openai-responses | replay"""
     model_name: str
     """The provider's model id (for replay: the cassette path)."""
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    max_tokens: int = 8192
-    context_length: int = DEFAULT_CONTEXT_LENGTH
-    thinking: bool = False
-    stream_idle_timeout: float | None = None
+    base_url: str | None
+    api_key: str | None
+    """Never in the repr."""
+    max_tokens: int
+    context_length: int
+    thinking: bool
+    stream_idle_timeout: float | None
     """Seconds; None: `$SEMA_STREAM_IDLE_TIMEOUT`, else the default (`stream_idle_timeout`)."""
-    transport: str = "http"
+    transport: str
     """http (sema-rpc's own request path) | sdk (the provider's official SDK)"""
-    images: bool | None = None
+    images: bool | None
     """Whether the model takes image input; None at construction: inferred from the model
     id for known families (`core.catalog.infer_images`), so it is a bool afterwards."""
-    price: Price | None = None
+    price: Price | None
     """USD per million tokens; None at construction: the built-in list price of a known
     model, else it stays None (costs unknown)."""
 
-    def __post_init__(self) -> None:
-        if self.images is None:
-            self.images = infer_images(self.provider, self.model_name)
-        if self.price is None and self.provider != "replay":
-            self.price = builtin_price(self.model_name)
+    def __init__(
+        self,
+        name: str,
+        provider: str,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = 8192,
+        context_length: int = DEFAULT_CONTEXT_LENGTH,
+        thinking: bool = False,
+        stream_idle_timeout: float | None = None,
+        transport: str = "http",
+        images: bool | None = None,
+        price: Price | None = None,
+    ) -> None:
+        self.name = name
+        self.provider = provider
+        self.model_name = model_name
+        self.base_url = base_url
+        self.api_key = api_key
+        self.max_tokens = max_tokens
+        self.context_length = context_length
+        self.thinking = thinking
+        self.stream_idle_timeout = stream_idle_timeout
+        self.transport = transport
+        self.images = infer_images(provider, model_name) if images is None else images
+        if price is None and provider != "replay":
+            price = builtin_price(model_name)
+        self.price = price
+
+    def __repr__(self) -> str:
+        inner = ", ".join(
+            [f"{name}={getattr(self, name)!r}" for name in self._fields if name != "api_key"]
+        )
+        return f"ModelProfile({inner})"
 
     def public(self) -> dict[str, Any]:
         """A JSON-safe view without the API key (for model/list, logs, events)."""
@@ -164,11 +225,23 @@ class ModelProfile:
         }
 
 
-@dataclass(slots=True)
-class ModelsConfig:
-    profiles: dict[str, ModelProfile] = field(default_factory=dict)
-    pointers: dict[str, str] = field(default_factory=dict)
-    path: Path | None = None
+class ModelsConfig(Record):
+    __slots__ = ("path", "pointers", "profiles")
+    _fields = ("profiles", "pointers", "path")
+
+    profiles: dict[str, ModelProfile]
+    pointers: dict[str, str]
+    path: Path | None
+
+    def __init__(
+        self,
+        profiles: dict[str, ModelProfile] | None = None,
+        pointers: dict[str, str] | None = None,
+        path: Path | None = None,
+    ) -> None:
+        self.profiles = {} if profiles is None else profiles
+        self.pointers = {} if pointers is None else pointers
+        self.path = path
 
 
 def _normalise_provider(provider: str, where: str) -> str:
@@ -325,7 +398,7 @@ def _with_env(profile: ModelProfile, models: Path | None = None) -> ModelProfile
     the profile was read from, None for a spec given on the command line or the wire.
     """
     if profile.provider == "replay":
-        return replace(profile, model_name=str(_cassette_path(profile.model_name)))
+        return profile.replace(model_name=str(_cassette_path(profile.model_name)))
     if profile.provider == "anthropic":
         key_var, url_var = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
     elif profile.provider in ("openai", "openai-responses"):
@@ -350,8 +423,7 @@ def _with_env(profile: ModelProfile, models: Path | None = None) -> ModelProfile
             f"model {profile.name!r} needs an API key: set {key_var} or run `sema-rpc login`"
             f' (or use a profile with an "apiKey" in {models_path()})'
         )
-    return replace(
-        profile,
+    return profile.replace(
         api_key=api_key,
         base_url=profile.base_url
         or os.environ.get(url_var)

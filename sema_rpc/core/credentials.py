@@ -17,24 +17,36 @@ Stdlib only: read at start-up.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from sema_rpc.core.files import write_private
 from sema_rpc.core.known_keys import register_secret
 from sema_rpc.core.root import sema_root
+from sema_rpc.plain_record import FrozenRecord
 
 PROVIDERS = ("anthropic", "openai")
 FILE_NAME = "credentials.json"
 
 
-@dataclass(frozen=True, slots=True)
-class Credential:
+class Credential(FrozenRecord):
+    # A plain class (every server loads this module; a dataclass costs its creation).
+    __slots__ = ("api_key", "base_url", "model", "provider")
+    _fields = ("provider", "api_key", "base_url", "model")
+
     provider: str
     api_key: str
-    base_url: str | None = None
-    model: str | None = None
+    base_url: str | None
+    model: str | None
     """The model to use when none is named (a compatible endpoint's own model id)."""
+
+    def __init__(
+        self, provider: str, api_key: str, base_url: str | None = None, model: str | None = None
+    ) -> None:
+        set_field = object.__setattr__
+        set_field(self, "provider", provider)
+        set_field(self, "api_key", api_key)
+        set_field(self, "base_url", base_url)
+        set_field(self, "model", model)
 
     def __repr__(self) -> str:  # never the key
         return f"Credential({self.provider!r}, base_url={self.base_url!r}, model={self.model!r})"

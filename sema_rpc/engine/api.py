@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -369,7 +369,7 @@ class ConversationManager:
         hooks.runner.control = control
         if hooks.compactor is not None:
             hooks.compactor.control = control
-        self.loop.hooks = replace(hooks, control=control)
+        self.loop.hooks = hooks.replace(control=control)
 
     def _new_compactor(self) -> None:
         """A compactor for the loop's model and the conversation's compaction state."""
@@ -385,7 +385,7 @@ class ConversationManager:
             state=self._compaction,
             threshold=self.threshold,
         )
-        self.loop.hooks = replace(self.loop.hooks, compactor=compactor)
+        self.loop.hooks = self.loop.hooks.replace(compactor=compactor)
 
     def _totals(self) -> tuple[UsageTotals, UsageTotals]:
         return (

@@ -6,7 +6,6 @@ Shared by the server's engine (`SemaEngine.list_models` / `set_model`) and the e
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.config import ModelProfile, UnknownModel, load_models, resolve_model
@@ -73,7 +72,7 @@ def profile_for(name: str, thinking: bool | None = None) -> ModelProfile:
     if profile is None:  # an empty name
         raise InvalidArgument("model must name a model (see model/list)", {"model": name})
     if thinking is not None and thinking != profile.thinking:
-        profile = replace(profile, thinking=thinking)
+        profile = profile.replace(thinking=thinking)
     return profile
 
 

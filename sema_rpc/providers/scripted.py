@@ -23,7 +23,7 @@ import asyncio
 import re
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from sema_rpc.core.messages import (
     ContentBlock,
@@ -112,7 +112,7 @@ class ScriptedProvider:
         return len(self._replies)
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        self.requests.append(replace(request, messages=list(request.messages)))
+        self.requests.append(request.replace(messages=list(request.messages)))
         if not self._replies:
             yield ResponseFailed(
                 ProviderError(

@@ -24,11 +24,11 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sema_rpc.core.secrets import redact
+from sema_rpc.plain_record import Record
 from sema_rpc.record.snapshot import project_snapshot
 from sema_rpc.record.transcript import WIRE_FILE, open_private
 
@@ -66,13 +66,25 @@ def _params(msg: dict[str, Any]) -> dict[str, Any]:
     return params if isinstance(params, dict) else {}
 
 
-@dataclass
-class _Pending:
+class _Pending(Record):
     """A `session/create` with `recordDir` waiting for its answer (the session id)."""
+
+    # A plain class (every server loads this module; a dataclass costs its creation).
+    _fields = ("record_dir", "lines", "buffered")
 
     record_dir: str
     lines: list[str]
-    buffered: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    buffered: list[tuple[dict[str, Any], str]]
+
+    def __init__(
+        self,
+        record_dir: str,
+        lines: list[str],
+        buffered: list[tuple[dict[str, Any], str]] | None = None,
+    ) -> None:
+        self.record_dir = record_dir
+        self.lines = lines
+        self.buffered = [] if buffered is None else buffered
 
 
 class _SessionTranscripts:

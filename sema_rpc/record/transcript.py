@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from sema_rpc.plain_record import Record
 
 WIRE_FILE = "wire.jsonl"
 
@@ -31,14 +32,31 @@ def open_private(path: Path) -> Any:
     return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
 
 
-@dataclass
-class Entry:
+class Entry(Record):
+    # A plain class (every server that records loads this module; a dataclass costs its
+    # creation there).
+    _fields = ("t", "direction", "msg", "raw", "meta")
+
     t: float
     direction: str
     """in, out, or meta (saved state, see the module doc)."""
     msg: dict[str, Any] | None
-    raw: str | None = None
-    meta: dict[str, Any] | None = None
+    raw: str | None
+    meta: dict[str, Any] | None
+
+    def __init__(
+        self,
+        t: float,
+        direction: str,
+        msg: dict[str, Any] | None,
+        raw: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.t = t
+        self.direction = direction
+        self.msg = msg
+        self.raw = raw
+        self.meta = meta
 
     def body(self) -> bytes:
         if self.msg is not None:

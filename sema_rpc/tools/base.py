@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from sema_rpc.core.policy.permissions import PermissionAsk
+from sema_rpc.plain_record import Record
 from sema_rpc.sandbox.settings import SandboxSettings
 
 if TYPE_CHECKING:
@@ -32,9 +32,9 @@ class ToolError(Exception):
     """A failure to report to the model as an error tool result (not a bug)."""
 
 
-# FileSnapshot, FileEffect, RebuildContext and ToolServices are plain classes rather than
-# dataclasses: every session's start loads this module, and a dataclass costs its
-# creation there (ToolContext and ToolOutput are copied with `dataclasses.replace`).
+# Plain classes rather than dataclasses: every session's start loads this module, and a
+# dataclass costs its creation there. ToolContext and ToolOutput are copied with their
+# `replace` (plain_record.py).
 
 
 class FileSnapshot:
@@ -174,32 +174,82 @@ class RebuildContext:
         self.rebuild_message = rebuild_message
 
 
-@dataclass
-class ToolContext:
+def _drop_update(_text: str) -> None:
+    pass
+
+
+class ToolContext(Record):
+    _fields = (
+        "working_dir",
+        "session_id",
+        "agent_id",
+        "tool_call_id",
+        "read_files",
+        "emit_update",
+        "services",
+        "plan_mode",
+    )
+
     working_dir: Path
     session_id: str
-    agent_id: str = "main"
-    tool_call_id: str = ""
-    read_files: dict[str, FileSnapshot] = field(default_factory=dict)
+    agent_id: str
+    tool_call_id: str
+    read_files: dict[str, FileSnapshot]
     """Keyed by resolved absolute path; shared by every tool of a session."""
-    emit_update: Callable[[str], None] = lambda _text: None
+    emit_update: Callable[[str], None]
     """Streams partial output (e.g. Bash stdout) to the client as tool:execution:update."""
-    services: ToolServices = field(default_factory=ToolServices)
+    services: ToolServices
     """The engine's services for this session's tools (shared, not copied)."""
-    plan_mode: bool = False
+    plan_mode: bool
+
+    def __init__(
+        self,
+        working_dir: Path,
+        session_id: str,
+        agent_id: str = "main",
+        tool_call_id: str = "",
+        read_files: dict[str, FileSnapshot] | None = None,
+        emit_update: Callable[[str], None] = _drop_update,
+        services: ToolServices | None = None,
+        plan_mode: bool = False,
+    ) -> None:
+        self.working_dir = working_dir
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.tool_call_id = tool_call_id
+        self.read_files = {} if read_files is None else read_files
+        self.emit_update = emit_update
+        self.services = ToolServices() if services is None else services
+        self.plan_mode = plan_mode
 
 
-@dataclass(slots=True)
-class ToolOutput:
+class ToolOutput(Record):
+    __slots__ = ("content", "control", "display", "is_error", "summary")
+    _fields = ("content", "summary", "is_error", "display", "control")
+
     content: str
     """What the model receives as the tool result."""
-    summary: str = ""
+    summary: str
     """One line for the editor's tool card."""
-    is_error: bool = False
-    display: str | None = None
+    is_error: bool
+    display: str | None
     """Richer content for the editor (e.g. a unified diff), when it differs from `content`."""
-    control: RebuildContext | None = None
+    control: RebuildContext | None
     """A change of the turn for the loop to apply after the batch (ExitPlanMode)."""
+
+    def __init__(
+        self,
+        content: str,
+        summary: str = "",
+        is_error: bool = False,
+        display: str | None = None,
+        control: RebuildContext | None = None,
+    ) -> None:
+        self.content = content
+        self.summary = summary
+        self.is_error = is_error
+        self.display = display
+        self.control = control
 
 
 class Tool:

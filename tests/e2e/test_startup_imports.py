@@ -231,6 +231,34 @@ def test_a_one_shot_offers_the_tools_without_building_their_input_models(
     assert sent["Read"]["required"] == ["file_path"]
 
 
+_OUR_DATACLASSES = (
+    "json.dump(sorted(f'{m.__name__}.{c.__qualname__}' for m in list(sys.modules.values())\n"
+    "            if getattr(m, '__name__', '').startswith('sema_rpc')\n"
+    "            for c in list(vars(m).values()) if isinstance(c, type)\n"
+    "            and c.__module__ == m.__name__ and '__dataclass_fields__' in vars(c)), f)"
+)
+
+
+def test_a_one_shot_creates_no_dataclass_of_ours(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+) -> None:
+    """The value classes a turn loads are written out by hand (sema_rpc/plain_record.py):
+    a `@dataclass` compiles its methods with `exec` at import, on every server's start."""
+    scripted_llm.script(Reply.text("hello there", chunks=2))
+    out = tmp_path / "dataclasses.json"
+    code = _DUMP_AT_EXIT.replace("json.dump(sorted(sys.modules), f)", _OUR_DATACLASSES)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "run", "--yes", "--model", "anthropic/claude-test",
+         "--cwd", str(workspace), "hi"],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+        env={**os.environ, **server_env, "SEMA_TEST_MODULES_OUT": str(out)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert lines[-1]["result"]["stopReason"] == "end_turn"
+    assert json.loads(out.read_text()) == []
+
+
 def test_acp_initialize_is_answered_before_the_models_load() -> None:
     """A plainly valid ACP `initialize` is answered with none of INITIALIZE_NEVER loaded;
     the server loads at the loop's next turn, gets the client's capabilities, and serves

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import dataclasses
 import datetime
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ def plan_ctx(ctx: ToolContext, answer: Any, seen: list | None = None) -> ToolCon
         )
         return answer
 
-    ctx = dataclasses.replace(ctx, plan_mode=True)
+    ctx = ctx.replace(plan_mode=True)
     ctx.services.plan_exit = plan_exit
     return ctx
 
@@ -84,7 +83,7 @@ async def test_client_cannot_answer(workspace: Path, ctx: ToolContext) -> None:
     assert out.control is None and "could not be asked" in out.content
     bogus = await run(tool, plan_ctx(ctx, {"decision": "yolo"}), plan=PLAN)
     assert bogus.control is None
-    no_callback = dataclasses.replace(ctx, plan_mode=True, services=ToolServices())
+    no_callback = ctx.replace(plan_mode=True, services=ToolServices())
     assert (await run(tool, no_callback, plan=PLAN)).control is None
     assert len(list((workspace / ".sema/plans").iterdir())) == 3  # saved every time
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ async def test_runs_the_engine_subagent(ctx: ToolContext, sema_home: Path) -> No
         calls.append((kind, description, prompt, tool_call_id))
         return "  Found it in src/app.py:12  "
 
-    ctx = dataclasses.replace(ctx, tool_call_id="toolu_1")
+    ctx = ctx.replace(tool_call_id="toolu_1")
     ctx.services.run_subagent = run_subagent
     out = await run(
         tool, ctx, description="Find the parser", prompt="Where is X?", subagent_type="Explore"
@@ -45,7 +44,7 @@ async def test_errors(ctx: ToolContext, sema_home: Path) -> None:
         await run(tool, ctx, **args)
     unknown = await run(tool, ctx, **{**args, "subagent_type": "Nope"})
     assert unknown.is_error and "Available: Explore, Plan" in unknown.content
-    nested = await run(tool, dataclasses.replace(ctx, agent_id="task-1"), **args)
+    nested = await run(tool, ctx.replace(agent_id="task-1"), **args)
     assert nested.is_error and "cannot start subagents" in nested.content
 
 

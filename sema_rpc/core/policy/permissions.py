@@ -27,39 +27,84 @@ import logging
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from sema_rpc.core.config import sema_root
 from sema_rpc.core.files import write_private
+from sema_rpc.plain_record import Record
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
-class PermissionAsk:
+class PermissionAsk(Record):
     """What the editor is shown when a call needs consent."""
+
+    # Plain classes (every server loads this module; a dataclass costs its creation).
+    __slots__ = (
+        "ask_every_time",
+        "content",
+        "content_kind",
+        "covered_by",
+        "file_edit",
+        "leaves_sandbox",
+        "rule",
+        "sandboxed",
+        "title",
+    )
+    _fields = (
+        "title",
+        "content",
+        "content_kind",
+        "rule",
+        "ask_every_time",
+        "file_edit",
+        "covered_by",
+        "sandboxed",
+        "leaves_sandbox",
+    )
 
     title: str
     content: str
-    content_kind: Literal["text", "diff"] = "text"
-    rule: str | None = None
+    content_kind: Literal["text", "diff"]
+    rule: str | None
     """The rule an `allow_always` answer would store, e.g. `Bash(git commit:*)`."""
-    ask_every_time: bool = False
+    ask_every_time: bool
     """Asked every time, never covered by a mode or an always-rule: the call touches a path
     outside the working dir, or a protected one inside it (`.git/`, whose config can make
     read-only git commands run programs)."""
-    file_edit: bool = False
+    file_edit: bool
     """A change to a file in the workspace: the `acceptEdits` mode allows it."""
-    covered_by: Callable[[str], bool] | None = None
+    covered_by: Callable[[str], bool] | None
     """Whether a stored rule allows this call; None: a rule equal to `rule` does."""
-    sandboxed: bool = False
+    sandboxed: bool
     """A command the OS sandbox confines to the workspace (no `.git/`, no network): the
     `acceptEdits` mode allows it, as it allows file edits."""
-    leaves_sandbox: bool = False
+    leaves_sandbox: bool
     """A command to run outside the session's OS sandbox: only the user (an answer, or an
     "always" rule stored for it) allows it, never `bypass` or `acceptEdits`."""
+
+    def __init__(
+        self,
+        title: str,
+        content: str,
+        content_kind: Literal["text", "diff"] = "text",
+        rule: str | None = None,
+        ask_every_time: bool = False,
+        file_edit: bool = False,
+        covered_by: Callable[[str], bool] | None = None,
+        sandboxed: bool = False,
+        leaves_sandbox: bool = False,
+    ) -> None:
+        self.title = title
+        self.content = content
+        self.content_kind = content_kind
+        self.rule = rule
+        self.ask_every_time = ask_every_time
+        self.file_edit = file_edit
+        self.covered_by = covered_by
+        self.sandboxed = sandboxed
+        self.leaves_sandbox = leaves_sandbox
 
     def covered(self, stored: str) -> bool:
         if self.covered_by is not None:
@@ -159,11 +204,17 @@ class RuleStore:
 Verdict = Literal["allow", "ask", "refuse"]
 
 
-@dataclass
-class PermissionPolicy:
+class PermissionPolicy(Record):
+    _fields = ("mode", "store", "client_can_answer")
+
     mode: str  # PermissionMode
     store: RuleStore
     client_can_answer: bool
+
+    def __init__(self, mode: str, store: RuleStore, client_can_answer: bool) -> None:
+        self.mode = mode
+        self.store = store
+        self.client_can_answer = client_can_answer
 
     def decide(self, ask: PermissionAsk) -> Verdict:
         if ask.ask_every_time:

@@ -25,7 +25,6 @@ import logging
 import os
 from collections.abc import Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from sema_rpc.core.messages import (
@@ -43,6 +42,7 @@ from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.loop.budget import MIN_RESULT_TOKENS, batch_budgets, cap_results
 from sema_rpc.engine.loop.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, TurnControl
 from sema_rpc.engine.loop.tokens import CHARS_PER_TOKEN, TokenTracker
+from sema_rpc.plain_record import Record
 
 if TYPE_CHECKING:
     from sema_rpc.protocol import CompactExecParams
@@ -172,8 +172,31 @@ class CompactionResult:
         )
 
 
-@dataclass
-class Compactor:
+def _ignore_result(_r: CompactionResult) -> None:
+    pass
+
+
+def _no_reminders() -> list[ContentBlock]:
+    return []
+
+
+class Compactor(Record):
+    # A plain class: every session builds one, and a dataclass costs its creation.
+    _fields = (
+        "provider",
+        "model",
+        "max_tokens",
+        "context_length",
+        "tracker",
+        "bus",
+        "control",
+        "state",
+        "threshold",
+        "on_compacted",
+        "agent_id",
+        "reminders",
+    )
+
     provider: Provider
     model: str
     max_tokens: int
@@ -181,14 +204,42 @@ class Compactor:
     tracker: TokenTracker
     bus: EventBus
     control: TurnControl
-    state: CompactionState = field(default_factory=CompactionState)
-    threshold: float = DEFAULT_THRESHOLD
-    on_compacted: Callable[[CompactionResult], None] = lambda _r: None
+    state: CompactionState
+    threshold: float
+    on_compacted: Callable[[CompactionResult], None]
     """Called with every compaction that changed the history (persistence hooks in)."""
-    agent_id: str = "main"
-    reminders: Callable[[], list[ContentBlock]] = lambda: []
+    agent_id: str
+    reminders: Callable[[], list[ContentBlock]]
     """The session's standing reminders (project rules, todos, Plan mode): the compacted
     history keeps them with the latest user message, whichever query first carried them."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        model: str,
+        max_tokens: int,
+        context_length: int,
+        tracker: TokenTracker,
+        bus: EventBus,
+        control: TurnControl,
+        state: CompactionState | None = None,
+        threshold: float = DEFAULT_THRESHOLD,
+        on_compacted: Callable[[CompactionResult], None] = _ignore_result,
+        agent_id: str = "main",
+        reminders: Callable[[], list[ContentBlock]] = _no_reminders,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.max_tokens = max_tokens
+        self.context_length = context_length
+        self.tracker = tracker
+        self.bus = bus
+        self.control = control
+        self.state = CompactionState() if state is None else state
+        self.threshold = threshold
+        self.on_compacted = on_compacted
+        self.agent_id = agent_id
+        self.reminders = reminders
 
     @property
     def limit(self) -> int:

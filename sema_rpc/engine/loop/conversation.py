@@ -27,7 +27,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from collections.abc import Set as AbstractSet
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sema_rpc.core.messages import (
@@ -56,6 +55,7 @@ from sema_rpc.engine.loop.control import CANCEL_MESSAGE, INTERRUPT_MESSAGE, Turn
 from sema_rpc.engine.loop.run_tools import ToolRunner
 from sema_rpc.engine.loop.tokens import TokenTracker
 from sema_rpc.engine.store.curated import append_curated
+from sema_rpc.plain_record import FrozenRecord, Record
 from sema_rpc.protocol import (
     ConversationUsageParams,
     MessageCompleteParams,
@@ -83,82 +83,198 @@ async def _nothing_to_wait_for() -> None:
     pass
 
 
-@dataclass
-class TurnOutcome:
+def _ignore_message(_m: Message) -> None:
+    pass
+
+
+# Plain classes rather than dataclasses: every session loads this module, and a dataclass
+# costs its creation. The frozen ones are copied with changes by their `replace`.
+
+
+class TurnOutcome(Record):
+    _fields = ("stop_reason", "error")
+
     stop_reason: StopReasonWire
-    error: SessionErrorDetail | None = None
+    error: SessionErrorDetail | None
+
+    def __init__(
+        self, stop_reason: StopReasonWire, error: SessionErrorDetail | None = None
+    ) -> None:
+        self.stop_reason = stop_reason
+        self.error = error
 
 
-@dataclass
-class ContextRebuild:
+class ContextRebuild(Record):
+    _fields = ("system_prompt", "tool_specs", "tools", "plan_mode", "restart_with")
+
     system_prompt: str
     tool_specs: list[ToolSpec]
     tools: dict[str, Tool]
     plan_mode: bool
-    restart_with: list[ContentBlock] | None = None
+    restart_with: list[ContentBlock] | None
     """clearContextAndStart: the history restarts from this user message."""
 
+    def __init__(
+        self,
+        system_prompt: str,
+        tool_specs: list[ToolSpec],
+        tools: dict[str, Tool],
+        plan_mode: bool,
+        restart_with: list[ContentBlock] | None = None,
+    ) -> None:
+        self.system_prompt = system_prompt
+        self.tool_specs = tool_specs
+        self.tools = tools
+        self.plan_mode = plan_mode
+        self.restart_with = restart_with
 
-@dataclass(frozen=True)
-class LoopConfig:
+
+class LoopConfig(FrozenRecord):
     """What the loop's next model request asks for. Replaced whole: a context rebuild
     (system prompt, tools) or a model switch makes a new one."""
+
+    _fields = (
+        "model",
+        "system_prompt",
+        "tool_specs",
+        "max_tokens",
+        "context_length",
+        "thinking_budget",
+        "max_turns",
+        "emits_usage",
+        "compacts",
+    )
 
     model: str
     system_prompt: str
     tool_specs: list[ToolSpec]
     max_tokens: int
     context_length: int
-    thinking_budget: int | None = None
-    max_turns: int = 100
-    emits_usage: bool = True
+    thinking_budget: int | None
+    max_turns: int
+    emits_usage: bool
     """Only the main agent reports `conversation:usage`."""
-    compacts: bool = True
+    compacts: bool
     """Only the main agent compacts its history (and needs a `compactor` to do so)."""
 
+    def __init__(
+        self,
+        model: str,
+        system_prompt: str,
+        tool_specs: list[ToolSpec],
+        max_tokens: int,
+        context_length: int,
+        thinking_budget: int | None = None,
+        max_turns: int = 100,
+        emits_usage: bool = True,
+        compacts: bool = True,
+    ) -> None:
+        set_field = object.__setattr__
+        set_field(self, "model", model)
+        set_field(self, "system_prompt", system_prompt)
+        set_field(self, "tool_specs", tool_specs)
+        set_field(self, "max_tokens", max_tokens)
+        set_field(self, "context_length", context_length)
+        set_field(self, "thinking_budget", thinking_budget)
+        set_field(self, "max_turns", max_turns)
+        set_field(self, "emits_usage", emits_usage)
+        set_field(self, "compacts", compacts)
 
-@dataclass(frozen=True)
-class LoopHooks:
+
+class LoopHooks(FrozenRecord):
     """The loop's collaborators and hooks: what it calls, never what it changes. Frozen;
     a model switch mid-turn gives the loop new hooks (`Conversation.switch_model`)."""
+
+    _fields = (
+        "provider",
+        "bus",
+        "runner",
+        "control",
+        "tokens",
+        "compactor",
+        "on_message",
+        "persisted",
+        "on_rebuild",
+        "totals",
+        "take_steering",
+        "continuation",
+    )
 
     provider: Provider
     bus: EventBus
     runner: ToolRunner
     control: TurnControl
-    tokens: TokenTracker = field(default_factory=TokenTracker)
+    tokens: TokenTracker
     """The prompt's size: provider usage first, local counts for the rest (tokens.py)."""
-    compactor: Compactor | None = None
-    on_message: Callable[[Message], None] = lambda _m: None
+    compactor: Compactor | None
+    on_message: Callable[[Message], None]
     """Called once for each message as it completes (persistence hooks in here).
     Contract: does not raise (a failed write is the store's to log and retry)."""
-    persisted: Callable[[], Awaitable[None]] = _nothing_to_wait_for
+    persisted: Callable[[], Awaitable[None]]
     """Resolves once every message handed to `on_message` is stored. Awaited before each
     model request and each tool batch, so a crash loses at most the message in flight.
     Contract: does not raise."""
-    on_rebuild: Callable[[RebuildContext], ContextRebuild] | None = None
+    on_rebuild: Callable[[RebuildContext], ContextRebuild] | None
     """Applies a tool's RebuildContext result (see `_rebuild`). Contract: does not raise."""
-    totals: Callable[[], tuple[UsageTotals, UsageTotals]] | None = None
+    totals: Callable[[], tuple[UsageTotals, UsageTotals]] | None
     """The turn's and the session's running token and cost totals, for
     `conversation:usage` (None: the event carries only the context snapshot)."""
-    take_steering: Callable[[], Awaitable[list[Message]]] = _no_steering
+    take_steering: Callable[[], Awaitable[list[Message]]]
     """Inputs sent with `delivery: steer` while this turn runs (prepared as user messages,
     kind `prompt`, each with its id); they join it after a batch. Contract: does not raise
     (an exception would escape the turn as a bug, not end it as a value)."""
-    continuation: Callable[[Message, TurnControl], Awaitable[Continuation | None]] | None = None
+    continuation: Callable[[Message, TurnControl], Awaitable[Continuation | None]] | None
     """The continuation check (continuation.py), when the session has it on: asked about
     a reply without a tool call; a Continuation continues the turn once with its nudge.
     Contract: does not raise."""
 
+    def __init__(
+        self,
+        provider: Provider,
+        bus: EventBus,
+        runner: ToolRunner,
+        control: TurnControl,
+        tokens: TokenTracker | None = None,
+        compactor: Compactor | None = None,
+        on_message: Callable[[Message], None] = _ignore_message,
+        persisted: Callable[[], Awaitable[None]] = _nothing_to_wait_for,
+        on_rebuild: Callable[[RebuildContext], ContextRebuild] | None = None,
+        totals: Callable[[], tuple[UsageTotals, UsageTotals]] | None = None,
+        take_steering: Callable[[], Awaitable[list[Message]]] = _no_steering,
+        continuation: Callable[[Message, TurnControl], Awaitable[Continuation | None]]
+        | None = None,
+    ) -> None:
+        set_field = object.__setattr__
+        set_field(self, "provider", provider)
+        set_field(self, "bus", bus)
+        set_field(self, "runner", runner)
+        set_field(self, "control", control)
+        set_field(self, "tokens", TokenTracker() if tokens is None else tokens)
+        set_field(self, "compactor", compactor)
+        set_field(self, "on_message", on_message)
+        set_field(self, "persisted", persisted)
+        set_field(self, "on_rebuild", on_rebuild)
+        set_field(self, "totals", totals)
+        set_field(self, "take_steering", take_steering)
+        set_field(self, "continuation", continuation)
 
-@dataclass
-class LoopState:
+
+class LoopState(Record):
     """What the loop changes as it runs: the curated history, the request it makes next
     and the last context figure."""
 
+    _fields = ("history", "config", "last_usage")
+
     history: list[Message]
     config: LoopConfig
-    last_usage: TokenUsage = field(default_factory=TokenUsage)
+    last_usage: TokenUsage
+
+    def __init__(
+        self, history: list[Message], config: LoopConfig, last_usage: TokenUsage | None = None
+    ) -> None:
+        self.history = history
+        self.config = config
+        self.last_usage = TokenUsage() if last_usage is None else last_usage
 
 
 class Conversation:
@@ -174,8 +290,8 @@ class Conversation:
     ) -> None:
         """A model switch: the next model call (and compaction) use the new model;
         `settings` are the new model's `LoopConfig` fields."""
-        self.hooks = replace(self.hooks, provider=provider, compactor=compactor)
-        self.state.config = replace(self.state.config, **settings)
+        self.hooks = self.hooks.replace(provider=provider, compactor=compactor)
+        self.state.config = self.state.config.replace(**settings)
 
     async def query(
         self, user_content: list[ContentBlock], message_id: str | None = None
@@ -333,8 +449,7 @@ class Conversation:
 
     def _does_not_fit(self, error: ProviderError) -> ProviderError:
         tokens = self.hooks.tokens.count(self.state.history)
-        return replace(
-            error,
+        return error.replace(
             message=(
                 f"The conversation does not fit the model's context window even after "
                 f"compaction (about {tokens:,} tokens; contextLength {self.state.config.context_length:,})"
@@ -348,8 +463,8 @@ class Conversation:
     def _rebuild(self, rebuilt: ContextRebuild) -> None:
         """Context rebuild: the mode changed mid-turn (ExitPlanMode), so the tools and
         the system prompt follow; clearContextAndStart also restarts the history from the plan."""
-        self.state.config = replace(
-            self.state.config, system_prompt=rebuilt.system_prompt, tool_specs=rebuilt.tool_specs
+        self.state.config = self.state.config.replace(
+            system_prompt=rebuilt.system_prompt, tool_specs=rebuilt.tool_specs
         )
         self.hooks.runner.tools = rebuilt.tools
         self.hooks.runner.plan_mode = rebuilt.plan_mode

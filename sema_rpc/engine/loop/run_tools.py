@@ -13,10 +13,8 @@ updates included.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -33,6 +31,7 @@ from sema_rpc.core.text import without_surrogates
 from sema_rpc.engine.events import EventBus
 from sema_rpc.engine.loop.control import CANCEL_MESSAGE, TurnControl
 from sema_rpc.plain_model import is_validation_error
+from sema_rpc.plain_record import Record
 from sema_rpc.tools.base import (
     ChangeWatch,
     RebuildContext,
@@ -58,12 +57,23 @@ TRUNCATED_CALL = (
 )
 
 
-@dataclass(slots=True)
-class _Prepared:
+class _Prepared(Record):
+    # A plain class (every session loads this module; a dataclass costs its creation).
+    __slots__ = ("args", "call", "error", "tool")
+    _fields = ("call", "tool", "args", "error")
+
     call: ToolUseBlock
     tool: Tool | None
-    args: Any = None
-    error: str | None = None
+    args: Any
+    error: str | None
+
+    def __init__(
+        self, call: ToolUseBlock, tool: Tool | None, args: Any = None, error: str | None = None
+    ) -> None:
+        self.call = call
+        self.tool = tool
+        self.args = args
+        self.error = error
 
 
 class ToolRunner:
@@ -171,8 +181,7 @@ class ToolRunner:
                     ToolExecutionUpdateParams(tool_call_id=call.id, tool_name=call.name, delta=text)
                 )
 
-        ctx = dataclasses.replace(
-            self.context,
+        ctx = self.context.replace(
             tool_call_id=call.id,
             agent_id=self.agent_id,
             plan_mode=self.plan_mode,
@@ -323,8 +332,7 @@ def _clean(text: str) -> str:
 
 
 def _redacted(output: ToolOutput) -> ToolOutput:
-    return dataclasses.replace(
-        output,
+    return output.replace(
         content=_clean(output.content),
         summary=_clean(output.summary),
         display=None if output.display is None else _clean(output.display),

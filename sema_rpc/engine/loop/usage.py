@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import Any
 
 from sema_rpc.core.catalog import Price
@@ -36,18 +35,48 @@ from sema_rpc.core.stream import (
     TextDelta,
     ThinkingDelta,
 )
+from sema_rpc.plain_record import Record
 
 __all__ = ["Totals", "UsageMeter", "metered"]
 
 
-@dataclass(slots=True)
-class Totals:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float | None = 0.0
+class Totals(Record):
+    # A plain class (every session loads this module; a dataclass costs its creation).
+    __slots__ = (
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cost_usd",
+        "input_tokens",
+        "output_tokens",
+    )
+    _fields = (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cost_usd",
+    )
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float | None
     """None once a response with tokens had no price."""
+
+    def __init__(
+        self,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        cost_usd: float | None = 0.0,
+    ) -> None:
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.cache_read_tokens = cache_read_tokens
+        self.cache_write_tokens = cache_write_tokens
+        self.cost_usd = cost_usd
 
     def add(self, usage: Usage, price: Price | None) -> None:
         self.input_tokens += usage.input_tokens

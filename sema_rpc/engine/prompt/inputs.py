@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -31,6 +30,7 @@ from urllib.parse import unquote, urlparse
 from sema_rpc.core.errors import InvalidArgument
 from sema_rpc.core.messages import ContentBlock, ImageBlock, ImageSource, TextBlock
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
+from sema_rpc.plain_record import FrozenRecord
 
 MAX_IMAGE_BYTES = 3_932_160
 """One image's size limit: 3.75 MiB, which is 5 MiB as base64 (the smallest per-image
@@ -58,14 +58,21 @@ def sniff_image(head: bytes) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class PromptContent:
+class PromptContent(FrozenRecord):
     """One input as engine content."""
+
+    # A plain class (every session loads this module; a dataclass costs its creation).
+    __slots__ = ("blocks", "text")
+    _fields = ("blocks", "text")
 
     blocks: list[ContentBlock]
     text: str
     """The typed text (text blocks joined by newlines): what slash commands, the
     session's title and the project's input history see."""
+
+    def __init__(self, blocks: list[ContentBlock], text: str) -> None:
+        object.__setattr__(self, "blocks", blocks)
+        object.__setattr__(self, "text", text)
 
     @property
     def images(self) -> list[ImageBlock]:

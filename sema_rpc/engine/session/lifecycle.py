@@ -20,11 +20,11 @@ decides what a stop or a close means.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from sema_rpc.core.errors import SessionBusy
 from sema_rpc.engine.loop.control import PromptCancel
+from sema_rpc.plain_record import Record
 
 if TYPE_CHECKING:
     import asyncio
@@ -41,15 +41,21 @@ class State(enum.Enum):
     CLOSED = "closed"
 
 
-@dataclass
-class Life:
+class Life(Record):
     """What a session's state is made of, beside its running turn (`Session.control`)."""
 
-    open: list[PromptCancel] = field(default_factory=list)
+    # A plain class (every session loads this module; a dataclass costs its creation).
+    _fields = ("open", "closed")
+
+    open: list[PromptCancel]
     """Prompts read and not answered yet, in the order they were read."""
-    closed: bool = False
+    closed: bool
     """Closed (disposed): its answer is out or on its way; nothing more of the session
     reaches the client."""
+
+    def __init__(self, open: list[PromptCancel] | None = None, closed: bool = False) -> None:
+        self.open = [] if open is None else open
+        self.closed = closed
 
 
 class Session(Protocol):

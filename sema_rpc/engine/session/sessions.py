@@ -8,7 +8,6 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -581,5 +580,5 @@ def _recorded_model(spec: str, thinking: bool | None, session_id: str) -> ModelP
         log.warning("session %s: its model %r is unusable now (%s)", session_id, spec, exc)
         return None
     if profile is not None and thinking is not None and thinking != profile.thinking:
-        profile = replace(profile, thinking=thinking)
+        profile = profile.replace(thinking=thinking)
     return profile

@@ -24,12 +24,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from sema_rpc.core.files import ensure_private_dir
 from sema_rpc.core.root import sema_root
+from sema_rpc.plain_record import FrozenRecord, Record
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +38,21 @@ def checkpoints_dir(session_id: str) -> Path:
     return sema_root() / "checkpoints" / session_id
 
 
-@dataclass(frozen=True, slots=True)
-class Content:
+# Plain classes (every session loads this module; a dataclass costs its creation).
+
+
+class Content(FrozenRecord):
     """What a file held: `sha` (None: it did not exist), or `lost` when unknown."""
 
+    __slots__ = ("lost", "sha")
+    _fields = ("sha", "lost")
+
     sha: str | None
-    lost: bool = False
+    lost: bool
+
+    def __init__(self, sha: str | None, lost: bool = False) -> None:
+        object.__setattr__(self, "sha", sha)
+        object.__setattr__(self, "lost", lost)
 
     def wire(self, key: str) -> dict[str, Any]:
         if self.lost:
@@ -55,14 +64,32 @@ ABSENT = Content(None)
 LOST = Content(None, lost=True)
 
 
-@dataclass(slots=True)
-class Change:
+class Change(Record):
+    __slots__ = ("after", "before", "kind", "path", "tool", "turn")
+    _fields = ("kind", "path", "before", "after", "turn", "tool")
+
     kind: Literal["change", "restore"]
     path: str
     before: Content
     after: Content
-    turn: str | None = None
-    tool: str = ""
+    turn: str | None
+    tool: str
+
+    def __init__(
+        self,
+        kind: Literal["change", "restore"],
+        path: str,
+        before: Content,
+        after: Content,
+        turn: str | None = None,
+        tool: str = "",
+    ) -> None:
+        self.kind = kind
+        self.path = path
+        self.before = before
+        self.after = after
+        self.turn = turn
+        self.tool = tool
 
 
 def turn_entry(turn_id: str) -> dict[str, Any]:

@@ -49,7 +49,6 @@ import json
 import re
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -57,6 +56,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from sema_rpc.core.root import sema_root
 from sema_rpc.core.secrets import known_secrets, redact_known
 from sema_rpc.core.text import SURROGATE_ESCAPE, without_surrogates
+from sema_rpc.plain_record import Record
 
 if TYPE_CHECKING:
     from sema_rpc.core.messages import Message
@@ -69,32 +69,78 @@ class HistoryError(Exception):
     """The history file exists but cannot be read at all."""
 
 
-@dataclass
-class LoadedHistory:
-    messages: list[Message] = field(default_factory=list)
+class LoadedHistory(Record):
+    # A plain class (every session loads this module; a dataclass costs its creation).
+    _fields = (
+        "messages",
+        "message_count",
+        "todos",
+        "mode",
+        "model",
+        "thinking",
+        "usage",
+        "mark",
+        "working_dir",
+        "skipped",
+        "source",
+        "redo",
+        "conversation",
+    )
+
+    messages: list[Message]
     """The curated history."""
-    message_count: int = 0
+    message_count: int
     """Messages in the comprehensive history (every completed message ever written)."""
-    todos: list[dict[str, Any]] | None = None
-    mode: str | None = None
-    model: str | None = None
+    todos: list[dict[str, Any]] | None
+    mode: str | None
+    model: str | None
     """The model `session/setModel` chose last (a profile name or model spec)."""
-    thinking: bool | None = None
+    thinking: bool | None
     """Its thinking override (None: the profile's setting)."""
-    usage: dict[str, Any] | None = None
+    usage: dict[str, Any] | None
     """The session's running token and cost totals, as last stored."""
-    mark: tuple[int, int] | None = None
+    mark: tuple[int, int] | None
     """(curated length, tokens): the provider's last figure, when still valid."""
-    working_dir: str | None = None
-    skipped: int = 0
-    source: str = "jsonl"
+    working_dir: str | None
+    skipped: int
+    source: str
     """`jsonl`, or `json` for the older JSON format (not yet imported)."""
-    redo: Redo | None = None
+    redo: Redo | None
     """The last rewind, when nothing happened since (what a redo puts back)."""
-    conversation: list[Message] | None = None
+    conversation: list[Message] | None
     """Every message of the file in order, as the conversation stands (a rewind drops
     the messages from the one it went back to, a redo puts them back; compaction and
     `/clear` drop nothing): what a client shows. Only when asked for (`whole`)."""
+
+    def __init__(
+        self,
+        messages: list[Message] | None = None,
+        message_count: int = 0,
+        todos: list[dict[str, Any]] | None = None,
+        mode: str | None = None,
+        model: str | None = None,
+        thinking: bool | None = None,
+        usage: dict[str, Any] | None = None,
+        mark: tuple[int, int] | None = None,
+        working_dir: str | None = None,
+        skipped: int = 0,
+        source: str = "jsonl",
+        redo: Redo | None = None,
+        conversation: list[Message] | None = None,
+    ) -> None:
+        self.messages = [] if messages is None else messages
+        self.message_count = message_count
+        self.todos = todos
+        self.mode = mode
+        self.model = model
+        self.thinking = thinking
+        self.usage = usage
+        self.mark = mark
+        self.working_dir = working_dir
+        self.skipped = skipped
+        self.source = source
+        self.redo = redo
+        self.conversation = conversation
 
 
 class Redo:

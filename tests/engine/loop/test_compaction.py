@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,7 @@ class FakeProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         # The request's messages are the live history: keep a copy of what was sent.
-        self.requests.append(replace(request, messages=list(request.messages)))
+        self.requests.append(request.replace(messages=list(request.messages)))
         answer = self.answers.pop(0)
         if isinstance(answer, ProviderError):
             yield ResponseFailed(answer)
