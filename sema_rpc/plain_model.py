@@ -25,7 +25,8 @@ Contract (tests/test_plain_model.py checks it against the declarations, input by
   alias is taken by its name too only when the declaration validates by name
   (`populate_by_name`).
 - A declaration's private attributes (`PrivateAttr`) are `Private` descriptors: state an
-  instance carries between uses, never validated, dumped or compared, kept by copies.
+  instance carries between uses, never validated, dumped or compared, kept by copies and
+  pickles.
 """
 
 from __future__ import annotations
@@ -100,8 +101,9 @@ class Field:
 class Private(Generic[T]):
     """A private attribute of a plain model (the declaration's `PrivateAttr`): state an
     instance carries between uses (a tool's phases) that is no field — never validated,
-    dumped or compared; the default until set, kept by `model_copy`. Set as any attribute
-    (`PlainModel.__setattr__` lets it through); the default is shared, so immutable."""
+    dumped or compared; the default until set, kept by copies and pickles. Set as any
+    attribute (`PlainModel.__setattr__` lets it through); the default is shared, so a
+    constant (plain_gen.py refuses any other)."""
 
     __slots__ = ("default", "name")
 
@@ -321,7 +323,10 @@ class PlainModel:
         return self.model_copy(deep=True)
 
     def __reduce__(self) -> Any:
-        return (_rebuild, (type(self), self.__dict__, self._plain_set))
+        private = getattr(self, "_plain_private", None)
+        if private is None:
+            return (_rebuild, (type(self), self.__dict__, self._plain_set))
+        return (_rebuild, (type(self), self.__dict__, self._plain_set, private))
 
     # ------------------------------------------------------------------ writing
 
@@ -385,10 +390,14 @@ _WIRE = ("json", True, True, False)
 _INFINITIES = (float("inf"), float("-inf"))
 
 
-def _rebuild(cls: type[P], values: dict[str, Any], given: set[str]) -> P:
+def _rebuild(
+    cls: type[P], values: dict[str, Any], given: set[str], private: dict[str, Any] | None = None
+) -> P:
     instance = _new(cls)
     _set(instance, "__dict__", dict(values))
     _set(instance, "_plain_set", set(given))
+    if private is not None:
+        _set(instance, "_plain_private", dict(private))
     return instance
 
 

@@ -8,6 +8,7 @@ fallback are both exercised."""
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 import typing
@@ -235,8 +236,8 @@ def test_private_attributes_carry_state_between_a_tools_phases() -> None:
     )
     assert args._change is None and args._buffer is None
     args._buffer = "the editor's text"
-    args._change = marker = object()
-    assert args._buffer == "the editor's text" and args._change is marker
+    args._change = marker = "a planned change"
+    assert args._buffer == "the editor's text" and args._change == marker
     assert "_change" not in args.model_dump() and "_buffer" not in dict(args)
     copied = args.model_copy()
     assert copied._change is marker and copied._buffer == "the editor's text"
@@ -247,6 +248,8 @@ def test_private_attributes_carry_state_between_a_tools_phases() -> None:
     assert coerced.content == "bytes" and coerced._change is None
     coerced._change = marker
     assert coerced._change is marker
+    revived = pickle.loads(pickle.dumps(args))
+    assert revived._buffer == "the editor's text" and revived.model_dump() == args.model_dump()
     with pytest.raises(ValueError, match="no field"):
         args._no_such_private = 1
 
