@@ -21,6 +21,7 @@ __all__ = [
     "check_float",
     "check_int",
     "check_int_range",
+    "check_len",
     "check_list",
     "check_literal",
     "check_model",
@@ -77,6 +78,22 @@ def check_int_range(low: int | None, high: int | None) -> Check:
         if (low is not None and value < low) or (high is not None and value > high):
             return BAD
         return value
+
+    return check
+
+
+def check_len(inner: Check, low: int | None, high: int | None) -> Check:
+    """A `str` or a list with `min_length` / `max_length`: what `inner` takes, when its
+    length (characters, items) is within the bounds."""
+
+    def check(value: Any) -> Any:
+        out = inner(value)
+        if out is BAD:
+            return BAD
+        size = len(out)
+        if (low is not None and size < low) or (high is not None and size > high):
+            return BAD
+        return out
 
     return check
 

@@ -1,13 +1,16 @@
-"""Generate the plain forms (see sema_rpc/plain_model.py) of the wire's pydantic
-declarations: the package sema_rpc/protocol_plain/ from the protocol's modules, and
-sema_rpc/acp/wire_plain.py from the ACP dialect's params (sema_rpc/acp/wire.py).
+"""Generate the plain forms (see sema_rpc/plain_model.py) of pydantic declarations: the
+package sema_rpc/protocol_plain/ from the protocol's modules, sema_rpc/acp/wire_plain.py
+from the ACP dialect's params (sema_rpc/acp/wire.py), and sema_rpc/tools/input_plain.py
+from the built-in tools' inputs (sema_rpc/tools/input_models.py).
 
 python -m sema_rpc.plain_gen          # rewrite both
 python -m sema_rpc.plain_gen --check  # exit 1 when one is out of date
 
 Each class gets the declaration's fields (name, wire alias, default, a check derived from
-the annotation and its constraints), its class variables (`event`), the methods the
-declaration defines (copied as written: they run on the plain instance), and its bases.
+the annotation and its constraints), its class variables (`event`), its private
+attributes (`Private`, typed `Any` unless their annotation names builtins only), the
+methods the declaration defines (copied as written: they run on the plain instance), and
+its bases.
 A declaration this generator cannot express plainly fails the generation with the reason,
 rather than generating something that differs: a new kind of field type needs a check in
 plain_model.py and a branch here. Models with `extra="allow"` stay pydantic (`KEPT`).
@@ -26,7 +29,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from annotated_types import Ge, Gt, Le, Lt
+from annotated_types import Ge, Gt, Le, Lt, MaxLen, MinLen
 from pydantic import BaseModel, Discriminator, Tag
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
@@ -36,9 +39,11 @@ from sema_rpc.protocol import _MODULES
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "protocol_plain"
 ACP_OUT = HERE / "acp" / "wire_plain.py"
+TOOLS_OUT = HERE / "tools" / "input_plain.py"
 
 MODULES = [m for m in _MODULES if m.startswith("sema_rpc.protocol_")]
 ACP_MODULES = ["sema_rpc.acp.wire"]
+TOOLS_MODULES = ["sema_rpc.tools.input", "sema_rpc.tools.input_models"]
 
 # The base every wire model derives from: its `wire()` and its `[]`-as-`{}` validator are
 # PlainModel's own (`__plain_empty_list_is_empty__`).
@@ -73,12 +78,22 @@ follows its declaration: sema_rpc/plain_model.py.
 """
 '''
 
+_TOOLS_HEADER = '''"""The built-in tools' inputs as plain classes: what a tool call's arguments are
+validated with (each tool's `Input`).
+
+Generated from the pydantic declarations in sema_rpc/tools/input_models.py (the input
+schemas' and the error messages' source) by `make generate` (python -m
+sema_rpc.plain_gen); do not edit by hand. What a plain class is and how it follows its
+declaration: sema_rpc/plain_model.py.
+"""
+'''
+
 _IMPORTS = """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from sema_rpc.plain_model import Field, PlainModel
+from sema_rpc.plain_model import Field, PlainModel, Private
 from sema_rpc.plain_checks import (
     check_any,
     check_bool,
@@ -86,6 +101,7 @@ from sema_rpc.plain_checks import (
     check_float,
     check_int,
     check_int_range,
+    check_len,
     check_list,
     check_literal,
     check_model,
@@ -198,22 +214,14 @@ def _check(tp: Any, meta: list[Any], discriminator: Any = None) -> str:
         elif isinstance(m, Discriminator):
             discriminator = discriminator or m
     constraints = [m for m in meta if not isinstance(m, (FieldInfo, Discriminator, Tag))]
-    if tp is int and constraints:
-        low = high = None
-        for c in constraints:
-            if isinstance(c, Ge):
-                low = c.ge
-            elif isinstance(c, Gt):
-                low = c.gt + 1  # type: ignore[operator]
-            elif isinstance(c, Le):
-                high = c.le
-            elif isinstance(c, Lt):
-                high = c.lt - 1  # type: ignore[operator]
-            else:
-                return "never"
-        return f"check_int_range({low!r}, {high!r})"
     if constraints:
-        return "never"  # a constraint the table does not check: the declaration's
+        if _is_union(tp):
+            # `X | None` with a constraint: pydantic applies it to X.
+            members = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(members) == 1 and len(typing.get_args(tp)) == 2:
+                return f"check_optional({_check(members[0], constraints)})"
+            return "never"
+        return _constrained(tp, constraints)
     if tp is Any:
         return "check_any"
     if tp in (str, int, float, bool):
@@ -258,6 +266,36 @@ def _check(tp: Any, meta: list[Any], discriminator: Any = None) -> str:
             return "check_optional_str"
         return f"check_optional({inner})" if optional else inner
     raise Unsupported(f"annotation {tp!r}")
+
+
+def _constrained(tp: Any, constraints: list[Any]) -> str:
+    """The check for `tp` (no union) under `constraints`: bounds on an `int`, lengths of
+    a `str` or a list; any other constraint is the declaration's to check (`never`)."""
+    if tp is int:
+        low = high = None
+        for c in constraints:
+            if isinstance(c, Ge):
+                low = c.ge
+            elif isinstance(c, Gt):
+                low = c.gt + 1  # type: ignore[operator]
+            elif isinstance(c, Le):
+                high = c.le
+            elif isinstance(c, Lt):
+                high = c.lt - 1  # type: ignore[operator]
+            else:
+                return "never"
+        return f"check_int_range({low!r}, {high!r})"
+    if tp is str or typing.get_origin(tp) is list:
+        shortest = longest = None
+        for c in constraints:
+            if isinstance(c, MinLen):
+                shortest = c.min_length
+            elif isinstance(c, MaxLen):
+                longest = c.max_length
+            else:
+                return "never"
+        return f"check_len({_check(tp, [])}, {shortest!r}, {longest!r})"
+    return "never"  # a constraint the table does not check: the declaration's
 
 
 def _scalar(tp: Any) -> bool:
@@ -307,6 +345,10 @@ def _class_source(
         lines.append("    __plain_fast__ = False  # a validator of its own: the declaration's")
     if decorators.field_serializers or decorators.model_serializers or decorators.computed_fields:
         raise Unsupported(f"{name}: serializers or computed fields")
+    if cls.model_config.get("extra") == "forbid":
+        raise Unsupported(f"{name}: extra='forbid' (a plain model ignores unknown keys)")
+    if cls.model_config.get("validate_by_alias") is False:
+        raise Unsupported(f"{name}: validate_by_alias=False")
     if name == WIRE_BASE:
         lines.append("    __plain_empty_list_is_empty__ = True")
     fields = _field_lines(cls)
@@ -326,6 +368,7 @@ def _class_source(
         if not isinstance(value, (str, int, float, bool)):
             raise Unsupported(f"{name}.{var} = {value!r}")
         lines.append(f"    {var}: ClassVar[{type(value).__name__}] = {value!r}")
+    lines.extend(_private_lines(cls))
     for fname, field in cls.model_fields.items():
         if fname in _own_field_names(cls):
             lines.append(f"    {fname}: {_render(field.annotation, kept)}")
@@ -349,10 +392,53 @@ def _class_source(
         if attr in decorators.field_validators or attr == "model_config":
             continue
         if isinstance(value, (types.FunctionType, property, classmethod, staticmethod)):
+            if not _declared_in(value, cls.__module__):
+                continue  # pydantic's own (`model_post_init` for private attributes)
             source = textwrap.dedent(inspect.getsource(value))  # type: ignore[arg-type]
             lines.append("")
             lines.extend("    " + line if line else "" for line in source.rstrip().splitlines())
     return "\n".join(lines)
+
+
+_BUILTIN_NAMES = {"str", "int", "float", "bool", "None", "list", "dict", "Any"}
+
+
+def _private_lines(cls: type[BaseModel]) -> list[str]:
+    """A `Private` descriptor for each private attribute `cls` itself declares."""
+    inherited: set[str] = set()
+    for base in cls.__bases__:
+        inherited |= set(getattr(base, "__private_attributes__", {}))
+    annotations = inspect.get_annotations(cls)
+    lines: list[str] = []
+    for pname, private in cls.__private_attributes__.items():
+        if pname in inherited:
+            continue
+        default = private.default
+        if private.default_factory is not None or not (
+            default is None or isinstance(default, (str, int, float, bool))
+        ):
+            raise Unsupported(f"{cls.__name__}.{pname}: a private default that is not a constant")
+        # The annotation as written when it names builtins only; else `Any` (its names
+        # may not be importable here without a cycle).
+        written = annotations.get(pname, "Any")
+        written = written if isinstance(written, str) else "Any"
+        names = set(re.findall(r"[A-Za-z_]\w*", written))
+        kind = written if names <= _BUILTIN_NAMES else "Any"
+        lines.append(f"    {pname}: Private[{kind}] = Private({default!r})")
+    return lines
+
+
+def _by_name(cls: type[BaseModel]) -> bool:
+    """Whether the declaration takes a field by its name as well as by its alias."""
+    config = cls.model_config
+    return bool(config.get("validate_by_name") or config.get("populate_by_name"))
+
+
+def _declared_in(member: Any, module: str) -> bool:
+    """Whether a function, property or class/static method was written in `module`."""
+    function = member.fget if isinstance(member, property) else member
+    function = getattr(function, "__func__", function)
+    return getattr(function, "__module__", None) == module
 
 
 def _field_lines(cls: type[BaseModel]) -> list[str]:
@@ -362,8 +448,12 @@ def _field_lines(cls: type[BaseModel]) -> list[str]:
         annotation = field.annotation
         check = _check(annotation, list(field.metadata), field.discriminator)
         args = [repr(fname), check]
+        if field.validation_alias is not None and field.validation_alias != field.alias:
+            raise Unsupported(f"{cls.__name__}.{fname}: a validation alias of its own")
         if field.alias and field.alias != fname:
             args.append(f"alias={field.alias!r}")
+            if not _by_name(cls):
+                args.append("by_name=False")
         default = _default(field)
         if default:
             args.append(default)
@@ -421,6 +511,8 @@ def generate(modules: list[str], header: str, outside: dict[str, str] | None = N
     for name in _CHECK_NAMES:  # import what the classes use only
         if not used(name):
             imports[0] = imports[0].replace(f"    {name},\n", "", 1)
+    if not used("Private"):
+        imports[0] = imports[0].replace(", PlainModel, Private\n", ", PlainModel\n", 1)
     by_module: dict[str, list[str]] = {}
     for name, module in outside.items():
         if name not in names and used(name):
@@ -514,6 +606,7 @@ def main(argv: list[str]) -> int:
     targets[ACP_OUT] = generate(
         ACP_MODULES, _ACP_HEADER, outside={"WireModel": "sema_rpc.protocol_plain.wire"}
     )
+    targets[TOOLS_OUT] = generate(TOOLS_MODULES, _TOOLS_HEADER)
     stale = 0
     for path, text in targets.items():
         text = _formatted(text, path)

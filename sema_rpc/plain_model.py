@@ -21,6 +21,12 @@ Contract (tests/test_plain_model.py checks it against the declarations, input by
   `include`, `exclude`), `model_dump_json`, `wire()`, `model_copy`, `model_construct`,
   `model_fields_set`; `model_fields` and `model_json_schema` answer from the declaration.
   Instances are not `pydantic.BaseModel`s.
+- Unknown keys are ignored (pydantic's `extra="ignore"`, its default); a field with an
+  alias is taken by its name too only when the declaration validates by name
+  (`populate_by_name`).
+- A declaration's private attributes (`PrivateAttr`) are `Private` descriptors: state an
+  instance carries between uses, never validated, dumped or compared, kept by copies and
+  pickles.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeGuard, TypeVar, overload
 
 from sema_rpc.plain_checks import BAD, MISSING, Check
 
@@ -41,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Field",
     "PlainModel",
+    "Private",
     "is_validation_error",
     "to_camel",
     "to_plain",
@@ -49,6 +56,7 @@ __all__ = [
 _REQUIRED: Any = object()
 
 P = TypeVar("P", bound="PlainModel")
+T = TypeVar("T")
 
 _new = object.__new__
 _set = object.__setattr__
@@ -72,11 +80,13 @@ class Field:
         default: Any = _REQUIRED,
         factory: Callable[[], Any] | None = None,
         scalar: bool = False,
+        by_name: bool = True,
     ):
         self.name = name
         self.alias = alias or name
-        self.other = name if self.alias != name else None
-        """The key also accepted on input (the name, when an alias differs from it)."""
+        self.other = name if self.alias != name and by_name else None
+        """The key also accepted on input (the name, when an alias differs from it and
+        the declaration validates by name: `by_name`)."""
         self.check = check
         self.default = default
         self.factory = factory
@@ -86,6 +96,44 @@ class Field:
 
     def __repr__(self) -> str:
         return f"Field({self.name!r}, alias={self.alias!r})"
+
+
+class Private(Generic[T]):
+    """A private attribute of a plain model (the declaration's `PrivateAttr`): state an
+    instance carries between uses (a tool's phases) that is no field — never validated,
+    dumped or compared; the default until set, kept by copies and pickles. Set as any
+    attribute (`PlainModel.__setattr__` lets it through); the default is shared, so a
+    constant (plain_gen.py refuses any other)."""
+
+    __slots__ = ("default", "name")
+
+    def __init__(self, default: T) -> None:
+        self.default = default
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> Private[T]: ...
+    @overload
+    def __get__(self, instance: PlainModel, owner: type) -> T: ...
+    def __get__(self, instance: PlainModel | None, owner: type) -> Private[T] | T:
+        if instance is None:
+            return self
+        try:
+            private = instance._plain_private
+        except AttributeError:
+            return self.default
+        return private.get(self.name, self.default)  # type: ignore[no-any-return]
+
+    def __set__(self, instance: PlainModel, value: T) -> None:
+        try:
+            private = instance._plain_private
+        except AttributeError:
+            private = {}
+            _set(instance, "_plain_private", private)
+        private[self.name] = value
 
 
 # --------------------------------------------------------------------------- the base
@@ -110,8 +158,10 @@ class PlainModel:
     (`"module:Name"` of the declaration); `__plain_fast__ = False` sends every input to
     the declaration (a class with a validator of its own)."""
 
-    __slots__ = ("__dict__", "_plain_set")
+    __slots__ = ("__dict__", "_plain_private", "_plain_set")
     _plain_set: set[str]
+    _plain_private: dict[str, Any]
+    """The values of the class's `Private` attributes that were set (unset until one is)."""
 
     __plain_fields__: ClassVar[tuple[Field, ...]] = ()
     __plain_source__: ClassVar[str] = ""
@@ -122,8 +172,17 @@ class PlainModel:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        own = cls.__dict__
+        if "__plain_source__" not in own and "__plain_fields__" not in own:
+            added = [n for n in own.get("__annotations__", {}) if not n.startswith("_")]
+            if added:
+                # A field declared here would be neither validated nor in the schema.
+                raise TypeError(
+                    f"{cls.__name__}: a plain model's fields come from its declaration; "
+                    f"derive from the declaration ({cls.__plain_source__}) to add {added}"
+                )
         cls.__plain_names__ = frozenset(f.name for f in cls.__plain_fields__)
-        source = cls.__dict__.get("__plain_source__")
+        source = own.get("__plain_source__")
         if source:
             module, _, name = source.partition(":")
             _PLAIN_OF[f"{module}.{name}"] = cls
@@ -236,6 +295,9 @@ class PlainModel:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in self.__plain_names__:
+            if isinstance(getattr(type(self), name, None), Private):
+                _set(self, name, value)
+                return
             raise ValueError(f'"{type(self).__name__}" object has no field "{name}"')
         self.__dict__[name] = value
         self._plain_set.add(name)
@@ -261,7 +323,10 @@ class PlainModel:
         return self.model_copy(deep=True)
 
     def __reduce__(self) -> Any:
-        return (_rebuild, (type(self), self.__dict__, self._plain_set))
+        private = getattr(self, "_plain_private", None)
+        if private is None:
+            return (_rebuild, (type(self), self.__dict__, self._plain_set))
+        return (_rebuild, (type(self), self.__dict__, self._plain_set, private))
 
     # ------------------------------------------------------------------ writing
 
@@ -274,6 +339,9 @@ class PlainModel:
         instance = _new(type(self))
         _set(instance, "__dict__", values)
         _set(instance, "_plain_set", given)
+        private = getattr(self, "_plain_private", None)
+        if private is not None:
+            _set(instance, "_plain_private", copy.deepcopy(private) if deep else dict(private))
         return instance
 
     def model_dump(
@@ -322,10 +390,14 @@ _WIRE = ("json", True, True, False)
 _INFINITIES = (float("inf"), float("-inf"))
 
 
-def _rebuild(cls: type[P], values: dict[str, Any], given: set[str]) -> P:
+def _rebuild(
+    cls: type[P], values: dict[str, Any], given: set[str], private: dict[str, Any] | None = None
+) -> P:
     instance = _new(cls)
     _set(instance, "__dict__", dict(values))
     _set(instance, "_plain_set", set(given))
+    if private is not None:
+        _set(instance, "_plain_private", dict(private))
     return instance
 
 

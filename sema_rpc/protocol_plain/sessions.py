@@ -19,7 +19,6 @@ from sema_rpc.plain_checks import (
     check_optional,
     check_optional_str,
     check_str,
-    never,
 )
 from sema_rpc.plain_model import Field
 from sema_rpc.protocol_plain.events import EventParams
@@ -99,7 +98,13 @@ class SessionAttachParams(WireModel):
     __plain_source__ = "sema_rpc.protocol_sessions:SessionAttachParams"
     __plain_fields__: ClassVar[tuple[Field, ...]] = (
         Field("session_id", check_str, alias="sessionId", scalar=True),
-        Field("after_seq", never, alias="afterSeq", default=None, scalar=True),
+        Field(
+            "after_seq",
+            check_optional(check_int_range(0, None)),
+            alias="afterSeq",
+            default=None,
+            scalar=True,
+        ),
     )
     session_id: str
     after_seq: int | None

@@ -11,41 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from .base import Tool, ToolContext, ToolOutput
-from .input import ToolInput
+from .input_plain import AskUserQuestionInput
 
 NOT_ASKED = (
     "The user could not be asked: this client does not answer questions. Continue with your "
     "best judgement and state the assumptions you made, or ask in your reply as plain text."
 )
-
-
-class QuestionOption(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    label: str = Field(min_length=1, description="The choice shown to the user (1-5 words).")
-    description: str = Field("", description="What this choice means or implies.")
-
-
-class Question(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    question: str = Field(min_length=1, description="The full question, ending with '?'.")
-    header: str = Field(
-        min_length=1, max_length=30, description="A very short label for the question (≤12 chars)."
-    )
-    options: list[QuestionOption] = Field(
-        min_length=2, max_length=4, description="2-4 choices; the user may also type an answer."
-    )
-    multiSelect: bool = Field(False, description="Whether the user may pick several options.")
-
-
-class AskUserQuestionInput(ToolInput):
-    questions: list[Question] = Field(
-        min_length=1, max_length=4, description="1-4 questions to ask the user."
-    )
 
 
 class AskUserQuestionTool(Tool):

@@ -1,7 +1,9 @@
 """The contract every tool implements.
 
-A tool is a class with a pydantic `Input` model, a `ToolInput` (tools/input.py: this
-module imports no pydantic, so that offering the tools does not load it). The engine
+A tool is a class with an `Input` model: for the built-in tools the plain form
+(tools/input_plain.py) of a pydantic declaration (tools/input_models.py), so that
+offering the tools and running a call with plainly valid arguments load no pydantic; for
+any other tool (MCP, a test's) a pydantic `ToolInput` (tools/input.py). The engine
 (engine/loop/run_tools.py) validates the model's arguments against `Input`, calls
 `validate_input`, asks for permission when `permission()` returns a `PermissionAsk`, then
 awaits `call`. A tool reports
@@ -24,6 +26,7 @@ from sema_rpc.sandbox.settings import SandboxSettings
 if TYPE_CHECKING:
     from sema_rpc.protocol import Mode
     from sema_rpc.tools.input import ToolInput
+    from sema_rpc.tools.input_plain import ToolInput as PlainToolInput
 
 __all__ = ["PermissionAsk"]  # re-exported: every tool names it with the rest of this contract
 
@@ -255,7 +258,7 @@ class ToolOutput(Record):
 class Tool:
     name: ClassVar[str]
     description: ClassVar[str]
-    Input: ClassVar[type[ToolInput]]
+    Input: ClassVar[type[ToolInput] | type[PlainToolInput]]
     read_only: ClassVar[bool] = False
 
     def is_read_only(self, args: Any) -> bool:

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anyio
-from pydantic import Field
 
 from sema_rpc import sandbox
 from sema_rpc.core.config import sema_root
@@ -28,10 +27,9 @@ from sema_rpc.core.processes import GuardedProcess, spawn
 from sema_rpc.core.secrets import SECRET_ENV
 
 from .base import FileEffect, PermissionAsk, Tool, ToolContext, ToolOutput
-from .input import ToolInput
+from .input_plain import BashInput
+from .limits import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
 
-DEFAULT_TIMEOUT_MS = 60_000
-MAX_TIMEOUT_MS = 180_000
 MAX_TIMEOUT_ENV = "SEMA_BASH_MAX_TIMEOUT_MS"
 MAX_OUTPUT_CHARS = 30_000
 STREAM_LIMIT_CHARS = 200_000
@@ -41,25 +39,6 @@ KILL_GRACE_S = 1.0
 PIPE_GRACE_S = 0.5
 """After the shell exits, how long background children may keep the output pipe open."""
 SHELL = "/bin/bash"
-
-
-class BashInput(ToolInput):
-    command: str = Field(description="The command to run.")
-    timeout: int | None = Field(
-        None,
-        ge=1,
-        description=f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}).",
-    )
-    description: str | None = Field(
-        None, description="What the command does, in 5-10 words (shown to the user)."
-    )
-    outside_sandbox: bool | None = Field(
-        None,
-        description=(
-            "Run outside the OS sandbox. Only after the sandbox refused something this "
-            "command needs (the result said so); the user is asked every time."
-        ),
-    )
 
 
 def max_timeout_ms() -> int:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, PrivateAttr
-
 from sema_rpc.core.policy.paths import resolve_path
 from sema_rpc.core.policy.permissions import EDIT_RULE
 
 from .base import FileEffect, PermissionAsk, Tool, ToolContext, ToolOutput
-from .input import ToolInput
+from .input_plain import EditInput
 from .write import (
     FileChange,
     FileChangeError,
@@ -27,17 +25,6 @@ from .write import (
 
 SNIPPET_CONTEXT = 3
 SNIPPET_MAX_LINES = 40
-
-
-class EditInput(ToolInput):
-    file_path: str = Field(
-        description="Path of the file to edit (absolute, or relative to the working directory)."
-    )
-    old_string: str = Field(description="The exact text to replace.")
-    new_string: str = Field(description="The text to replace it with (must differ).")
-    replace_all: bool = Field(False, description="Replace every occurrence of old_string.")
-    _change: FileChange | None = PrivateAttr(default=None)
-    _buffer: str | None = PrivateAttr(default=None)
 
 
 class EditTool(Tool):

@@ -22,24 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pydantic import Field
 
 from sema_rpc.core.policy.paths import display_path
 
 from .base import RebuildContext, Tool, ToolContext, ToolOutput
-from .input import ToolInput
+from .input_plain import ExitPlanModeInput
 
 PLAN_DIR = Path(".sema") / "plans"
 PLAN_EXIT_OPTIONS = ["startEditing", "clearContextAndStart", "keepPlanning"]
 DECISIONS = frozenset(PLAN_EXIT_OPTIONS)
 MAX_SLUG = 48
-
-
-class ExitPlanModeInput(ToolInput):
-    plan: str = Field(
-        min_length=1,
-        description="The complete plan in markdown: goal, steps, files to change, verification.",
-    )
 
 
 def plan_slug(plan: str) -> str:

@@ -7,7 +7,6 @@ import threading
 from pathlib import Path
 
 import anyio
-from pydantic import Field
 
 from sema_rpc.core.policy.paths import (
     SKIP_DIRS,
@@ -19,18 +18,9 @@ from sema_rpc.core.policy.paths import (
 )
 
 from .base import PermissionAsk, Tool, ToolContext, ToolOutput
-from .input import ToolInput
+from .input_plain import GlobInput
 
 MAX_RESULTS = 100
-
-
-class GlobInput(ToolInput):
-    pattern: str = Field(description='Glob pattern, e.g. "**/*.py" or "src/**/*.{ts,tsx}".')
-    path: str | None = Field(
-        None,
-        description="Directory to search in (default: the working directory). Omit it rather "
-        'than passing "." or "undefined".',
-    )
 
 
 class GlobTool(Tool):

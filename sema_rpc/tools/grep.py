@@ -12,10 +12,8 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import anyio
-from pydantic import ConfigDict, Field
 
 from sema_rpc.core.policy.paths import (
     SKIP_DIRS,
@@ -26,7 +24,7 @@ from sema_rpc.core.policy.paths import (
 )
 
 from .base import PermissionAsk, Tool, ToolContext, ToolOutput
-from .input import ToolInput
+from .input_plain import GrepInput
 
 MAX_OUTPUT_CHARS = 30_000
 MAX_LINE_CHARS = 500
@@ -65,49 +63,6 @@ FILE_TYPES: dict[str, tuple[str, ...]] = {
     "xml": (".xml", ".xsd", ".xsl"),
     "txt": (".txt",),
 }
-
-
-class GrepInput(ToolInput):
-    model_config = ConfigDict(extra="ignore", defer_build=True, populate_by_name=True)
-
-    pattern: str = Field(description="Regular expression to search for in file contents.")
-    path: str | None = Field(
-        None, description="File or directory to search (default: the working directory)."
-    )
-    glob: str | None = Field(
-        None,
-        description='Only search files matching this glob, e.g. "*.js" or "src/**/*.{ts,tsx}"; '
-        'a leading "!" excludes.',
-    )
-    output_mode: Literal["content", "files_with_matches", "count"] = Field(
-        "files_with_matches",
-        description='"content": matching lines; "files_with_matches" (default): file paths; '
-        '"count": matching line counts per file.',
-    )
-    context_before: int | None = Field(
-        None, alias="-B", ge=0, description='Lines of context before each match ("content" only).'
-    )
-    context_after: int | None = Field(
-        None, alias="-A", ge=0, description='Lines of context after each match ("content" only).'
-    )
-    context: int | None = Field(
-        None, alias="-C", ge=0, description='Lines of context around each match ("content" only).'
-    )
-    line_numbers: bool | None = Field(
-        None, alias="-n", description='Show line numbers ("content" only; default true).'
-    )
-    case_insensitive: bool = Field(False, alias="-i", description="Case-insensitive search.")
-    type: str | None = Field(
-        None, description='File type to search, e.g. "py", "js", "rust", "go" (ripgrep types).'
-    )
-    head_limit: int | None = Field(
-        None,
-        ge=0,
-        description="Only the first N output lines / files / count entries (0 means no limit).",
-    )
-    multiline: bool = Field(
-        False, description="Let the pattern span lines (`.` matches newlines too)."
-    )
 
 
 @dataclass

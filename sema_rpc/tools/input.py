@@ -1,8 +1,11 @@
-"""The base of every tool's `Input` model: the part of the tool contract that needs pydantic.
+"""The base of every tool's `Input` declaration: the part of the tool contract that needs
+pydantic.
 
-Kept out of tools/base.py, which every path imports (a session offers the tools from
-their generated cards, tools/schemas.py): pydantic loads with the first tool module, at
-that tool's first call, not before.
+Kept out of tools/base.py, which every path imports. The built-in tools' inputs are
+declared on it in tools/input_models.py and run as their generated plain forms
+(tools/input_plain.py), so pydantic loads only for a call whose arguments are not
+plainly valid; an MCP tool's input (mcp/tool.py) and a test's tool derive from it
+directly.
 """
 
 from __future__ import annotations

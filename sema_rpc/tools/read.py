@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pydantic import Field
 
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
 
 from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolOutput
-from .input import ToolInput
+from .input_plain import ReadInput
+from .limits import MAX_LINES
 
-MAX_LINES = 2000
 MAX_LINE_CHARS = 2000
 MAX_FILE_BYTES = 256 * 1024
 MAX_NOTEBOOK_CHARS = 256 * 1024
@@ -33,18 +32,6 @@ BINARY_EXTENSIONS = frozenset(
     ttf otf woff woff2 eot sqlite db
     """.split()
 )
-
-
-class ReadInput(ToolInput):
-    file_path: str = Field(
-        description="Path of the file to read (absolute, or relative to the working directory)."
-    )
-    offset: int | None = Field(
-        None, ge=0, description="1-based line number to start reading from. Only for large files."
-    )
-    limit: int | None = Field(
-        None, ge=1, description=f"Number of lines to read (default and maximum {MAX_LINES})."
-    )
 
 
 class ReadTool(Tool):

@@ -7,18 +7,11 @@ appended), so the model follows it. Consent is asked per skill; "allow always" s
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from sema_rpc.core.project.custom_commands import substitute_arguments
 from sema_rpc.core.project.skills import Skill, find_skill, list_skills
 
 from .base import PermissionAsk, Tool, ToolContext, ToolError, ToolOutput
-from .input import ToolInput
-
-
-class SkillInput(ToolInput):
-    skill: str = Field(description="The skill's name, as listed under Skills in the system prompt.")
-    args: str | None = Field(None, description="Optional arguments for the skill.")
+from .input_plain import SkillInput
 
 
 class SkillTool(Tool):

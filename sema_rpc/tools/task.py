@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
-
 from sema_rpc.core.project.agents import (
     BUILTIN_AGENTS,
     AgentDef,
@@ -21,15 +19,7 @@ from sema_rpc.core.project.agents import (
 )
 
 from .base import Tool, ToolContext, ToolError, ToolOutput
-from .input import ToolInput
-
-
-class TaskInput(ToolInput):
-    description: str = Field(min_length=1, description="A short (3-5 word) label for the task.")
-    prompt: str = Field(
-        min_length=1, description="The complete, self-contained task for the subagent."
-    )
-    subagent_type: str = Field(description="The agent to start (see the list above).")
+from .input_plain import TaskInput
 
 
 class TaskTool(Tool):

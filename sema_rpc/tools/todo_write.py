@@ -2,26 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
-
 from .base import Tool, ToolContext, ToolOutput
-from .input import ToolInput
-
-
-class TodoItem(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    content: str = Field(min_length=1, description="What to do, imperative (e.g. 'Run tests').")
-    status: Literal["pending", "in_progress", "completed"]
-    activeForm: str = Field(
-        min_length=1, description="Present continuous form shown while active ('Running tests')."
-    )
-
-
-class TodoWriteInput(ToolInput):
-    todos: list[TodoItem] = Field(description="The complete, updated todo list.")
+from .input_plain import TodoWriteInput
 
 
 class TodoWriteTool(Tool):

@@ -9,14 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio.to_thread
-from pydantic import Field, PrivateAttr
 
 from sema_rpc.core.files import replacing
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
 from sema_rpc.core.policy.permissions import EDIT_RULE
 
 from .base import FileEffect, FileSnapshot, PermissionAsk, Tool, ToolContext, ToolOutput
-from .input import ToolInput
+from .input_plain import WriteInput
 
 BOM = "\ufeff"
 
@@ -254,15 +253,6 @@ def diff_stats(diff: str) -> tuple[int, int]:
         elif line.startswith("-") and not line.startswith("---"):
             removed += 1
     return added, removed
-
-
-class WriteInput(ToolInput):
-    file_path: str = Field(
-        description="Path of the file to write (absolute, or relative to the working directory)."
-    )
-    content: str = Field(description="The complete new content of the file.")
-    _change: FileChange | None = PrivateAttr(default=None)
-    _buffer: str | None = PrivateAttr(default=None)
 
 
 class WriteTool(Tool):

@@ -1,13 +1,14 @@
 """Which of our modules import pydantic on the paths to a first answer: the one-shot
-`sema-rpc run` and a native server's initialize → session/create → prompt → shutdown.
+`sema-rpc run`, a native server's initialize → session/create → prompt → shutdown (a
+prompt answered with text, and one whose model calls tools), and an ACP session.
 
 None does, and pydantic is not loaded: the running code builds the models' plain forms
-(protocol_plain/, core/messages.py), whose pydantic declarations (`DECLARATIONS`) load
-only for input that is not plainly valid; every other module reaches the models through
-their API (`model_validate`, `model_dump`, `wire()`) and tells pydantic's
-`ValidationError` without importing it; a tool's `Input` base (which needs pydantic) loads
-with the tool's module. Each `import pydantic…` statement our code runs is recorded (a statement in a
-function counts each time it runs, pydantic loaded or not).
+(protocol_plain/, core/messages.py, the tools' inputs in tools/input_plain.py), whose
+pydantic declarations (`DECLARATIONS`) load only for input that is not plainly valid;
+every other module reaches the models through their API (`model_validate`, `model_dump`,
+`wire()`) and tells pydantic's `ValidationError` without importing it. Each `import
+pydantic…` statement our code runs is recorded (a statement in a function counts each
+time it runs, pydantic loaded or not).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ DECLARATIONS = {
     "sema_rpc.protocol_sessions",
     # the conversation's blocks and messages
     "sema_rpc.core.messages_schema",
+    # the built-in tools' inputs (and their base)
+    "sema_rpc.tools.input_models",
+    "sema_rpc.tools.input",
 }
 
 # Runs the real command line in this interpreter, records which of our modules run an
@@ -91,13 +95,12 @@ def test_the_one_shot_imports_pydantic_only_where_models_are_declared(
     assert _importers(out) == set()  # not even a declaration: everything was plainly valid
 
 
-async def test_a_server_session_imports_pydantic_only_where_models_are_declared(
-    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
-) -> None:
-    """A native server answering initialize, session/create, a prompt that calls no tool
-    and shutdown: only the model declarations import pydantic."""
-    scripted_llm.script(Reply.text("hello there", chunks=2))
-    out = tmp_path / "importers.json"
+async def _native_session(
+    server_env: dict[str, str], workspace: Path, out: Path, **create: Any
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A native server answering initialize, session/create (with `create`), the prompt
+    `hi` and shutdown, recording its pydantic importers into `out`: the prompt's answer
+    and the notifications."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", _RECORD_IMPORTERS, "--jsonl", cwd=str(REPO),
         env={**os.environ, **server_env, "SEMA_TEST_IMPORTERS_OUT": str(out)},
@@ -122,16 +125,55 @@ async def test_a_server_session_imports_pydantic_only_where_models_are_declared(
 
     await call(1, "initialize", {"protocolVersion": 1})
     ready = await call(2, "session/create",
-                       {"workingDir": str(workspace), "model": "anthropic/claude-test"})  # fmt: skip
+                       {"workingDir": str(workspace), "model": "anthropic/claude-test", **create})  # fmt: skip
     answered = await call(3, "session/prompt", {"sessionId": ready["sessionId"], "input": "hi"})
     await call(4, "shutdown")
     stdin.write(b'{"jsonrpc":"2.0","method":"exit"}\n')
     stdin.close()
     assert await asyncio.wait_for(proc.wait(), 60) == 0
+    return answered, notified
+
+
+async def test_a_server_session_imports_pydantic_only_where_models_are_declared(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+) -> None:
+    """A native server answering initialize, session/create, a prompt that calls no tool
+    and shutdown: only the model declarations import pydantic."""
+    scripted_llm.script(Reply.text("hello there", chunks=2))
+    out = tmp_path / "importers.json"
+    answered, notified = await _native_session(server_env, workspace, out)
     assert answered["stopReason"] == "end_turn"
     text = [m["params"]["delta"] for m in notified if m["method"] == "message:text:chunk"]
     assert "".join(text) == "hello there"
     assert _importers(out) == set()  # not even a declaration: everything was plainly valid
+
+
+async def test_a_session_whose_prompt_runs_tools_never_loads_pydantic(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+) -> None:
+    """A prompt whose model reads, greps and globs (one batch, run together), then edits
+    the file it read (bypass mode: no consent asked): each call's arguments are plainly
+    valid, so the tools' plain inputs take them and their declarations never load."""
+    (workspace / "notes.txt").write_text("alpha\nbeta\n")
+    scripted_llm.script(
+        Reply.tools([
+            ("Read", {"file_path": "notes.txt"}),
+            ("Grep", {"pattern": "beta", "-n": True, "output_mode": "content"}),
+            ("Glob", {"pattern": "*.txt"}),
+        ]),
+        Reply.tools([("Edit", {"file_path": "notes.txt", "old_string": "beta",
+                               "new_string": "gamma"})]),
+        Reply.text("edited", chunks=1),
+    )  # fmt: skip
+    out = tmp_path / "importers.json"
+    answered, notified = await _native_session(server_env, workspace, out, permissionMode="bypass")
+    assert answered["stopReason"] == "end_turn"
+    methods = [m["method"] for m in notified]
+    assert "tool:execution:error" not in methods
+    done = [m["params"]["toolName"] for m in notified if m["method"] == "tool:execution:complete"]
+    assert sorted(done) == ["Edit", "Glob", "Grep", "Read"]
+    assert (workspace / "notes.txt").read_text() == "alpha\ngamma\n"
+    assert _importers(out) == set()  # pydantic never loaded: "(pydantic loaded)" absent
 
 
 async def test_an_acp_session_imports_pydantic_only_where_models_are_declared(

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from sema_rpc.tools.registry import AGENT_REFS, BUILTIN_REFS
 from tests.support.scripted_llm import Reply, ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[2]
@@ -206,25 +207,23 @@ def test_initialize_and_its_end_load_none_of_the_modules_a_turn_does_without(
 def test_a_one_shot_offers_the_tools_without_building_their_input_models(
     server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
 ) -> None:
-    """The tools' input schemas the request carries come generated ahead: no tool's
-    `Input` model is built by an answer that calls no tool, and the model server still
-    received every built-in tool with its schema."""
+    """The tools' input schemas the request carries come generated ahead: an answer that
+    calls no tool loads no tool's module nor its `Input` (plain form or declaration), and
+    the model server still received every built-in tool with its schema."""
     scripted_llm.script(Reply.text("hello there", chunks=2))
-    out = tmp_path / "built.json"
-    code = _DUMP_AT_EXIT.replace(
-        "json.dump(sorted(sys.modules), f)",
-        "from sema_rpc.tools.registry import AGENT_TOOLS, BUILTIN_TOOLS\n"
-        "        json.dump(sorted(c.name for c in BUILTIN_TOOLS + AGENT_TOOLS "
-        "if c.Input.__pydantic_complete__), f)",
-    )
+    out = tmp_path / "modules.json"
     proc = subprocess.run(
-        [sys.executable, "-c", code, "run", "--yes", "--model", "anthropic/claude-test",
+        [sys.executable, "-c", _DUMP_AT_EXIT, "run", "--yes", "--model", "anthropic/claude-test",
          "--cwd", str(workspace), "hi"],
         capture_output=True, text=True, timeout=120, cwd=REPO,
         env={**os.environ, **server_env, "SEMA_TEST_MODULES_OUT": str(out)},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(out.read_text()) == []
+    modules = json.loads(out.read_text())
+    assert "sema_rpc.tools.registry" in modules  # the tools were offered
+    tool_modules = [m.rsplit(":", 1)[0] for m in (*BUILTIN_REFS, *AGENT_REFS)]
+    inputs = ["sema_rpc.tools.input_plain", "sema_rpc.tools.input_models"]
+    assert _hits(modules, (*tool_modules, *inputs)) == []
     sent = {t["name"]: t["input_schema"] for t in scripted_llm.requests[-1].body["tools"]}
     assert {"Read", "Glob", "Grep", "Bash", "Write", "Edit", "TodoWrite"} <= set(sent)
     assert sent["Read"]["properties"]["file_path"]["type"] == "string"

@@ -25,8 +25,10 @@ DECLARATIONS = {
     "sema_rpc.protocol_settings",
     "sema_rpc.protocol_sessions",
     "sema_rpc.core.messages_schema",
+    "sema_rpc.tools.input_models",
 }
-"""The pydantic declarations of the wire's and the conversation's models."""
+"""The pydantic declarations of the wire's and the conversation's models, and of the
+built-in tools' inputs."""
 
 # Runs the real command line in this interpreter; at its end (`os._exit`, which the CLI
 # and the server leave by) writes the protocol's modules and the wire classes created.
@@ -44,7 +46,8 @@ def dump_and_exit(code):
     with open(os.environ["SEMA_TEST_OUT"], "w") as f:
         json.dump({
             "modules": sorted(m for m in sys.modules
-                              if m.startswith(("sema_rpc.protocol", "sema_rpc.core.messages"))
+                              if m.startswith(("sema_rpc.protocol", "sema_rpc.core.messages",
+                                               "sema_rpc.tools.input"))
                               or m == "pydantic"),
             "classes": classes,
         }, f)
@@ -83,11 +86,11 @@ def test_a_one_shot_answer_loads_no_declaration_and_no_pydantic(
     assert seen["classes"] == {}
 
 
-def test_a_tool_call_loads_pydantic_for_the_tools_input_only(
+def test_a_tool_call_loads_no_declaration_and_no_pydantic(
     server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
 ) -> None:
-    """A tool's `Input` is a pydantic model (tools/input.py), loaded with the tool's module;
-    the wire's events of the call are plain."""
+    """A tool's `Input` is the plain form of its declaration (tools/input_plain.py), which
+    takes plainly valid arguments without pydantic; the wire's events of the call are plain."""
     scripted_llm.script(
         Reply.tools([("Read", {"file_path": str(workspace / "README.md")})]),
         Reply.text("read it", chunks=2),
@@ -97,7 +100,8 @@ def test_a_tool_call_loads_pydantic_for_the_tools_input_only(
     done = [x["params"] for x in lines if x.get("method") == "tool:execution:complete"]
     assert done and done[0]["toolName"] == "Read" and "A tiny project." in done[0]["content"]
     modules = set(seen["modules"])
-    assert "pydantic" in modules
+    assert "sema_rpc.tools.input_plain" in modules
+    assert "pydantic" not in modules
     assert not modules & DECLARATIONS
     assert seen["classes"] == {}
 

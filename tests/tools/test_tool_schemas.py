@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from pydantic import Field
 
+from sema_rpc.tools import input_models
 from sema_rpc.tools.base import TOOL_SCHEMAS_FILE, build_input_schema
 from sema_rpc.tools.read import ReadTool
 from sema_rpc.tools.registry import AGENT_TOOLS, BUILTIN_TOOLS, agent_tools, builtin_tools
@@ -46,9 +48,19 @@ def test_the_registry_offers_each_tool_as_its_class_describes_it(tmp_path: Path)
 
 def test_a_tool_the_file_does_not_name_builds_its_own():
     class Narrow(ReadTool):
-        class Input(ReadTool.Input):
+        class Input(input_models.ReadInput):
             pages: int = Field(1, description="not in the generated file")
 
     schema = Narrow.input_schema()
     assert "pages" in schema["properties"]
     assert "pages" not in ReadTool.input_schema()["properties"]
+    assert Narrow.Input.model_validate({"file_path": "a", "pages": 2}).pages == 2
+
+
+def test_a_built_in_input_is_extended_through_its_declaration():
+    """A built-in tool's `Input` is a generated plain form: a field added to it would be
+    neither validated nor offered, so it is refused; its declaration is the one to extend."""
+    with pytest.raises(TypeError, match="derive from the declaration"):
+
+        class Wider(ReadTool.Input):  # type: ignore[misc]
+            pages: int = 1
