@@ -18,22 +18,26 @@ plain_model.py and a branch here. Models with `extra="allow"` stay pydantic (`KE
 
 from __future__ import annotations
 
-import ast
 import importlib
 import inspect
 import re
 import sys
 import textwrap
 import types
-import typing
 from pathlib import Path
 from typing import Any
 
-from annotated_types import Ge, Gt, Le, Lt, MaxLen, MinLen
-from pydantic import BaseModel, Discriminator, Tag
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from sema_rpc.plain_gen_types import (
+    Unsupported,
+    check_source,
+    default_source,
+    is_scalar,
+    render,
+    stays_pydantic,
+)
 from sema_rpc.protocol import _MODULES
 
 HERE = Path(__file__).resolve().parent
@@ -115,10 +119,6 @@ from sema_rpc.plain_checks import (
 """
 
 
-class Unsupported(Exception):
-    pass
-
-
 def _models(modules: list[str]) -> list[type[BaseModel]]:
     """Every pydantic model `modules` declare, bases before subclasses."""
     found: dict[str, type[BaseModel]] = {}
@@ -161,176 +161,6 @@ def _aliases(modules: list[str]) -> dict[str, Any]:
     return out
 
 
-def _kept(cls: type[BaseModel]) -> bool:
-    return cls.model_config.get("extra") == "allow"
-
-
-# --------------------------------------------------------------------------- types
-
-
-def _strip(tp: Any) -> tuple[Any, list[Any]]:
-    """An annotation without `Annotated`, and the metadata it carried."""
-    meta: list[Any] = []
-    while typing.get_origin(tp) is typing.Annotated:
-        args = typing.get_args(tp)
-        tp, meta = args[0], [*meta, *args[1:]]
-    return tp, meta
-
-
-def _is_union(tp: Any) -> bool:
-    return typing.get_origin(tp) in (typing.Union, types.UnionType)
-
-
-def _render(tp: Any, kept: set[str]) -> str:
-    """The annotation as the type checker should read it in protocol_plain/."""
-    tp, _ = _strip(tp)
-    if tp is type(None) or tp is None:
-        return "None"
-    if tp is Any:
-        return "Any"
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return tp.__name__
-    if tp in (str, int, float, bool):
-        return tp.__name__
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin is typing.Literal:
-        return f"Literal[{', '.join(repr(a) for a in args)}]"
-    if _is_union(tp):
-        return " | ".join(_render(a, kept) for a in args)
-    if origin in (list, dict, tuple, set):
-        return f"{origin.__name__}[{', '.join(_render(a, kept) for a in args)}]"
-    raise Unsupported(f"annotation {tp!r}")
-
-
-def _check(tp: Any, meta: list[Any], discriminator: Any = None) -> str:
-    """The check expression for a value of `tp` (see plain_model.py)."""
-    tp, more = _strip(tp)
-    meta = [*meta, *more]
-    for m in meta:
-        if isinstance(m, FieldInfo):
-            discriminator = discriminator or m.discriminator
-            meta = [*meta, *m.metadata]
-        elif isinstance(m, Discriminator):
-            discriminator = discriminator or m
-    constraints = [m for m in meta if not isinstance(m, (FieldInfo, Discriminator, Tag))]
-    if constraints:
-        if _is_union(tp):
-            # `X | None` with a constraint: pydantic applies it to X.
-            members = [a for a in typing.get_args(tp) if a is not type(None)]
-            if len(members) == 1 and len(typing.get_args(tp)) == 2:
-                return f"check_optional({_check(members[0], constraints)})"
-            return "never"
-        return _constrained(tp, constraints)
-    if tp is Any:
-        return "check_any"
-    if tp in (str, int, float, bool):
-        return f"check_{tp.__name__}"
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return "never" if _kept(tp) else f"check_model(lambda: {tp.__name__})"
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin is typing.Literal:
-        return f"check_literal({', '.join(repr(a) for a in args)})"
-    if origin is list:
-        return f"check_list({_check(args[0], [])})"
-    if origin is dict:
-        if _strip(args[0])[0] is not str:
-            raise Unsupported(f"dict keys {args[0]!r}")
-        inner = _check(args[1], [])
-        return "check_dict()" if inner == "check_any" else f"check_dict({inner})"
-    if _is_union(tp):
-        members = [a for a in args if a is not type(None)]
-        optional = len(members) < len(args)
-        if isinstance(discriminator, str):
-            classes = [_strip(m)[0] for m in members]
-            if not all(isinstance(c, type) and issubclass(c, BaseModel) for c in classes):
-                raise Unsupported(f"discriminated union of non-models {tp!r}")
-            tags = []
-            for c in classes:
-                field = c.model_fields[discriminator]
-                for tag in typing.get_args(_strip(field.annotation)[0]):
-                    tags.append(f"{tag!r}: {c.__name__}")
-            inner = f"check_tagged({discriminator!r}, lambda: {{{', '.join(tags)}}})"
-        else:
-            # A callable discriminator (or none): members a value cannot match twice are
-            # tried in turn; models as instances only (a dict is the declaration's).
-            checks = []
-            for m in members:
-                base, _ = _strip(m)
-                if isinstance(base, type) and issubclass(base, BaseModel) and len(members) > 1:
-                    raise Unsupported(f"union of a model with other members {tp!r}")
-                checks.append(_check(m, []))
-            inner = checks[0] if len(checks) == 1 else f"check_union({', '.join(checks)})"
-        if optional and inner == "check_str":
-            return "check_optional_str"
-        return f"check_optional({inner})" if optional else inner
-    raise Unsupported(f"annotation {tp!r}")
-
-
-def _constrained(tp: Any, constraints: list[Any]) -> str:
-    """The check for `tp` (no union) under `constraints`: bounds on an `int`, lengths of
-    a `str` or a list; any other constraint is the declaration's to check (`never`)."""
-    if tp is int:
-        low = high = None
-        for c in constraints:
-            if isinstance(c, Ge):
-                low = c.ge
-            elif isinstance(c, Gt):
-                low = c.gt + 1  # type: ignore[operator]
-            elif isinstance(c, Le):
-                high = c.le
-            elif isinstance(c, Lt):
-                high = c.lt - 1  # type: ignore[operator]
-            else:
-                return "never"
-        return f"check_int_range({low!r}, {high!r})"
-    if tp is str or typing.get_origin(tp) is list:
-        shortest = longest = None
-        for c in constraints:
-            if isinstance(c, MinLen):
-                shortest = c.min_length
-            elif isinstance(c, MaxLen):
-                longest = c.max_length
-            else:
-                return "never"
-        return f"check_len({_check(tp, [])}, {shortest!r}, {longest!r})"
-    return "never"  # a constraint the table does not check: the declaration's
-
-
-def _scalar(tp: Any) -> bool:
-    tp, _ = _strip(tp)
-    if tp in (str, int, float, bool, type(None)):
-        return True
-    if typing.get_origin(tp) is typing.Literal:
-        return True
-    if _is_union(tp):
-        return all(_scalar(a) for a in typing.get_args(tp))
-    return False
-
-
-def _default(field: FieldInfo) -> str | None:
-    """`default=…` or `factory=…` for a field, None when required."""
-    if field.default_factory is not None:
-        factory = field.default_factory
-        if factory in (list, dict):
-            return f"factory={factory.__name__}"
-        if isinstance(factory, type) and issubclass(factory, BaseModel):
-            return f"factory=lambda: {factory.__name__}()"
-        raise Unsupported(f"default factory {factory!r}")
-    if field.default is PydanticUndefined:
-        return None
-    value = field.default
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return f"default={value!r}"
-    if isinstance(value, (list, dict)) and ast.literal_eval(repr(value)) == value:
-        return f"factory=lambda: {value!r}"  # a fresh copy each time, as pydantic's
-    raise Unsupported(f"default {value!r}")
-
-
-# --------------------------------------------------------------------------- classes
-
-
 def _class_source(
     cls: type[BaseModel], generated: set[str], kept: set[str], outside: set[str]
 ) -> str:
@@ -371,7 +201,7 @@ def _class_source(
     lines.extend(_private_lines(cls))
     for fname, field in cls.model_fields.items():
         if fname in _own_field_names(cls):
-            lines.append(f"    {fname}: {_render(field.annotation, kept)}")
+            lines.append(f"    {fname}: {render(field.annotation, kept)}")
     params = []
     for fname, field in cls.model_fields.items():
         # Typed `Any`, as the declarations' own `__init__` reads to the type checker
@@ -446,7 +276,7 @@ def _field_lines(cls: type[BaseModel]) -> list[str]:
     fields = []
     for fname, field in cls.model_fields.items():
         annotation = field.annotation
-        check = _check(annotation, list(field.metadata), field.discriminator)
+        check = check_source(annotation, list(field.metadata), field.discriminator)
         args = [repr(fname), check]
         if field.validation_alias is not None and field.validation_alias != field.alias:
             raise Unsupported(f"{cls.__name__}.{fname}: a validation alias of its own")
@@ -454,10 +284,10 @@ def _field_lines(cls: type[BaseModel]) -> list[str]:
             args.append(f"alias={field.alias!r}")
             if not _by_name(cls):
                 args.append("by_name=False")
-        default = _default(field)
+        default = default_source(field)
         if default:
             args.append(default)
-        if _scalar(annotation):
+        if is_scalar(annotation):
             args.append("scalar=True")
         fields.append(f"        Field({', '.join(args)}),")
     return fields
@@ -470,7 +300,7 @@ def _own_field_names(cls: type[BaseModel]) -> set[str]:
 
 def _alias_source(name: str, value: Any, kept: set[str]) -> str | None:
     try:
-        return f"{name} = {_render(value, kept)}"
+        return f"{name} = {render(value, kept)}"
     except Unsupported:
         return None
 
@@ -481,8 +311,10 @@ def generate(modules: list[str], header: str, outside: dict[str, str] | None = N
     refer to, imported where used."""
     outside = outside or {}
     models = _models(modules)
-    kept_all = {c.__name__: c.__module__ for c in _models(MODULES + ACP_MODULES) if _kept(c)}
-    kept = {c.__name__ for c in models if _kept(c)} | set(kept_all)
+    kept_all = {
+        c.__name__: c.__module__ for c in _models(MODULES + ACP_MODULES) if stays_pydantic(c)
+    }
+    kept = {c.__name__ for c in models if stays_pydantic(c)} | set(kept_all)
     generated = {c.__name__ for c in models if c.__name__ not in kept}
     parts = []
     names = []
@@ -538,11 +370,11 @@ def generate_protocol() -> dict[Path, str]:
         header = _HEADER.replace("{module}", declaring)
         out[OUT / f"{suffix}.py"] = generate([declaring], header, outside=dict(where))
         for cls in _models([declaring]):
-            if not _kept(cls):
+            if not stays_pydantic(cls):
                 where[cls.__name__] = module
         for name in _aliases([declaring]):
             where[name] = module
-    kept = sorted(c.__name__ for c in _models(MODULES) if _kept(c))
+    kept = sorted(c.__name__ for c in _models(MODULES) if stays_pydantic(c))
     lines = [
         _PACKAGE_HEADER,
         "import importlib",
@@ -550,7 +382,11 @@ def generate_protocol() -> dict[Path, str]:
         "",
         "if TYPE_CHECKING:",
         *(f"    from {m} import *" for m in sorted(set(where.values()))),
-        *(f"    from {c.__module__} import {c.__name__}" for c in _models(MODULES) if _kept(c)),
+        *(
+            f"    from {c.__module__} import {c.__name__}"
+            for c in _models(MODULES)
+            if stays_pydantic(c)
+        ),
         "",
         "_WHERE: dict[str, str] = {",
         *(f"    {n!r}: {m!r}," for n, m in sorted(where.items())),

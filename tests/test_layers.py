@@ -15,7 +15,7 @@ packages import each other (directly or round a ring).
     3  engine                         the agent: sessions, turns, the loop, assembly
     4  rpc, acp, record               wire dialects (native, ACP) and recording, over the engine
     5  cli, runner, attach, log, login, schema_gen, ts_gen, client_gen, spec_tables,
-       plain_gen                      entry points and generators
+       plain_gen, plain_gen_types     entry points and generators
 
 Inside the engine the same rule holds between its sub-packages (grouped by job), and its
 root modules:
@@ -81,6 +81,7 @@ LAYERS: dict[str, int] = {
     "plain_record": 0,
     "protocol_plain": 0,
     "plain_gen": 5,
+    "plain_gen_types": 5,
     "protocol_names": 0,
     "protocol_wire": 0,
     "protocol_events": 0,
