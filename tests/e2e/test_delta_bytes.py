@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from sema_rpc.plain_checks import check_bool, check_int, check_optional_str, check_union
+from sema_rpc.plain_model import Field
 from sema_rpc.protocol import (
     EventParams,
     TextChunkParams,
@@ -158,18 +160,24 @@ async def test_delta_notifications_are_the_generic_bytes(
     assert {p["toolCallId"] for p in seen["tool:execution:update"]} == {'call_"x"\\é'}
 
 
-class _WithMessageId(TextChunkParams):
-    """A delta with a per-message field, as `messageId` is: the encoder serialises
-    every field of the class, whatever it adds."""
+class _WithPartId(TextChunkParams):
+    """A delta with a field of its own beside `messageId`: the encoder serialises every
+    field of the class, whatever it adds (a plain model's fields are its table)."""
 
-    message_id: str | None = None
+    __plain_fields__ = (
+        *TextChunkParams.__plain_fields__,
+        Field("part_id", check_optional_str, alias="partId", default=None, scalar=True),
+    )
 
 
 class _WithNumber(TextChunkParams):
     """A constant field that is not a string: 1 and True are equal keys but dump apart,
     so such a class goes the generic way."""
 
-    n: int | bool = 1
+    __plain_fields__ = (
+        *TextChunkParams.__plain_fields__,
+        Field("n", check_union(check_int, check_bool), default=1, scalar=True),
+    )
 
 
 @pytest.mark.parametrize(
@@ -185,8 +193,8 @@ class _WithNumber(TextChunkParams):
         ToolExecutionUpdateParams(
             delta="x", session_id="s", seq=9, tool_call_id="\x00seq", tool_name="Bash"
         ),
-        _WithMessageId(delta=TRICKY, session_id="s1", seq=4, message_id="m_0123456789ab"),
-        _WithMessageId(delta=TRICKY, session_id="s1", seq=5),
+        _WithPartId(delta=TRICKY, session_id="s1", seq=4, part_id="p_0123456789ab"),
+        _WithPartId(delta=TRICKY, session_id="s1", seq=5),
         _WithNumber(delta=TRICKY, session_id="s1", seq=6, n=True),
     ],
     ids=["text", "empty", "thinking", "tool", "marker", "message-id", "message-id-none", "number"],
