@@ -35,6 +35,7 @@ import contextlib
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -51,6 +52,21 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
 __all__ = ["McpManager", "ServerErrorCallback", "ServerState"]
+
+_start_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _sdk_start_lock() -> asyncio.Lock:
+    """The running loop's lock around the SDK starting a stdio server (every manager of
+    the process shares it: each session has its own manager)."""
+    loop = asyncio.get_running_loop()
+    lock = _start_locks.get(loop)
+    if lock is None:
+        lock = _start_locks[loop] = asyncio.Lock()
+    return lock
+
 
 log = logging.getLogger(__name__)
 
@@ -238,15 +254,25 @@ class _ServerHandle:
                 else:
                     errlog = self.stderr.open()
                     stack.callback(supervisor().release_gone)  # after the SDK stopped it
-                    try:
-                        read, write = await stack.enter_async_context(
-                            stdio_client(params, errlog=cast(Any, errlog))
-                        )
-                    finally:
-                        self.stderr.close_writer()
-                    # The SDK started the server in a session of its own: hand it to the
-                    # process supervisor, so it ends with us however we end.
-                    supervisor().adopt_child_sessions()
+                    # One SDK start at a time in this process: while the lock is held, a
+                    # session leader of ours that nobody holds yet is this server.
+                    async with _sdk_start_lock():
+                        try:
+                            read, write = await stack.enter_async_context(
+                                stdio_client(params, errlog=cast(Any, errlog))
+                            )
+                        except BaseException:
+                            # Cancelled (an aclose while starting) or failed after the SDK
+                            # started the process: its context never entered, so the SDK
+                            # will not stop it. End it here.
+                            for pid in supervisor().adopt_child_sessions():
+                                supervisor().kill_group(pid)
+                            raise
+                        finally:
+                            self.stderr.close_writer()
+                        # The SDK started the server in a session of its own: hand it to
+                        # the process supervisor, so it ends with us however we end.
+                        supervisor().adopt_child_sessions()
                 # Forward the server's messages through a stream we own: its end is
                 # the server's stdout closing, i.e. the process is gone.
                 fwd_send, fwd_recv = anyio.create_memory_object_stream[Any](0)
