@@ -37,7 +37,7 @@ export ADD_CLIENT_PATH
 # that module at each start until this runs again): `make test` runs it first, so the
 # hundreds of servers the suite starts never compile what an edit changed.
 bytecode:
-	$(BIN)/python -m compileall -q sema_rpc clients/python/sema_client tests bench
+	$(BIN)/python -m compileall -q -j 0 sema_rpc clients/python/sema_client tests bench
 
 # The demo prints the answer as text (FORMAT=jsonl: the wire's event stream) and keeps its
 # session in a temporary SEMA_ROOT, removed afterwards: it never writes into ~/.sema.
