@@ -281,11 +281,7 @@ def main(argv: list[str]) -> int:
                 break  # the lifeline: the server closed it or died
             try:
                 request = json.loads(data)
-                if request.get("op") == "adopt":
-                    adopted.add(int(request["pid"]))
-                    continue
-                if request.get("op") == "release":
-                    adopted.discard(int(request["pid"]))
+                if _track(request, adopted):
                     continue
                 try:
                     pid = _spawn(request, fds, paths)
@@ -328,13 +324,21 @@ def _drain(sock: socket.socket, adopted: set[int]) -> None:
         if not data:
             return
         try:
-            request = json.loads(data)
-            if request.get("op") == "adopt":
-                adopted.add(int(request["pid"]))
-            elif request.get("op") == "release":
-                adopted.discard(int(request["pid"]))
+            _track(json.loads(data), adopted)
         except (ValueError, TypeError, KeyError, AttributeError):
             continue
+
+
+def _track(request: dict[str, Any], adopted: set[int]) -> bool:
+    """Apply an `adopt` or `release` to the adopted sessions; False for any other op."""
+    op = request.get("op")
+    if op == "adopt":
+        adopted.add(int(request["pid"]))
+    elif op == "release":
+        adopted.discard(int(request["pid"]))
+    else:
+        return False
+    return True
 
 
 if __name__ == "__main__":
