@@ -78,13 +78,13 @@ def network_errors() -> tuple[type[BaseException], ...]:
     """What the SDK maps to APITimeoutError / APIConnectionError while reading a body."""
     import ssl
 
-    import anyio
-
     from sema_rpc.providers import transport
 
-    httpx2 = sys.modules.get("httpx2")  # only its client can raise its errors
-    ours = (transport.RequestError, ssl.SSLError, anyio.EndOfStream)
-    if httpx2 is None:
+    ours: tuple[type[BaseException], ...] = (transport.RequestError, ssl.SSLError)
+    # Only a module that is loaded can have raised its errors.
+    if (anyio := sys.modules.get("anyio")) is not None:
+        ours += (anyio.EndOfStream,)
+    if (httpx2 := sys.modules.get("httpx2")) is None:
         return ours
     return (httpx2.TimeoutException, httpx2.RequestError, *ours)
 

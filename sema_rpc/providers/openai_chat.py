@@ -415,9 +415,9 @@ def _on_fragment(acc: _Accumulator, frag: dict[str, Any]) -> None:
 
 async def _drain(chunks: AsyncIterator[bytes]) -> None:
     """Read what follows `[DONE]` (briefly) so an HTTP/1.1 connection can be reused."""
-    import anyio
+    from sema_rpc.core.scopes import move_on_after
 
-    with anyio.move_on_after(_DRAIN_TIMEOUT_S):
+    with move_on_after(_DRAIN_TIMEOUT_S):
         try:
             async for _ in chunks:
                 pass

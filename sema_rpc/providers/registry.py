@@ -45,10 +45,9 @@ _MODULE_FOR = {
     "openai": "sema_rpc.providers.openai_chat",
     "openai-responses": "sema_rpc.providers.openai_responses",
 }
-# Imported on the first request otherwise (on the loop): the HTTP transport (httpx2 loads
-# it lazily) and anyio's asyncio backend.
-_TRANSPORT_MODULES = ["sema_rpc.providers.transport", "anyio._backends._asyncio"]
-_SDK_TRANSPORT_MODULES = ["httpx2", "httpcore2"]
+# Imported on the first request otherwise (on the loop): the HTTP transport.
+_TRANSPORT_MODULES = ["sema_rpc.providers.transport"]
+_SDK_TRANSPORT_MODULES = ["httpx2", "httpcore2", "anyio._backends._asyncio"]
 
 
 _BASE_URL_ENV = {

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
-
-import anyio
 
 from sema_rpc import sandbox
 from sema_rpc.core.config import sema_root
@@ -24,6 +23,7 @@ from sema_rpc.core.policy.bash_safety import (
 )
 from sema_rpc.core.policy.paths import is_inside
 from sema_rpc.core.processes import GuardedProcess, spawn
+from sema_rpc.core.scopes import move_on_after, shielded
 from sema_rpc.core.secrets import SECRET_ENV
 
 from .base import FileEffect, PermissionAsk, Tool, ToolContext, ToolOutput
@@ -174,30 +174,34 @@ class BashTool(Tool):
         kill_group = True  # unless the command finished cleanly (cancellation included)
         lingering = False
         try:
-            with anyio.move_on_after(timeout_ms / 1000) as deadline:
-                eof = anyio.Event()
+            with move_on_after(timeout_ms / 1000) as deadline:
 
                 async def pump() -> None:
                     async for chunk in proc.stdout:
                         feed(decoder.decode(chunk))
-                    eof.set()
 
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(pump)
+                pumping = asyncio.ensure_future(pump())
+                try:
                     await proc.wait()
-                    with anyio.move_on_after(PIPE_GRACE_S):
-                        await eof.wait()
-                    if not eof.is_set():
-                        # The shell is gone but background children still hold the pipe.
-                        lingering = True
-                        tg.cancel_scope.cancel()
+                    await asyncio.wait({pumping}, timeout=PIPE_GRACE_S)
+                    # Not at end of file: the shell is gone but background children
+                    # still hold the pipe.
+                    lingering = not pumping.done()
+                finally:
+                    pumping.cancel()
+                    await shielded(asyncio.wait({pumping}))
+                if not pumping.cancelled():
+                    pumping.result()  # the pump's own error, if it had one
             timed_out = deadline.cancelled_caught
             kill_group = timed_out or lingering
         finally:
-            with anyio.CancelScope(shield=True):
+
+            async def end() -> None:
                 if kill_group:
                     await _terminate_group(proc)
                 await _close(proc)
+
+            await shielded(end())
         feed(decoder.decode(b"", final=True))
 
         text = output.text().rstrip("\n")
@@ -402,20 +406,18 @@ async def _terminate_group(proc: GuardedProcess) -> None:
         return
     _signal_group(pgid, signal.SIGTERM)
     try:
-        with anyio.CancelScope(shield=True):
-            for _ in range(round(KILL_GRACE_S / 0.05)):
-                if not _group_alive(pgid):
-                    break
-                await anyio.sleep(0.05)
+        for _ in range(round(KILL_GRACE_S / 0.05)):
+            if not _group_alive(pgid):
+                break
+            await asyncio.sleep(0.05)
     finally:
-        # Also reached when a native asyncio cancellation pierces the shield.
+        # Also reached when the wait is cancelled: nothing of the group is left behind.
         if _group_alive(pgid):
             _signal_group(pgid, signal.SIGKILL)
 
 
 async def _close(proc: GuardedProcess) -> None:
-    with anyio.CancelScope(shield=True):
-        await proc.aclose()  # closes the pipes and reaps the shell
+    await shielded(proc.aclose())  # closes the pipes and reaps the shell
 
 
 # ---------------------------------------------------------------- output

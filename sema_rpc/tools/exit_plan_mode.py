@@ -21,9 +21,8 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from sema_rpc.core.policy.paths import display_path
+from sema_rpc.core.scopes import run_sync_in_thread
 
 from .base import RebuildContext, Tool, ToolContext, ToolOutput
 from .input_plain import ExitPlanModeInput
@@ -110,7 +109,7 @@ class ExitPlanModeTool(Tool):
 
     async def call(self, args: ExitPlanModeInput, ctx: ToolContext) -> ToolOutput:
         plan = args.plan.strip()
-        path = await anyio.to_thread.run_sync(save_plan, ctx.working_dir, plan)
+        path = await run_sync_in_thread(save_plan, ctx.working_dir, plan)
         shown = display_path(path, ctx.working_dir)
         ask = ctx.services.plan_exit
         answer = await ask(str(path), plan, ctx.tool_call_id) if ask is not None else None

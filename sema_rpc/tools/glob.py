@@ -6,8 +6,6 @@ import os
 import threading
 from pathlib import Path
 
-import anyio
-
 from sema_rpc.core.policy.paths import (
     SKIP_DIRS,
     compile_glob,
@@ -16,6 +14,7 @@ from sema_rpc.core.policy.paths import (
     resolve_path,
     split_glob,
 )
+from sema_rpc.core.scopes import run_sync_in_thread
 
 from .base import PermissionAsk, Tool, ToolContext, ToolOutput
 from .input_plain import GlobInput
@@ -68,9 +67,7 @@ class GlobTool(Tool):
         _, rest = split_glob(args.pattern)
         stop = threading.Event()
         try:
-            matches = await anyio.to_thread.run_sync(
-                _find, root, rest, stop, abandon_on_cancel=True
-            )
+            matches = await run_sync_in_thread(_find, root, rest, stop, abandon=True)
         finally:
             stop.set()
         if not matches:

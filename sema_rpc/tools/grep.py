@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import bisect
 import json
@@ -13,8 +14,6 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import anyio
-
 from sema_rpc.core.policy.paths import (
     SKIP_DIRS,
     compile_glob,
@@ -22,6 +21,7 @@ from sema_rpc.core.policy.paths import (
     is_inside,
     resolve_path,
 )
+from sema_rpc.core.scopes import run_sync_in_thread, shielded
 
 from .base import PermissionAsk, Tool, ToolContext, ToolOutput
 from .input_plain import GrepInput
@@ -135,9 +135,7 @@ class GrepTool(Tool):
             else:
                 stop = threading.Event()
                 try:
-                    hits = await anyio.to_thread.run_sync(
-                        _search_python, root, args, stop, abandon_on_cancel=True
-                    )
+                    hits = await run_sync_in_thread(_search_python, root, args, stop, abandon=True)
                 finally:
                     stop.set()
         except GrepError as exc:
@@ -372,12 +370,24 @@ async def _search_ripgrep(rg: str, root: Path, args: GrepInput) -> list[FileHits
         command += ["--type", args.type]
     command += ["--regexp", args.pattern, "--", str(root)]
 
-    result = await anyio.run_process(command, check=False, stdin=subprocess.DEVNULL)
-    if result.returncode not in (0, 1) and not result.stdout:
-        message = result.stderr.decode("utf-8", errors="replace").strip()
-        raise GrepError(f"ripgrep failed: {message or f'exit code {result.returncode}'}")
+    search = await asyncio.create_subprocess_exec(
+        *command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        stdout, stderr = await search.communicate()
+    except BaseException:  # cancelled: the search stops with the call
+        if search.returncode is None:
+            search.kill()
+        await shielded(search.wait())
+        raise
+    if search.returncode not in (0, 1) and not stdout:
+        message = stderr.decode("utf-8", errors="replace").strip()
+        raise GrepError(f"ripgrep failed: {message or f'exit code {search.returncode}'}")
 
-    results = parse_rg_json(result.stdout)
+    results = parse_rg_json(stdout)
     for hits in results:
         try:
             hits.mtime_ns = hits.path.stat().st_mtime_ns

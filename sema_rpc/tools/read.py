@@ -8,9 +8,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
+from sema_rpc.core.scopes import run_sync_in_thread
 
 from .base import FileSnapshot, PermissionAsk, Tool, ToolContext, ToolOutput
 from .input_plain import ReadInput
@@ -77,9 +76,9 @@ class ReadTool(Tool):
             or path.suffix.lower() == ".ipynb"
             or not is_inside(path, ctx.working_dir)
         ):
-            return await anyio.to_thread.run_sync(self._read, args, ctx, path, shown)
+            return await run_sync_in_thread(self._read, args, ctx, path, shown)
         # The editor's buffer (unsaved edits included); the checks stay ours, on disk.
-        checked = await anyio.to_thread.run_sync(self._check, path, shown)
+        checked = await run_sync_in_thread(self._check, path, shown)
         if isinstance(checked, ToolOutput):
             return checked
         try:

@@ -8,11 +8,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio.to_thread
-
 from sema_rpc.core.files import replacing
 from sema_rpc.core.policy.paths import display_path, is_inside, resolve_path
 from sema_rpc.core.policy.permissions import EDIT_RULE
+from sema_rpc.core.scopes import run_sync_in_thread
 
 from .base import FileEffect, FileSnapshot, PermissionAsk, Tool, ToolContext, ToolOutput
 from .input_plain import WriteInput
@@ -207,7 +206,7 @@ async def editor_buffer(path: Path, ctx: ToolContext) -> str | None:
     editor = ctx.services.editor_files
     if editor is None or not editor.can_read or not is_inside(path, ctx.working_dir):
         return None
-    if await anyio.to_thread.run_sync(snapshot_of, path) is None:
+    if await run_sync_in_thread(snapshot_of, path) is None:
         return None
     try:
         return await editor.read_text(path)
@@ -222,7 +221,7 @@ async def commit_change(change: FileChange, ctx: ToolContext) -> None:
     written: list[FileSnapshot | None] = []
     editor = ctx.services.editor_files
     if editor is not None and editor.can_write and is_inside(change.path, ctx.working_dir):
-        if await anyio.to_thread.run_sync(snapshot_of, change.path) != change.before:
+        if await run_sync_in_thread(snapshot_of, change.path) != change.before:
             raise FileChangeError(
                 f"{change.shown} changed while waiting for approval. Read it again and retry."
             )
@@ -230,7 +229,7 @@ async def commit_change(change: FileChange, ctx: ToolContext) -> None:
             await editor.write_text(change.path, change.encoded().decode("utf-8"))
         except OSError as exc:
             raise FileChangeError(f"The editor could not write {change.shown}: {exc}") from exc
-        after = await anyio.to_thread.run_sync(snapshot_of, change.path)
+        after = await run_sync_in_thread(snapshot_of, change.path)
         if after is not None:
             ctx.read_files[str(change.path)] = after
         return
@@ -239,7 +238,7 @@ async def commit_change(change: FileChange, ctx: ToolContext) -> None:
         written.append(write_change(change))
 
     try:
-        await anyio.to_thread.run_sync(work)
+        await run_sync_in_thread(work)
     finally:
         if written and written[0] is not None:
             ctx.read_files[str(change.path)] = written[0]

@@ -9,6 +9,9 @@ every other module reaches the models through their API (`model_validate`, `mode
 `wire()`) and tells pydantic's `ValidationError` without importing it. Each `import
 pydantic…` statement our code runs is recorded (a statement in a function counts each
 time it runs, pydantic loaded or not).
+
+Nor is anyio loaded by any of them (cancel scopes, deadlines and threads come from
+`sema_rpc/core/scopes.py`): only the MCP client and the SDK transports use it.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ _exit = os._exit
 def dump_and_exit(code):
     if "pydantic" in sys.modules:
         seen.add("(pydantic loaded)")
+    if "anyio" in sys.modules:
+        seen.add("(anyio loaded)")
     exec("from pydantic import BaseModel", {"__name__": "sema_rpc.probe"})
     with open(os.environ["SEMA_TEST_IMPORTERS_OUT"], "w") as f:
         json.dump(sorted(seen), f)
@@ -152,7 +157,7 @@ async def test_a_session_whose_prompt_runs_tools_never_loads_pydantic(
     server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
 ) -> None:
     """A prompt whose model reads, greps and globs (one batch, run together), then edits
-    the file it read (bypass mode: no consent asked): each call's arguments are plainly
+    the file it read and shows it with a command (bypass mode: no consent asked): each call's arguments are plainly
     valid, so the tools' plain inputs take them and their declarations never load."""
     (workspace / "notes.txt").write_text("alpha\nbeta\n")
     scripted_llm.script(
@@ -162,7 +167,8 @@ async def test_a_session_whose_prompt_runs_tools_never_loads_pydantic(
             ("Glob", {"pattern": "*.txt"}),
         ]),
         Reply.tools([("Edit", {"file_path": "notes.txt", "old_string": "beta",
-                               "new_string": "gamma"})]),
+                               "new_string": "gamma"}),
+                     ("Bash", {"command": "cat notes.txt"})]),
         Reply.text("edited", chunks=1),
     )  # fmt: skip
     out = tmp_path / "importers.json"
@@ -171,9 +177,11 @@ async def test_a_session_whose_prompt_runs_tools_never_loads_pydantic(
     methods = [m["method"] for m in notified]
     assert "tool:execution:error" not in methods
     done = [m["params"]["toolName"] for m in notified if m["method"] == "tool:execution:complete"]
-    assert sorted(done) == ["Edit", "Glob", "Grep", "Read"]
+    assert sorted(done) == ["Bash", "Edit", "Glob", "Grep", "Read"]
     assert (workspace / "notes.txt").read_text() == "alpha\ngamma\n"
-    assert _importers(out) == set()  # pydantic never loaded: "(pydantic loaded)" absent
+    bash = [m["params"] for m in notified if m["method"] == "tool:execution:complete"][-1]
+    assert bash["toolName"] == "Bash" and "gamma" in json.dumps(bash)
+    assert _importers(out) == set()  # neither loaded: "(pydantic loaded)", "(anyio loaded)"
 
 
 async def test_an_acp_session_imports_pydantic_only_where_models_are_declared(

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import anyio
+from sema_rpc.core.scopes import CancelScope
 
 INTERRUPT_MESSAGE = "[Request interrupted by user]"
 CANCEL_MESSAGE = "[Request interrupted by user for tool use]"
@@ -26,7 +26,7 @@ class TurnControl:
         """`user` (session/interrupt) or `refuse` (a permission was rejected)."""
         self.checkpoint: int | None = None
         """The first checkpoint that observed the interrupt."""
-        self._scopes: set[anyio.CancelScope] = set()
+        self._scopes: set[CancelScope] = set()
 
     def interrupt(self, reason: str = "user") -> bool:
         """Returns False when the turn was already interrupted."""
@@ -45,9 +45,9 @@ class TurnControl:
         return self.interrupted
 
     @contextmanager
-    def cancellable(self) -> Iterator[anyio.CancelScope]:
+    def cancellable(self) -> Iterator[CancelScope]:
         """A scope that `interrupt()` cancels. Check `scope.cancel_called` afterwards."""
-        with anyio.CancelScope() as scope:
+        with CancelScope() as scope:
             self._scopes.add(scope)
             if self.interrupted:
                 scope.cancel()

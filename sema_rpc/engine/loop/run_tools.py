@@ -13,11 +13,10 @@ updates included.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
-
-import anyio
 
 from sema_rpc.core.messages import ToolResultBlock, ToolUseBlock
 from sema_rpc.core.policy.permissions import (
@@ -26,6 +25,7 @@ from sema_rpc.core.policy.permissions import (
     PermissionPolicy,
     feedback_message,
 )
+from sema_rpc.core.scopes import shielded
 from sema_rpc.core.secrets import StreamRedactor, redact_known
 from sema_rpc.core.text import without_surrogates
 from sema_rpc.engine.events import EventBus
@@ -125,9 +125,9 @@ class ToolRunner:
             p.tool is not None and p.error is None and p.tool.is_read_only(p.args) for p in prepared
         )
         if concurrent:
-            async with anyio.create_task_group() as group:
+            async with asyncio.TaskGroup() as group:
                 for index in range(len(prepared)):
-                    group.start_soon(run_at, index)
+                    group.create_task(run_at(index))
         else:
             for index in range(len(prepared)):
                 await run_at(index)
@@ -220,8 +220,7 @@ class ToolRunner:
                     )
         finally:
             if watch is not None:
-                with anyio.CancelScope(shield=True):  # what the call changed is recorded
-                    await watch[0].after(watch[1])
+                await shielded(watch[0].after(watch[1]))  # what the call changed is recorded
         if held := without_surrogates(redactor.flush()):
             self._emit(
                 ToolExecutionUpdateParams(tool_call_id=call.id, tool_name=call.name, delta=held)

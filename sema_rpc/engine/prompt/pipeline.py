@@ -19,11 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import anyio
-
 from sema_rpc.core.messages import ContentBlock, TextBlock
 from sema_rpc.core.project.rules import load_rules
 from sema_rpc.core.project.skills import list_skills, skill_summaries
+from sema_rpc.core.scopes import run_sync_in_thread
 from sema_rpc.core.stream import ToolSpec
 from sema_rpc.engine.prompt.inputs import is_resource
 from sema_rpc.engine.prompt.system_prompt import (
@@ -146,7 +145,7 @@ class InputPipeline:
         prompt cache."""
         if self._git_task is None:
             self._git_task = asyncio.ensure_future(
-                anyio.to_thread.run_sync(git_status_summary, self.session.working_dir)
+                run_sync_in_thread(git_status_summary, self.session.working_dir)
             )
         self.git_status = await asyncio.shield(self._git_task)
         self._git_checked = True

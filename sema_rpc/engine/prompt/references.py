@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from sema_rpc.core.policy.paths import SKIP_DIRS, display_path, is_inside, resolve_path
+from sema_rpc.core.scopes import run_sync_in_thread
 from sema_rpc.engine.prompt.system_prompt import system_reminder
 from sema_rpc.tools.base import FileSnapshot, ToolContext, ToolOutput
 from sema_rpc.tools.read import ReadInput, ReadTool
@@ -251,7 +250,7 @@ async def resolve_references_async(
     """`resolve_references` in a worker thread when the input has an `@` at all."""
     if "@" not in text:
         return ReferenceResult()
-    return await anyio.to_thread.run_sync(resolve_references, text, working_dir, read_files)
+    return await run_sync_in_thread(resolve_references, text, working_dir, read_files)
 
 
 def _line_range_error(ref: Reference) -> str | None:

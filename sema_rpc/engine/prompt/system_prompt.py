@@ -71,7 +71,7 @@ def git_status_summary(working_dir: Path, timeout_s: float = GIT_TIMEOUT_S) -> s
 
     None when the directory is not in a git repository, git is missing, or it takes
     longer than `timeout_s`. Never raises. Blocking: call it from a thread
-    (`anyio.to_thread.run_sync`) inside the event loop.
+    (`core.scopes.run_sync_in_thread`) inside the event loop.
     """
     try:
         proc = subprocess.run(

@@ -23,9 +23,8 @@ import os
 import shlex
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from sema_rpc.core import trust
+from sema_rpc.core.scopes import move_on_after, run_sync_in_thread
 from sema_rpc.engine.session.session import Session, TrustAsk
 from sema_rpc.protocol import PermissionRequestParams, PermissionResult
 
@@ -137,7 +136,7 @@ async def settle(session: Session, control: TurnControl, start_timeout_s: float)
     timed_out = False
     timeout = trust_timeout()
     with control.cancellable() as scope:
-        with anyio.move_on_after(timeout) as deadline:
+        with move_on_after(timeout) as deadline:
             answer = await session.bus.ask(request, PermissionResult)
         timed_out = deadline.cancelled_caught
     if answer is None and scope.cancel_called and not timed_out:
@@ -154,7 +153,7 @@ async def settle(session: Session, control: TurnControl, start_timeout_s: float)
         session.mcp_status = manager.status()
         return
     if answer.decision == "allow_always":
-        await anyio.to_thread.run_sync(
+        await run_sync_in_thread(
             lambda: trust.trust(session.working_dir, ask.digest, file=ask.file, servers=names)
         )
     if session.mcp is not manager or session.disposed:

@@ -9,11 +9,10 @@ the task, never compacts and reports no usage. Its events carry its task id as
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
-
-import anyio
 
 from sema_rpc.core.messages import TextBlock
 from sema_rpc.core.policy.permissions import PermissionPolicy
@@ -138,7 +137,7 @@ class SubagentRunner:
 
         try:
             outcome = await conversation.query([TextBlock(text=prompt)])
-        except anyio.get_cancelled_exc_class():
+        except asyncio.CancelledError:
             # An interrupt cancelled the Task call mid-stream: the client still sees the
             # subagent end.
             end("interrupted", _final_text(conversation))
