@@ -31,8 +31,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import sys
 import weakref
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -110,6 +112,9 @@ class CancelScope:
         task, state = self._task, self._state
         if task is None or state is None or task.done() or not self._active or state.shields:
             return  # ended, or shielded: `shielded` calls `_schedule` again at its end
+        if _in_anyio_shield(task):  # e.g. the MCP SDK telling a server a call was cancelled
+            self._retry = task.get_loop().call_later(_REDELIVER_S, self._deliver)
+            return
         waiter = getattr(task, "_fut_waiter", None)
         # Suspended in the scope (it is active and the task is not running): cancel what
         # the task waits for, unless that is cancelled already.
@@ -166,6 +171,21 @@ class _Deadline(CancelScope):
         return self
 
 
+def _in_anyio_shield(task: asyncio.Task[Any]) -> bool:
+    """Whether `task` is inside a shielded anyio cancel scope (only code built on anyio, the
+    MCP SDK's, has them). Read from anyio's asyncio backend, and only once that is loaded."""
+    backend = sys.modules.get("anyio._backends._asyncio")
+    if backend is None:
+        return False
+    state = getattr(backend, "_task_states", {}).get(task)
+    scope = getattr(state, "cancel_scope", None)
+    while scope is not None:
+        if getattr(scope, "_shield", False):
+            return True
+        scope = getattr(scope, "_parent_scope", None)
+    return False
+
+
 async def shielded(aw: Awaitable[T]) -> T:
     """`aw` to its end: scopes do not cancel the caller meanwhile (a cancelled one does at
     the next await after), and a cancellation of the caller itself is raised after `aw`
@@ -196,12 +216,21 @@ async def shielded(aw: Awaitable[T]) -> T:
     return inner.result()
 
 
+_workers: ThreadPoolExecutor | None = None
+WORKER_THREADS = 40
+"""Blocking work of tools and sessions has its own pool: the loop's default one (a few
+threads on a small machine) also resolves every new model connection's host name."""
+
+
 async def run_sync_in_thread(fn: Callable[..., T], *args: Any, abandon: bool = False) -> T:
-    """`fn(*args)` in the loop's default thread pool, with the caller's context variables.
-    Shielded (its result stands), or with `abandon` left running when cancelled."""
+    """`fn(*args)` in a worker thread, with the caller's context variables. Shielded (its
+    result stands), or with `abandon` left running when cancelled."""
+    global _workers
+    if _workers is None:
+        _workers = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="sema-worker")
     loop = asyncio.get_running_loop()
     call = functools.partial(contextvars.copy_context().run, fn, *args)
-    future = loop.run_in_executor(None, call)
+    future = loop.run_in_executor(_workers, call)
     if abandon:
         return await future
     return await shielded(future)

@@ -381,7 +381,8 @@ async def _search_ripgrep(rg: str, root: Path, args: GrepInput) -> list[FileHits
     except BaseException:  # cancelled: the search stops with the call
         if search.returncode is None:
             search.kill()
-        await shielded(search.wait())
+        # Read to the end and reap: a wait alone never ends while a full pipe is unread.
+        await shielded(search.communicate())
         raise
     if search.returncode not in (0, 1) and not stdout:
         message = stderr.decode("utf-8", errors="replace").strip()

@@ -258,3 +258,22 @@ async def test_a_thread_in_a_cancelled_scope_keeps_its_result_and_the_next_await
     await asyncio.wait_for(task, 5)
     assert reached == ["read", "after the scope"]
     assert scope.cancelled_caught
+
+
+async def test_a_cancelled_scope_waits_for_an_anyio_shield_inside_it_to_end() -> None:
+    """The MCP SDK (built on anyio) shields what must reach a server once a call is
+    cancelled; the engine's scopes respect that, as anyio's own did."""
+    import anyio
+
+    log: list[str] = []
+    with CancelScope() as scope:
+        asyncio.get_running_loop().call_later(0.01, scope.cancel)
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            with anyio.CancelScope(shield=True):
+                await asyncio.sleep(0.1)  # re-delivery would cancel this without the check
+                log.append("shielded cleanup finished")
+            raise
+    assert log == ["shielded cleanup finished"]
+    assert scope.cancelled_caught
