@@ -45,11 +45,12 @@ import anyio
 from sema_rpc.core.processes import supervisor
 
 from .config import McpConfig, McpServerConfig
-from .tool import MAX_TOOL_NAME, McpCallError, McpTool, mcp_tool_name
 
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp_types import CallToolResult
+
+    from .tool import McpTool
 
 __all__ = ["McpManager", "ServerErrorCallback", "ServerState"]
 
@@ -384,6 +385,8 @@ class _ServerHandle:
         from mcp import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+        from .tool import McpCallError  # loaded with the tools, once a server connected
+
         session = self.session
         if self.state != "connected" or session is None:
             prefix = f"MCP server {self.name!r}"
@@ -561,6 +564,10 @@ class McpManager:
     # ------------------------------------------------------------------ internals
 
     def _make_tools(self, handle: _ServerHandle, listed: list[Any]) -> list[McpTool]:
+        # Here, not at the top: a project whose servers are held untrusted never loads
+        # the tools' input models (pydantic).
+        from .tool import MAX_TOOL_NAME, McpTool, mcp_tool_name
+
         tools: list[McpTool] = []
         for item in listed:
             name = mcp_tool_name(handle.name, item.name)

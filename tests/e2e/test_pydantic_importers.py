@@ -184,6 +184,25 @@ async def test_a_session_whose_prompt_runs_tools_never_loads_pydantic(
     assert _importers(out) == set()  # neither loaded: "(pydantic loaded)", "(anyio loaded)"
 
 
+async def test_a_project_whose_mcp_servers_are_untrusted_never_loads_pydantic(
+    server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
+) -> None:
+    """A cloned repository's `.sema/mcp.json`, not trusted: its server is listed
+    `untrusted` and never started, so neither the MCP SDK nor the MCP tools' input models
+    (pydantic) load. The MCP manager itself loads anyio (its server handles)."""
+    (workspace / ".sema").mkdir()
+    (workspace / ".sema" / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"x": {"command": sys.executable, "args": ["-c", "pass"]}}})
+    )
+    scripted_llm.script(Reply.text("hello there", chunks=1))
+    out = tmp_path / "importers.json"
+    answered, notified = await _native_session(server_env, workspace, out)
+    assert answered["stopReason"] == "end_turn"
+    text = [m["params"]["delta"] for m in notified if m["method"] == "message:text:chunk"]
+    assert "".join(text) == "hello there"
+    assert _importers(out) - {"(anyio loaded)"} == set()
+
+
 async def test_an_acp_session_imports_pydantic_only_where_models_are_declared(
     server_env: dict[str, str], scripted_llm: ScriptedLLM, workspace: Path, tmp_path: Path
 ) -> None:
