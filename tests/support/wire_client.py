@@ -14,7 +14,6 @@ import asyncio
 import itertools
 import json
 import os
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from sema_client import DEFERRED, SemaClient
+from sema_client.framing import STREAM_LIMIT
 
 from sema_rpc.protocol import SERVER_REQUESTS
+from tests.support.server_forks import spawn_server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -221,6 +222,9 @@ class WireClient(RecordingClient):
     jsonl: bool = True
     extra_args: list[str] = field(default_factory=list)
     on_server_request: ServerRequestHandler | None = None
+    fresh_interpreter: bool = False
+    """Exec `python -m sema_rpc` instead of forking the worker's preloaded server
+    (`tests/support/server_forks.py`): for tests about the interpreter's start."""
 
     def __post_init__(self) -> None:
         self.proc: asyncio.subprocess.Process | None = None
@@ -235,21 +239,21 @@ class WireClient(RecordingClient):
         env = dict(self.env)
         if "PYTHONUNBUFFERED" not in os.environ:
             env.setdefault("PYTHONUNBUFFERED", "1")
-        args = [
-            sys.executable,
-            "-m",
-            "sema_rpc",
-            *(["--jsonl"] if self.jsonl else []),
-            *self.extra_args,
-        ]
-        self.client = await SemaClient.spawn(
-            args,
-            env=env,
-            cwd=str(REPO),
+        process = await spawn_server(
+            [*(["--jsonl"] if self.jsonl else []), *self.extra_args],
+            env={**os.environ, **env},
+            limit=STREAM_LIMIT,
+            fresh_interpreter=self.fresh_interpreter,
+        )
+        assert process.stdout is not None and process.stdin is not None
+        self.client = SemaClient(
+            process.stdout,
+            process.stdin,
             jsonl=self.jsonl,
-            new_session=False,
+            process=process,  # type: ignore[arg-type]  # a ForkedProcess has its shape
             stderr_callback=self.stderr.extend,
         )
+        self.client.start()
         self.proc = self.client.process
         self.client.on_message(self._on_message)
         for method in SERVER_REQUESTS:  # answered (or not) by `_answer`, never by the library
