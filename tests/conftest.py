@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.scripted_llm import ScriptedLLM
+from tests.support.server_forks import close_preloaders
 
 
 def _real_homes() -> list[Path]:
@@ -40,6 +41,7 @@ os.environ["SEMA_ROOT"] = str(_TEST_HOME_ROOT / "sema-root")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    close_preloaders()  # the servers forked for this worker's tests, and their preloaders
     shutil.rmtree(_TEST_HOME_ROOT, ignore_errors=True)
 
 

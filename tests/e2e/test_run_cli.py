@@ -18,6 +18,7 @@ import pytest
 
 from sema_rpc.sandbox import status as sandbox_status
 from tests.support.scripted_llm import Reply, ScriptedLLM
+from tests.support.server_forks import run_server
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "anthropic/claude-test"
@@ -40,12 +41,11 @@ def run(
     timeout: float = 60,
     cwd: Path = REPO,
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sema_rpc", "run", *args],
+    """`python -m sema_rpc run *args` to completion, forked from the worker's preloaded
+    server (`tests/support/server_forks.py`)."""
+    return run_server(
+        ["run", *args],
         input=stdin,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
         env={**os.environ, "PYTHONIOENCODING": "utf-8", **env},
         cwd=cwd,
         timeout=timeout,

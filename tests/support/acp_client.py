@@ -1,5 +1,5 @@
-"""An ACP editor for tests: the official ACP Python SDK's client side (`spawn_agent_process`,
-`ClientSideConnection`) driving `sema-rpc --acp` over real pipes, with every message in
+"""An ACP editor for tests: the official ACP Python SDK's client side (`connect_to_agent`)
+driving `sema-rpc --acp` over real pipes (a server from `tests/support/server_forks.py`), with every message in
 both directions validated against the ACP v1 JSON Schema (schema/acp/schema.v1.json).
 
     async with AcpEditor.start(env) as editor:
@@ -12,10 +12,10 @@ both directions validated against the ACP v1 JSON Schema (schema/acp/schema.v1.j
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from acp import spawn_agent_process
+from acp import connect_to_agent
 from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AcceptElicitationResponse,
@@ -40,8 +40,13 @@ from acp.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
+from acp.transports import default_environment
+
+from tests.support.server_forks import spawn_server
 
 REPO = Path(__file__).resolve().parents[2]
+ACP_STREAM_LIMIT = 64 * 1024
+"""The SDK's `spawn_agent_process` reads the agent's stdout with asyncio's default limit."""
 SCHEMA_PATH = REPO / "schema" / "acp" / "schema.v1.json"
 
 _REQUESTS = {
@@ -402,20 +407,43 @@ async def acp_agent(
     def observer(event: StreamEvent) -> None:
         holder[0].observe(event)
 
-    async with spawn_agent_process(
+    process = await spawn_server(
+        ["--acp"],
+        env={**default_environment(), **env, "PYTHONUNBUFFERED": "1"},
+        cwd=cwd or REPO,
+        limit=ACP_STREAM_LIMIT,
+        pipe_stderr=False,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    conn = connect_to_agent(
         editor,
-        sys.executable,
-        "-m",
-        "sema_rpc",
-        "--acp",
-        env={**env, "PYTHONUNBUFFERED": "1"},
-        cwd=str(cwd or REPO),
+        process.stdin,
+        process.stdout,
         observers=[observer],
         use_unstable_protocol=unstable,
-        transport_kwargs={"stderr": None},
-    ) as (conn, process):
+    )
+    try:
         holder.append(AcpSession(conn, process, editor, check))
         try:
             yield holder[0]
         finally:
             holder[0].assert_schema_clean()
+    finally:
+        await conn.close()
+        await _end(process)
+
+
+async def _end(process: Any) -> None:
+    """How the SDK's `spawn_agent_process` ends its agent: stdin closed, then 2 s to leave,
+    then SIGTERM, then SIGKILL."""
+    with contextlib.suppress(Exception):
+        process.stdin.close()
+        await process.stdin.wait_closed()
+    for escalate in (process.terminate, process.kill):
+        try:
+            await asyncio.wait_for(process.wait(), 2)
+            return
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                escalate()
+    await process.wait()

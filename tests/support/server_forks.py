@@ -165,7 +165,7 @@ class ForkedProcess:
         pid: int,
         stdin: asyncio.StreamWriter,
         stdout: asyncio.StreamReader,
-        stderr: asyncio.StreamReader,
+        stderr: asyncio.StreamReader | None,
         exited: asyncio.Future[int],
     ):
         self.pid = pid
@@ -243,7 +243,11 @@ class Preloader:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self._control.shutdown(socket.SHUT_RDWR)
-        self._process.wait(10)
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
 
     def _read_answers(self) -> None:
         while True:
@@ -275,11 +279,12 @@ class Preloader:
         cwd: str | os.PathLike[str],
         new_session: bool,
         limit: int,
+        pipe_stderr: bool,
     ) -> ForkedProcess:
         loop = asyncio.get_running_loop()
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
-        stderr_r, stderr_w = os.pipe()
+        stderr_r, stderr_w = os.pipe() if pipe_stderr else (-1, os.dup(2))
         forked: asyncio.Future[int] = loop.create_future()
         with self._lock:
             self._next_id += 1
@@ -304,10 +309,12 @@ class Preloader:
         await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(stdout), open(stdout_r, "rb", 0)
         )
-        stderr = asyncio.StreamReader(limit=limit)
-        await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(stderr), open(stderr_r, "rb", 0)
-        )
+        stderr = None
+        if pipe_stderr:
+            stderr = asyncio.StreamReader(limit=limit)
+            await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(stderr), open(stderr_r, "rb", 0)
+            )
         transport, protocol = await loop.connect_write_pipe(_WriteProtocol, open(stdin_w, "wb", 0))
         stdin = asyncio.StreamWriter(transport, protocol, None, loop)
         process = ForkedProcess(pid, stdin, stdout, stderr, loop.create_future())
@@ -330,25 +337,42 @@ def _call_in(loop: asyncio.AbstractEventLoop, callback: Any, *args: Any) -> None
         loop.call_soon_threadsafe(callback, *args)
 
 
-_preloader: Preloader | None = None
-_preloader_lock = threading.Lock()
+_PRELOADABLE = frozenset({"PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE"})
+"""Interpreter settings a preloader can be started with on behalf of its servers (they
+shape the interpreter the server runs in, the same before and after the fork). Any other
+`PYTHON*` variable (a path, import timing, a start-up hook) acts while the interpreter
+starts and imports: a server whose environment sets one differently is exec'd."""
+
+_preloaders: dict[tuple[tuple[str, str], ...], Preloader] = {}
+_preloaders_lock = threading.Lock()
 
 
-def preloader(env: Mapping[str, str]) -> Preloader:
-    """This worker's preloader, started on first use with `env` (the worker's own
-    environment plus what every server gets)."""
-    global _preloader
-    with _preloader_lock:
-        if _preloader is None:
-            _preloader = Preloader(env)
-            import atexit
+def _preloader_for(env: Mapping[str, str]) -> Preloader | None:
+    """The worker's preloader for `env`'s interpreter settings (started on first use),
+    or None when `env` needs an interpreter of its own."""
+    own = {name: value for name, value in os.environ.items() if name.startswith("PYTHON")}
+    wanted = {name: value for name, value in env.items() if name.startswith("PYTHON")}
+    if any(
+        own.get(name) != wanted.get(name) for name in (own.keys() | wanted.keys()) - _PRELOADABLE
+    ):
+        return None
+    settings = tuple(
+        sorted((name, value) for name, value in wanted.items() if name in _PRELOADABLE)
+    )
+    with _preloaders_lock:
+        found = _preloaders.get(settings)
+        if found is None:
+            base = {name: value for name, value in os.environ.items() if name not in _PRELOADABLE}
+            found = _preloaders[settings] = Preloader({**base, **dict(settings)})
+        return found
 
-            atexit.register(_preloader.close)
-        return _preloader
 
-
-def _interpreter_settings(env: Mapping[str, str]) -> dict[str, str]:
-    return {name: value for name, value in env.items() if name.startswith("PYTHON")}
+def close_preloaders() -> None:
+    """End this worker's preloaders (and so account for their servers' CPU)."""
+    with _preloaders_lock:
+        for found in _preloaders.values():
+            found.close()
+        _preloaders.clear()
 
 
 async def spawn_server(
@@ -358,21 +382,19 @@ async def spawn_server(
     cwd: str | os.PathLike[str] = REPO,
     new_session: bool = False,
     limit: int,
+    pipe_stderr: bool = True,
     fresh_interpreter: bool = False,
 ) -> ForkedProcess | asyncio.subprocess.Process:
-    """`python -m sema_rpc <args>` with stdin, stdout and stderr piped to this process,
-    and exactly `env` as its environment: forked from this worker's preloader, or exec'd
-    when `fresh_interpreter` is set, `SEMA_TEST_SERVERS=exec`, or `env` sets the
-    interpreter up differently from the preloader (a `PYTHON*` variable)."""
-    base = {**os.environ, "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1")}
-    exec_it = (
-        fresh_interpreter
-        or os.environ.get("SEMA_TEST_SERVERS") == "exec"
-        or _interpreter_settings(env) != _interpreter_settings(base)
-    )
-    if not exec_it:
-        return await preloader(base).spawn(
-            args, env=env, cwd=cwd, new_session=new_session, limit=limit
+    """`python -m sema_rpc <args>` with stdin, stdout and stderr (unless not
+    `pipe_stderr`: then this process's) piped to this process, and exactly `env` as its environment: forked from this worker's preloader, or exec'd
+    when `fresh_interpreter` is set, `SEMA_TEST_SERVERS=exec`, or `env` sets a `PYTHON*`
+    variable that acts while an interpreter starts (`_PRELOADABLE`)."""
+    preloaded = None
+    if not fresh_interpreter and os.environ.get("SEMA_TEST_SERVERS") != "exec":
+        preloaded = _preloader_for(env)
+    if preloaded is not None:
+        return await preloaded.spawn(
+            args, env=env, cwd=cwd, new_session=new_session, limit=limit, pipe_stderr=pipe_stderr
         )
     return await asyncio.create_subprocess_exec(
         sys.executable,
@@ -381,9 +403,57 @@ async def spawn_server(
         *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE if pipe_stderr else None,
         env=dict(env),
         cwd=cwd,
         limit=limit,
         start_new_session=new_session,
     )
+
+
+def run_server(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | os.PathLike[str] = REPO,
+    input: str | None = None,
+    timeout: float,
+) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run([python, -m, sema_rpc, *args], input=input, capture_output=True,
+    text=True, encoding="utf-8", env=env, cwd=cwd, timeout=timeout)` for a server from
+    `spawn_server`: the same answer, the same `TimeoutExpired` (after killing it)."""
+
+    async def run() -> subprocess.CompletedProcess[str]:
+        process = await spawn_server(args, env=env, cwd=cwd, limit=1 << 26)
+        assert process.stdin is not None and process.stdout and process.stderr
+
+        async def feed() -> None:
+            assert process.stdin is not None
+            with contextlib.suppress(ConnectionError):
+                if input:
+                    process.stdin.write(input.encode())
+                    await process.stdin.drain()
+                process.stdin.close()
+
+        async def communicate() -> tuple[bytes, bytes, int]:
+            assert process.stdout is not None and process.stderr is not None
+            _, out, err = await asyncio.gather(feed(), process.stdout.read(), process.stderr.read())
+            return out, err, await process.wait()
+
+        try:
+            out, err, code = await asyncio.wait_for(communicate(), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+            raise subprocess.TimeoutExpired(["sema-rpc", *args], timeout) from None
+        return subprocess.CompletedProcess(["sema-rpc", *args], code, _text(out), _text(err))
+
+    return asyncio.run(run())
+
+
+def _text(data: bytes) -> str:
+    """Decoded as `subprocess.run(text=True, encoding="utf-8")` does (universal newlines)."""
+    import io
+
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=None).read()
