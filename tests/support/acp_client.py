@@ -87,26 +87,35 @@ _NOTIFICATIONS = {
 }
 
 
+_WHOLE = ""
+_VALIDATORS: dict[str, jsonschema.Draft202012Validator] = {}
+_SHAPES_CHECKED: set[tuple[Any, ...]] = set()
+
+
 class SchemaCheck:
     """Validates each message against the ACP schema: the envelope against the whole
     protocol, params and results against the definition of their method."""
 
     def __init__(self) -> None:
-        schema = json.loads(SCHEMA_PATH.read_text())
-        self._defs = schema["$defs"]
-        self._whole = jsonschema.Draft202012Validator(schema)
-        self._by_name: dict[str, jsonschema.Draft202012Validator] = {}
         self._pending: dict[tuple[str, Any], str] = {}
         """(direction of the request, id) → method, to validate the answer."""
         self.errors: list[str] = []
         self.checked = 0
 
-    def _validator(self, name: str) -> jsonschema.Draft202012Validator:
-        if name not in self._by_name:
-            self._by_name[name] = jsonschema.Draft202012Validator(
-                {"$defs": self._defs, "$ref": f"#/$defs/{name}"}
-            )
-        return self._by_name[name]
+    @staticmethod
+    def _validator(name: str) -> jsonschema.Draft202012Validator:
+        """The validator for one definition (`_WHOLE`: the whole protocol), built once per
+        process: a validator keeps the `$ref`s it resolved, so reusing it skips most of
+        the work of validating the next message."""
+        found = _VALIDATORS.get(name)
+        if found is None:
+            if name == _WHOLE:
+                found = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+            else:
+                defs = SchemaCheck._validator(_WHOLE).schema["$defs"]
+                found = jsonschema.Draft202012Validator({"$defs": defs, "$ref": f"#/$defs/{name}"})
+            _VALIDATORS[name] = found
+        return found
 
     def _check(self, name: str, value: Any, where: str) -> None:
         for error in self._validator(name).iter_errors(value):
@@ -120,11 +129,34 @@ class SchemaCheck:
         except Exception as exc:
             self.errors.append(f"{where}: {name}: {exc}")
 
+    def _check_envelope(self, direction: str, message: dict[str, Any], where: str) -> None:
+        """The message against the whole protocol (a union of every request, answer and
+        notification of either side), once per shape: which side sent it, its members,
+        its `jsonrpc`, the type of its id, its method (for an answer, its request's), its update's kind.
+        What varies between messages of one shape is their params or result, and the
+        exact definition's check below sees those in every message."""
+        other = "in" if direction == "out" else "out"
+        params = message.get("params")
+        update = params.get("update") if isinstance(params, dict) else None
+        shape = (
+            direction,
+            message.get("jsonrpc"),
+            tuple(sorted(message)),
+            type(message.get("id")).__name__,
+            message.get("method") or self._pending.get((other, message.get("id"))),
+            update.get("sessionUpdate") if isinstance(update, dict) else None,
+        )
+        if shape in _SHAPES_CHECKED:
+            return
+        errors = [error.message for error in self._validator(_WHOLE).iter_errors(message)]
+        self.errors.extend(f"{where}: envelope: {error}" for error in errors)
+        if not errors:
+            _SHAPES_CHECKED.add(shape)
+
     def message(self, direction: str, message: dict[str, Any]) -> None:
         self.checked += 1
         where = f"{direction} {json.dumps(message)[:300]}"
-        for error in self._whole.iter_errors(message):
-            self.errors.append(f"{where}: envelope: {error.message}")
+        self._check_envelope(direction, message, where)
         method = message.get("method")
         if method is not None:
             if method in _UNSTABLE and "id" in message:

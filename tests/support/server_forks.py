@@ -46,11 +46,9 @@ PRELOAD = (
     "difflib",
     "runpy",
     "shutil",
-    "tempfile",
     "sema_client",
     "sema_rpc.cli",
     "sema_rpc.log",
-    "sema_rpc.runner",
     "sema_rpc.rpc.server",
     "sema_rpc.rpc.host",
     "sema_rpc.acp.server",
@@ -58,29 +56,28 @@ PRELOAD = (
     "sema_rpc.engine.engine",
     "sema_rpc.engine.session.sessions",
     "sema_rpc.engine.loop.run_tools",
-    "sema_rpc.core.processes",
     "sema_rpc.core.trust",
     "sema_rpc.core.project.custom_commands",
     "sema_rpc.mcp.config",
     "sema_rpc.protocol_plain.settings",
     "sema_rpc.protocol_plain.tools",
-    "sema_rpc.providers.registry",
     "sema_rpc.providers.anthropic",
     "sema_rpc.providers.http11",
     "sema_rpc.providers.tls",
     "sema_rpc.sandbox.linux",
     "sema_rpc.tools.registry",
     "sema_rpc.tools.input_plain",
-    "sema_rpc.tools.bash",
     "sema_rpc.tools.read",
     "sema_rpc.tools.write",
     "sema_rpc.record.recorder",
 )
-"""What the suite's servers import (the stdlib and the server's own modules, none of which
-reads the environment, starts a thread or opens a file when imported): about everything a
-native or ACP session with the built-in tools loads, and `sema-rpc run`. A forked server
-has these before it starts, so a test that asserts what a server has *not* imported runs
-an exec'd one."""
+"""What the suite's servers import: about everything a native or ACP session with the
+built-in tools loads, and `sema-rpc run`. None of these reads the environment, starts a
+thread or opens a file when imported, and the server never asks whether one of them is
+loaded (`sys.modules.get(...)`: it does for the process table, the provider registry,
+`tempfile`, the SDKs, pydantic and anyio, which therefore stay out; a test checks). A
+forked server has these before it starts, so a test that asserts what a server has *not*
+imported runs an exec'd one."""
 
 _MAIN = str(REPO / "sema_rpc" / "__main__.py")
 _MAX_DATAGRAM = 1 << 20
