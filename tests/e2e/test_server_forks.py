@@ -17,7 +17,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.server_forks import PRELOAD, REPO, ForkedProcess, run_server, spawn_server
+import pytest
+
+from tests.support.server_forks import (
+    PRELOAD,
+    REPO,
+    ForkedProcess,
+    Preloader,
+    run_server,
+    spawn_server,
+)
 
 _LOOKUP = re.compile(
     r"""sys\.modules\.get\(\s*["']([\w.]+)["']|["']([\w.]+)["']\s+in\s+sys\.modules"""
@@ -114,3 +123,24 @@ async def test_a_forked_server_dies_of_a_signal_like_an_exec_d_one(server_env: d
         process.kill()
         assert await asyncio.wait_for(process.wait(), 20) == -signal.SIGKILL
         assert process.returncode == -signal.SIGKILL
+
+
+async def test_a_preloader_that_dies_fails_what_waits_on_it_instead_of_hanging(
+    server_env: dict[str, str],
+):
+    preloader = Preloader({**os.environ, "PYTHONUNBUFFERED": "1"})
+    env = {**os.environ, **server_env, "PYTHONUNBUFFERED": "1"}
+    try:
+        server = await preloader.spawn(
+            ["--jsonl"], env=env, cwd=REPO, new_session=False, limit=1 << 20, pipe_stderr=True
+        )
+        preloader._process.kill()
+        with pytest.raises(RuntimeError, match="preloader is gone"):
+            await asyncio.wait_for(server.wait(), 20)
+        with pytest.raises(RuntimeError, match="preloader is gone"):
+            await preloader.spawn(
+                ["--jsonl"], env=env, cwd=REPO, new_session=False, limit=1 << 20, pipe_stderr=True
+            )
+        server.kill()  # the orphan, reparented when its preloader died
+    finally:
+        preloader.close()

@@ -262,6 +262,7 @@ class Preloader:
         self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[int]]] = {}
         self._processes: dict[int, tuple[asyncio.AbstractEventLoop, ForkedProcess]] = {}
         self._early_exits: dict[int, int] = {}
+        self.closed = False
         threading.Thread(target=self._read_answers, name="server-preloader", daemon=True).start()
 
     def close(self) -> None:
@@ -280,6 +281,7 @@ class Preloader:
             except OSError:
                 message = b""
             if not message:
+                self._gone()
                 return
             answer = json.loads(message)
             with self._lock:
@@ -294,6 +296,19 @@ class Preloader:
                         loop, process = entry
                         process.returncode = answer["code"]
                         _call_in(loop, process._set_exit, answer["code"])
+
+    def _gone(self) -> None:
+        """The preloader ended (closed, or it crashed): what waits on it fails at once
+        instead of hanging the test."""
+        lost = RuntimeError("the server preloader is gone: its servers' exit codes are lost")
+        with self._lock:
+            self.closed = True
+            for loop, future in self._pending.values():
+                _call_in(loop, _fail, future, lost)
+            for loop, process in self._processes.values():
+                _call_in(loop, _fail, process._exited, lost)
+            self._pending.clear()
+            self._processes.clear()
 
     async def spawn(
         self,
@@ -311,6 +326,8 @@ class Preloader:
         stderr_r, stderr_w = os.pipe() if pipe_stderr else (-1, os.dup(2))
         forked: asyncio.Future[int] = loop.create_future()
         with self._lock:
+            if self.closed:
+                raise RuntimeError("the server preloader is gone")
             self._next_id += 1
             request_id = self._next_id
             self._pending[request_id] = (loop, forked)
@@ -356,6 +373,11 @@ def _resolve(future: asyncio.Future[int], value: int) -> None:
         future.set_result(value)
 
 
+def _fail(future: asyncio.Future[int], error: Exception) -> None:
+    if not future.done():
+        future.set_exception(error)
+
+
 def _call_in(loop: asyncio.AbstractEventLoop, callback: Any, *args: Any) -> None:
     with contextlib.suppress(RuntimeError):  # that test's loop is closed: nobody waits
         loop.call_soon_threadsafe(callback, *args)
@@ -385,7 +407,7 @@ def _preloader_for(env: Mapping[str, str]) -> Preloader | None:
     )
     with _preloaders_lock:
         found = _preloaders.get(settings)
-        if found is None:
+        if found is None or found.closed:
             base = {name: value for name, value in os.environ.items() if name not in _PRELOADABLE}
             found = _preloaders[settings] = Preloader({**base, **dict(settings)})
         return found
