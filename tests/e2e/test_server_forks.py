@@ -116,6 +116,27 @@ def test_a_forked_server_has_the_environment_and_folder_it_was_given(
     assert list(Path(server_env["SEMA_ROOT"]).rglob("*.jsonl")), "history under its SEMA_ROOT"
 
 
+async def _serving(process: object) -> None:
+    """Returns once the server's event loop answers (its signal handlers are in place)."""
+    stdin, stdout = process.stdin, process.stdout  # type: ignore[attr-defined]
+    for message in EXCHANGE[:2]:
+        stdin.write((json.dumps(message) + "\n").encode())
+    await stdin.drain()
+    while json.loads(await asyncio.wait_for(stdout.readline(), 20)).get("id") != 2:
+        pass
+
+
+async def test_a_forked_server_stops_on_sigint_like_an_exec_d_one(server_env: dict[str, str]):
+    env = {**os.environ, **server_env, "PYTHONUNBUFFERED": "1"}
+    codes = []
+    for fresh in (False, True):
+        process = await spawn_server(["--jsonl"], env=env, limit=1 << 20, fresh_interpreter=fresh)
+        await _serving(process)
+        process.send_signal(signal.SIGINT)
+        codes.append(await asyncio.wait_for(process.wait(), 20))
+    assert codes[0] == codes[1] == 128 + signal.SIGINT
+
+
 async def test_a_forked_server_dies_of_a_signal_like_an_exec_d_one(server_env: dict[str, str]):
     env = {**os.environ, **server_env, "PYTHONUNBUFFERED": "1"}
     for fresh in (False, True):

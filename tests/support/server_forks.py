@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -100,8 +101,6 @@ def _preloader_main(fd: int) -> None:
     control.send(b'{"ready": true}')
     while True:
         with contextlib.suppress(InterruptedError):
-            import select
-
             ready, _, _ = select.select([control, wake_r], [], [])
             if wake_r in ready:
                 os.read(wake_r, 4096)
@@ -157,6 +156,9 @@ def _run_server(request: dict[str, Any], fds: list[int]) -> None:
             code = 0
         except SystemExit as leaving:
             code = _exit_code(leaving.code)
+        except KeyboardInterrupt:
+            traceback.print_exc()
+            code = -signal.SIGINT
         except BaseException:
             traceback.print_exc()
         threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter does at exit
@@ -164,6 +166,9 @@ def _run_server(request: dict[str, Any], fds: list[int]) -> None:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
+        if code == -signal.SIGINT:  # the interpreter leaves a KeyboardInterrupt by SIGINT
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
     finally:
         os._exit(code)
 
