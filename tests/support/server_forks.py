@@ -10,8 +10,12 @@ runs `python -m sema_rpc`'s `__main__` with the test's arguments. What it skips 
 interpreter's start and the imports; a test about those (what start-up imports, what the
 environment's `PYTHON*` variables change, how a server dies with its parent) gets an
 exec'd server: `spawn_server(..., fresh_interpreter=True)`, or automatically whenever the
-test's environment sets a `PYTHON*` variable the preloader was not started with.
-`SEMA_TEST_SERVERS=exec` makes every server an exec'd one (CONTRIBUTING.md).
+test's environment sets a `PYTHON*` variable that acts while an interpreter starts (for
+the stdio and bytecode settings, `_PRELOADABLE`, the worker keeps a preloader each).
+`SEMA_TEST_SERVERS=exec` makes every server an exec'd one (CONTRIBUTING.md). What the
+kernel recorded at the exec, `/proc/<pid>/cmdline` and `/proc/<pid>/environ`, is the
+preloader's: a test that reads those of the server itself needs an exec'd one (the
+server's own children are exec'd with its environment, as always).
 
 The preloader and the pytest worker talk over a socket pair: a request is one JSON
 datagram (arguments, environment, working directory, whether to start a new session)
