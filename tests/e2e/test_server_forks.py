@@ -28,6 +28,13 @@ from tests.support.server_forks import (
     spawn_server,
 )
 
+
+@pytest.fixture(autouse=True)
+def forked_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests compare the two kinds: `SEMA_TEST_SERVERS=exec` must not make both exec'd."""
+    monkeypatch.delenv("SEMA_TEST_SERVERS", raising=False)
+
+
 _LOOKUP = re.compile(
     r"""sys\.modules\.get\(\s*["']([\w.]+)["']|["']([\w.]+)["']\s+in\s+sys\.modules"""
 )
