@@ -1,6 +1,7 @@
 """An ACP editor for tests: the official ACP Python SDK's client side (`connect_to_agent`)
-driving `sema-rpc --acp` over real pipes (a server from `tests/support/server_forks.py`), with every message in
-both directions validated against the ACP v1 JSON Schema (schema/acp/schema.v1.json).
+driving `sema-rpc --acp` over real pipes (a server from `tests/support/server_forks.py`),
+with every message in both directions validated against the ACP v1 JSON Schema
+(schema/acp/schema.v1.json).
 
     async with AcpEditor.start(env) as editor:
         await editor.conn.initialize(protocol_version=1, client_capabilities=...)
@@ -132,8 +133,8 @@ class SchemaCheck:
     def _check_envelope(self, direction: str, message: dict[str, Any], where: str) -> None:
         """The message against the whole protocol (a union of every request, answer and
         notification of either side), once per shape: which side sent it, its members,
-        its `jsonrpc`, the type of its id, its method (for an answer, its request's), its update's kind.
-        What varies between messages of one shape is their params or result, and the
+        its `jsonrpc`, the type of its id, its method (for an answer, its request's), its
+        update's kind. What varies between messages of one shape is their params or result, and the
         exact definition's check below sees those in every message."""
         other = "in" if direction == "out" else "out"
         params = message.get("params")
